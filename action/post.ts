@@ -1,0 +1,2 @@
+// Placeholder post step: the action is built in its own issue.
+export {};

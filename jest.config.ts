@@ -1,0 +1,18 @@
+import type { Config } from "jest";
+
+// ESM mode: the package is "type": "module" and jose, @octokit/* and @actions/core are ESM-only.
+// `npm test` sets NODE_OPTIONS=--experimental-vm-modules.
+const config: Config = {
+  testEnvironment: "node",
+  extensionsToTreatAsEsm: [".ts"],
+  roots: ["<rootDir>/test"],
+  testMatch: ["**/*.test.ts"],
+  moduleNameMapper: { "^(\\.{1,2}/.*)\\.js$": "$1" },
+  transform: {
+    "^.+\\.ts$": ["ts-jest", { useESM: true, tsconfig: "tsconfig.json", diagnostics: { warnOnly: false } }],
+  },
+  testTimeout: 30000,
+  maxWorkers: 2,
+};
+
+export default config;

@@ -1,0 +1,39 @@
+import express, { type Express } from "express";
+import { createContext, type BrokerContext, type BrokerDeps } from "./context.js";
+import { errorHandler, notFound, onlyMethod } from "./http/errors.js";
+import { jsonObjectBody } from "./http/json-body.js";
+import { requestLog } from "./http/request-log.js";
+import { releasesRoute } from "./routes/releases.js";
+import { signRoute } from "./routes/sign.js";
+import { tokenRoute } from "./routes/token.js";
+import { webhookRoute } from "./routes/webhook.js";
+
+export type BrokerApp = Express & {
+  /** The injected parts, for scripts and tests that need to look inside (e.g. counters). */
+  broker: BrokerContext;
+  /** Closes key-value store connections. */
+  close(): Promise<void>;
+};
+
+/**
+ * Builds the broker's Express app from injected parts. Nothing here does I/O at build time; every
+ * cache lives inside the returned app, so each test can build a fresh one.
+ */
+export function createApp(deps: BrokerDeps = {}): BrokerApp {
+  const ctx = createContext(deps);
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("etag", false);
+  app.set("case sensitive routing", true);
+  app.set("strict routing", true);
+
+  app.use(requestLog(ctx.log, ctx.now));
+  app.all("/token", onlyMethod("POST"), ...jsonObjectBody("64kb"), tokenRoute(ctx));
+  app.all("/sign", onlyMethod("POST"), ...signRoute(ctx));
+  app.all("/releases", onlyMethod("GET"), ...releasesRoute(ctx));
+  app.all("/webhook", onlyMethod("POST"), ...webhookRoute(ctx));
+  app.use(notFound);
+  app.use(errorHandler(ctx.log));
+
+  return Object.assign(app, { broker: ctx, close: () => ctx.close() });
+}

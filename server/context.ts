@@ -1,0 +1,95 @@
+import { createAppJwtSigner } from "./github/app-jwt.js";
+import { createInstallationCache } from "./github/installation-cache.js";
+import { createPlatformRequest, DEFAULT_RETRY, type OctokitRequest, type RetryPolicy } from "./github/platform-request.js";
+import { createStoreRegistry } from "./kv/key-value-store.js";
+import { createLogger, type Logger } from "./log.js";
+import { createKeySetSource, type KeySetSource } from "./oidc/key-set-source.js";
+import { createSettingsReader, type Env, type PlatformSettings, type Settings } from "./settings.js";
+
+/** Everything the broker touches outside itself is injected here (STYLE.md practice 1, 7). */
+export interface BrokerDeps {
+  /** The environment, read on every request (spec 2.6). Default: process.env. */
+  env?: () => Env;
+  /** Milliseconds since the epoch. */
+  now?: () => number;
+  /** Every upstream HTTP call (platform, OIDC issuer) goes through this. */
+  fetch?: typeof fetch;
+  logger?: Logger;
+  timing?: Partial<Timing>;
+  retry?: RetryPolicy;
+}
+
+export interface Timing {
+  /** Per attempt of a platform call. */
+  upstreamTimeoutMs: number;
+  /** Per fetch of a discovery document or key set. */
+  jwksTimeoutMs: number;
+  /** Least time between two key-set fetches for one issuer. */
+  jwksCooldownMs: number;
+  /** A key set older than this is refreshed. */
+  jwksMaxAgeMs: number;
+  /** Upper bound on one key-value store call. */
+  kvTimeoutMs: number;
+  /** Lifetime of a cached repository → installation lookup. */
+  installationTtlMs: number;
+}
+
+export const DEFAULT_TIMING: Timing = {
+  upstreamTimeoutMs: 10_000,
+  jwksTimeoutMs: 5_000,
+  jwksCooldownMs: 5_000,
+  jwksMaxAgeMs: 10 * 60_000,
+  kvTimeoutMs: 500,
+  installationTtlMs: 5 * 60_000,
+};
+
+export function createContext(deps: BrokerDeps = {}) {
+  const now = deps.now ?? Date.now;
+  const fetchImpl = deps.fetch ?? globalThis.fetch;
+  const log = deps.logger ?? createLogger({ level: (deps.env ?? (() => process.env))().LOG_LEVEL });
+  const timing: Timing = { ...DEFAULT_TIMING, ...deps.timing };
+  const settings: () => Settings = createSettingsReader(deps.env ?? (() => process.env));
+  const stores = createStoreRegistry({ log, timeoutMs: timing.kvTimeoutMs });
+
+  const keySources = new Map<string, KeySetSource>();
+  const keySetFor = (issuer: string): KeySetSource => {
+    let source = keySources.get(issuer);
+    if (!source) {
+      source = createKeySetSource({
+        issuer, fetch: fetchImpl, now, log,
+        timeoutMs: timing.jwksTimeoutMs, cooldownMs: timing.jwksCooldownMs, maxAgeMs: timing.jwksMaxAgeMs,
+      });
+      keySources.set(issuer, source);
+    }
+    return source;
+  };
+
+  const requests = new Map<string, OctokitRequest>();
+  const requestFor = (platform: PlatformSettings): OctokitRequest => {
+    let request = requests.get(platform.apiBase);
+    if (!request) {
+      request = createPlatformRequest({ apiBase: platform.apiBase, fetch: fetchImpl, timeoutMs: timing.upstreamTimeoutMs });
+      requests.set(platform.apiBase, request);
+    }
+    return request;
+  };
+
+  return {
+    now,
+    fetch: fetchImpl,
+    log,
+    timing,
+    retry: deps.retry ?? DEFAULT_RETRY,
+    settings,
+    stores,
+    keySetFor,
+    requestFor,
+    appJwt: createAppJwtSigner(now),
+    installations: createInstallationCache({ now, ttlMs: timing.installationTtlMs }),
+    async close(): Promise<void> {
+      await stores.closeAll();
+    },
+  };
+}
+
+export type BrokerContext = ReturnType<typeof createContext>;

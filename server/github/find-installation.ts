@@ -1,0 +1,50 @@
+import { RequestError } from "@octokit/request-error";
+import { BrokerError } from "../../shared/broker-error.js";
+import { DEFAULT_RETRY, statusOf, withRetry, type OctokitRequest, type RetryPolicy } from "./platform-request.js";
+
+export interface Installation {
+  id: number;
+  /** What the installation was granted, e.g. { contents: "write", metadata: "read" }. */
+  permissions: Record<string, string>;
+}
+
+export interface InstallationLookup {
+  request: OctokitRequest;
+  appJwt: string;
+  retry?: RetryPolicy;
+  /** ENT_APP_INSTALLATION_ID: skip the per-repository lookup, read that installation instead. */
+  installationId?: number | null;
+  owner: string;
+  repo: string;
+}
+
+/**
+ * `GET /repos/{owner}/{repo}/installation` (or `GET /app/installations/{id}` when the id is
+ * configured). 404 → app_not_installed; anything else unusable → github_installation_lookup_failed.
+ */
+export async function findInstallation(lookup: InstallationLookup): Promise<Installation> {
+  let data: unknown;
+  try {
+    const response = await withRetry(lookup.retry ?? DEFAULT_RETRY, () =>
+      lookup.installationId
+        ? lookup.request("GET /app/installations/{installation_id}", {
+            installation_id: lookup.installationId,
+            headers: { authorization: `Bearer ${lookup.appJwt}` },
+          })
+        : lookup.request("GET /repos/{owner}/{repo}/installation", {
+            owner: lookup.owner,
+            repo: lookup.repo,
+            headers: { authorization: `Bearer ${lookup.appJwt}` },
+          }),
+    );
+    data = response.data;
+  } catch (error) {
+    if (error instanceof RequestError && statusOf(error) === 404) throw new BrokerError("app_not_installed");
+    throw new BrokerError("github_installation_lookup_failed", { detail: `status ${statusOf(error) ?? "network"}`, cause: error });
+  }
+  const { id, permissions } = (data ?? {}) as { id?: unknown; permissions?: unknown };
+  if (!Number.isSafeInteger(id) || (id as number) <= 0 || !permissions || typeof permissions !== "object" || Array.isArray(permissions)) {
+    throw new BrokerError("github_installation_lookup_failed", { detail: "installation object without id or permissions" });
+  }
+  return { id: id as number, permissions: { ...(permissions as Record<string, string>) } };
+}

@@ -1,0 +1,33 @@
+import type { Installation } from "./find-installation.js";
+
+/**
+ * Repository → installation (id and granted permissions), per platform and App.
+ * Cache (README "Caches"): key = API base + App ID + owner/repo (lowercased: names are
+ * case-insensitive on the platform); lifetime 5 minutes; dropped when a mint answers 404 or 422
+ * (the installation is gone or its permissions changed). Bounded in size.
+ */
+export function createInstallationCache(options: { now: () => number; ttlMs: number; maxEntries?: number }) {
+  const entries = new Map<string, { value: Installation; until: number }>();
+  const max = options.maxEntries ?? 10_000;
+  return {
+    key: (apiBase: string, appId: string, repository: string) => `${apiBase}\u0000${appId}\u0000${repository.toLowerCase()}`,
+    get(key: string): Installation | undefined {
+      const hit = entries.get(key);
+      if (!hit) return undefined;
+      if (options.now() >= hit.until) {
+        entries.delete(key);
+        return undefined;
+      }
+      return hit.value;
+    },
+    set(key: string, value: Installation): void {
+      if (entries.size >= max) entries.delete(entries.keys().next().value as string);
+      entries.set(key, { value, until: options.now() + options.ttlMs });
+    },
+    drop(key: string): void {
+      entries.delete(key);
+    },
+  };
+}
+
+export type InstallationCache = ReturnType<typeof createInstallationCache>;

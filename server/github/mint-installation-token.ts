@@ -1,0 +1,52 @@
+import { RequestError } from "@octokit/request-error";
+import { BrokerError } from "../../shared/broker-error.js";
+import type { Permissions } from "../../shared/token-permissions.js";
+import { DEFAULT_RETRY, statusOf, withRetry, type OctokitRequest, type RetryPolicy } from "./platform-request.js";
+
+export interface MintInput {
+  request: OctokitRequest;
+  appJwt: string;
+  installationId: number;
+  /** Repository *name* (not owner/name): the platform's `repositories` takes names. */
+  repositoryName: string;
+  permissions: Permissions;
+  retry?: RetryPolicy;
+}
+
+export interface MintedToken {
+  token: string;
+  /** Exactly as the platform wrote it. */
+  expires_at: string;
+  permissions: Record<string, string>;
+}
+
+/**
+ * `POST /app/installations/{id}/access_tokens`, scoped to one repository. Always a fresh token:
+ * callers revoke their own tokens at job end, so sharing one between callers is never safe.
+ * Retried on 5xx and rate limits only (a mint is idempotent: at worst an unused token expires).
+ * 404 → app_not_installed (the installation is gone); any other failure → installation_token_failed.
+ */
+export async function mintInstallationToken(input: MintInput): Promise<MintedToken> {
+  let data: unknown;
+  try {
+    const response = await withRetry(input.retry ?? DEFAULT_RETRY, () =>
+      input.request("POST /app/installations/{installation_id}/access_tokens", {
+        installation_id: input.installationId,
+        repositories: [input.repositoryName],
+        permissions: input.permissions,
+        headers: { authorization: `Bearer ${input.appJwt}` },
+      }),
+    );
+    data = response.data;
+  } catch (error) {
+    const status = statusOf(error);
+    if (error instanceof RequestError && status === 404) throw new BrokerError("app_not_installed", { detail: "installation gone at mint" });
+    throw new BrokerError("installation_token_failed", { detail: `status ${status ?? "network"}`, cause: error });
+  }
+  const { token, expires_at, permissions } = (data ?? {}) as { token?: unknown; expires_at?: unknown; permissions?: unknown };
+  if (typeof token !== "string" || token === "" || typeof expires_at !== "string" || expires_at === "") {
+    throw new BrokerError("installation_token_failed", { detail: "mint answer without token or expires_at" });
+  }
+  const granted = permissions && typeof permissions === "object" ? { ...(permissions as Record<string, string>) } : { ...input.permissions };
+  return { token, expires_at, permissions: granted };
+}

@@ -1,0 +1,81 @@
+import { request as octokitRequest } from "@octokit/request";
+import { RequestError } from "@octokit/request-error";
+
+export type OctokitRequest = typeof octokitRequest;
+
+export interface PlatformRequestOptions {
+  apiBase: string;
+  fetch: typeof fetch;
+  /** Per attempt. */
+  timeoutMs: number;
+}
+
+export const API_VERSION = "2022-11-28";
+
+/** An Octokit `request` bound to one platform's REST base, with the injected fetch and a timeout. */
+export function createPlatformRequest(options: PlatformRequestOptions): OctokitRequest {
+  const timeoutFetch: typeof fetch = (input, init) =>
+    options.fetch(input, { ...init, signal: init?.signal ?? AbortSignal.timeout(options.timeoutMs) });
+  return octokitRequest.defaults({
+    baseUrl: options.apiBase,
+    headers: { "user-agent": "tokensmith", "x-github-api-version": API_VERSION },
+    request: { fetch: timeoutFetch },
+  });
+}
+
+export interface RetryPolicy {
+  /** Attempts in all, the first included. */
+  attempts: number;
+  baseDelayMs: number;
+  /** Longest wait for a rate limit's reset or retry-after; a longer one fails now. */
+  maxWaitMs: number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+export const DEFAULT_RETRY: RetryPolicy = { attempts: 3, baseDelayMs: 200, maxWaitMs: 5000 };
+
+/**
+ * Retries what can succeed on retry (DESIGN.md): network errors and timeouts, 5xx, and rate limits
+ * after their wait. Never another 4xx. Call it only for safe requests (GETs, the idempotent mint).
+ */
+export async function withRetry<T>(policy: RetryPolicy, run: () => Promise<T>, onRetry?: (info: { attempt: number; status: number | undefined; waitMs: number }) => void): Promise<T> {
+  const sleep = policy.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await run();
+    } catch (error) {
+      const waitMs = retryDelay(error, attempt, policy);
+      if (waitMs === null || attempt >= policy.attempts) throw error;
+      onRetry?.({ attempt, status: statusOf(error), waitMs });
+      await sleep(waitMs);
+    }
+  }
+}
+
+export function statusOf(error: unknown): number | undefined {
+  // Octokit reports a failed fetch (refused, reset, timeout) as status 500 with no response.
+  if (error instanceof RequestError) return error.response ? error.status : undefined;
+  return undefined;
+}
+
+function retryDelay(error: unknown, attempt: number, policy: RetryPolicy): number | null {
+  if (!(error instanceof RequestError)) return null;
+  const backoff = policy.baseDelayMs * 2 ** (attempt - 1);
+  if (!error.response) return backoff;
+  const { status } = error;
+  const headers = error.response.headers as Record<string, string | undefined>;
+  if (status === 403 || status === 429) {
+    const retryAfter = Number(headers["retry-after"]);
+    if (Number.isFinite(retryAfter) && retryAfter >= 0) return capped(retryAfter * 1000, policy);
+    if (headers["x-ratelimit-remaining"] === "0") {
+      const reset = Number(headers["x-ratelimit-reset"]);
+      return Number.isFinite(reset) ? capped(Math.max(0, reset * 1000 - Date.now()), policy) : null;
+    }
+    return null;
+  }
+  return status >= 500 ? backoff : null;
+}
+
+function capped(waitMs: number, policy: RetryPolicy): number | null {
+  return waitMs <= policy.maxWaitMs ? waitMs : null;
+}

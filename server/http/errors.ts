@@ -1,0 +1,31 @@
+import type { ErrorRequestHandler, RequestHandler } from "express";
+import { BrokerError } from "../../shared/broker-error.js";
+import type { Logger } from "../log.js";
+
+/** The one place where errors become the spec's JSON bodies. */
+export function errorHandler(log: Logger): ErrorRequestHandler {
+  return (error: unknown, req, res, next) => {
+    if (res.headersSent) return next(error);
+    const brokerError = error instanceof BrokerError ? error : null;
+    if (!brokerError) {
+      // Unknown failure: the detail goes to the log, never to the caller.
+      log.error({ err: error, route: req.path, request_id: res.locals.requestId }, "unhandled error");
+    } else if (brokerError.status >= 500) {
+      log.warn({ code: brokerError.code, detail: brokerError.message, route: req.path, request_id: res.locals.requestId }, "upstream or configuration failure");
+    }
+    const answer = brokerError ?? new BrokerError("internal_error");
+    res.locals.errorCode = answer.code;
+    res.status(answer.status).json(answer.toBody());
+  };
+}
+
+export const notFound: RequestHandler = (_req, _res, next) => next(new BrokerError("not_found"));
+
+/** Exactly one method per route: anything else, HEAD and OPTIONS included, is 405 with Allow. */
+export function onlyMethod(method: string): RequestHandler {
+  return (req, res, next) => {
+    if (req.method === method) return next();
+    res.setHeader("Allow", method);
+    next(new BrokerError("method_not_allowed"));
+  };
+}

@@ -1,0 +1,111 @@
+import Keyv from "keyv";
+import KeyvRedis from "@keyv/redis";
+import type { Logger } from "../log.js";
+
+/**
+ * The spec's key-value bindings (SERVICE_JWKS_CACHE, LEGACY_QUOTA_KV) as Keyv stores. Every call is
+ * bounded by a short timeout and never throws: if the store is down the broker behaves as if the
+ * binding were unset (DESIGN.md) and logs it.
+ */
+export interface KeyValueStore {
+  readonly url: string;
+  get<T>(key: string): Promise<T | undefined>;
+  set<T>(key: string, value: T, ttlMs: number): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export interface StoreOptions {
+  log: Logger;
+  /** Upper bound on any one store call. */
+  timeoutMs: number;
+}
+
+export function openKeyValueStore(url: string, namespace: string, options: StoreOptions): KeyValueStore {
+  const scheme = url.split(":", 1)[0]?.toLowerCase();
+  const redis = scheme === "redis" || scheme === "rediss";
+  if (!redis && scheme !== "memory") throw new Error(`unsupported key-value store scheme: ${scheme}`);
+  const store = redis
+    ? new KeyvRedis(url, { throwOnConnectError: false, throwOnErrors: true, connectionTimeout: options.timeoutMs })
+    : undefined;
+  const keyv = new Keyv({ store, namespace });
+  let lastWarned = 0;
+  const warn = (op: string, error: unknown) => {
+    // One line per few seconds at most: an outage must not flood the log.
+    const now = Date.now();
+    if (now - lastWarned < 5000) return;
+    lastWarned = now;
+    options.log.warn({ store: redactUrl(url), op, err: errorName(error) }, "key-value store unavailable; continuing without it");
+  };
+  keyv.on("error", (error: unknown) => warn("event", error));
+  store?.on("error", (error: unknown) => warn("event", error));
+
+  const bounded = async <R>(op: string, fallback: R, run: () => Promise<R>): Promise<R> => {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([
+        run(),
+        new Promise<R>((_, reject) => {
+          timer = setTimeout(() => reject(new Error("timeout")), options.timeoutMs);
+        }),
+      ]);
+    } catch (error) {
+      warn(op, error);
+      return fallback;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+
+  return {
+    url,
+    get: <T>(key: string) => bounded<T | undefined>("get", undefined, async () => (await keyv.get<T>(key)) ?? undefined),
+    set: <T>(key: string, value: T, ttlMs: number) => bounded("set", false, async () => Boolean(await keyv.set(key, value, ttlMs))),
+    close: async () => {
+      await bounded("close", undefined, async () => {
+        await keyv.disconnect();
+      });
+    },
+  };
+}
+
+/** Stores are opened once per URL and namespace and reused across requests. */
+export function createStoreRegistry(options: StoreOptions) {
+  const stores = new Map<string, KeyValueStore>();
+  return {
+    get(url: string | null, namespace: string): KeyValueStore | null {
+      if (!url) return null;
+      const key = `${namespace}\u0000${url}`;
+      let store = stores.get(key);
+      if (!store) {
+        try {
+          store = openKeyValueStore(url, namespace, options);
+        } catch (error) {
+          options.log.error({ store: redactUrl(url), err: errorName(error) }, "key-value store URL not usable; binding ignored");
+          return null;
+        }
+        stores.set(key, store);
+      }
+      return store;
+    },
+    async closeAll(): Promise<void> {
+      await Promise.all([...stores.values()].map((s) => s.close()));
+      stores.clear();
+    },
+  };
+}
+
+export type StoreRegistry = ReturnType<typeof createStoreRegistry>;
+
+/** A Redis URL may carry a password: log scheme, host and port only. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.protocol}//${parsed.host}`;
+  } catch {
+    return "(unparseable url)";
+  }
+}
+
+function errorName(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message.slice(0, 200)}` : String(error);
+}

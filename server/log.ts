@@ -1,0 +1,27 @@
+import { createHash } from "node:crypto";
+import { pino, type Logger, type DestinationStream } from "pino";
+
+export type { Logger };
+
+/**
+ * Structured JSON logs. Nothing secret is ever passed to the logger; the redact list is a second
+ * line of defence for field names that could carry one.
+ */
+export function createLogger(options: { level?: string; destination?: DestinationStream } = {}): Logger {
+  return pino(
+    {
+      level: options.level || "info",
+      base: { service: "tokensmith" },
+      redact: {
+        paths: ["token", "oidcToken", "privateKey", "secret", "authorization", "*.token", "*.oidcToken", "*.authorization", "req.headers.authorization"],
+        censor: "[redacted]",
+      },
+    },
+    options.destination,
+  );
+}
+
+/** SHA-256 fingerprint of a credential, for audit lines that must name a token without showing it. */
+export function fingerprint(secret: string): string {
+  return `sha256:${createHash("sha256").update(secret).digest("hex")}`;
+}

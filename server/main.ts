@@ -1,0 +1,39 @@
+import { createApp } from "./app.js";
+import { parseSettings } from "./settings.js";
+
+// The server entry: read PORT, listen, stop gracefully. Everything else is in createApp.
+const app = createApp();
+const log = app.broker.log;
+const port = Number(process.env.PORT || 8080);
+
+// One clear line per missing required setting; the broker still starts and answers per the spec.
+const settings = parseSettings(process.env);
+if (!settings.main.app.ok) {
+  for (const name of settings.main.app.missing) log.warn({ setting: name }, `${name} is not set: /token and /sign answer 503 app_unconfigured, /releases too`);
+  if (settings.main.app.problem) log.error({ problem: settings.main.app.problem }, "App credentials unusable: answering 503 app_unconfigured");
+}
+if (!settings.tokenPermissions.ok) log.error({ problem: settings.tokenPermissions.problem }, "TOKEN_PERMISSIONS unusable: /token answers 400 invalid_token_permissions");
+
+const server = app.listen(port, () => {
+  const address = server.address();
+  log.info({ port: typeof address === "object" && address ? address.port : port }, "tokensmith broker listening");
+});
+server.keepAliveTimeout = 65_000;
+
+let stopping = false;
+function shutdown(signal: string) {
+  if (stopping) return;
+  stopping = true;
+  log.info({ signal }, "shutting down: no new connections, finishing requests in flight");
+  const force = setTimeout(() => {
+    log.error("requests still in flight after 9 s; exiting");
+    process.exit(1);
+  }, 9_000);
+  force.unref();
+  server.close(() => {
+    void app.close().finally(() => process.exit(0));
+  });
+  server.closeIdleConnections();
+}
+process.on("SIGTERM", () => shutdown("SIGTERM"));
+process.on("SIGINT", () => shutdown("SIGINT"));

@@ -1,0 +1,109 @@
+import { decodeJwt, decodeProtectedHeader, jwtVerify, type JWTPayload } from "jose";
+import { BrokerError } from "../../shared/broker-error.js";
+import type { OidcReason } from "../../shared/error-codes.js";
+import type { KeyValueStore } from "../kv/key-value-store.js";
+import { normaliseIssuer } from "../settings.js";
+import type { KeySetSource } from "./key-set-source.js";
+
+export const CLOCK_TOLERANCE_SECONDS = 60;
+
+/** The claims of a CI job's OIDC token that the broker reads (all GitHub custom claims are strings). */
+export interface OidcClaims extends JWTPayload {
+  iss: string;
+  repository: string;
+  sub?: string;
+  ref?: string;
+  run_id?: string;
+  workflow_ref?: string;
+  actor?: string;
+}
+
+export interface TrustedIssuer<P> {
+  issuer: string;
+  keys: KeySetSource;
+  /** What the issuer maps to (the platform to mint on). */
+  platform: P;
+}
+
+export interface VerifyInput<P> {
+  token: string;
+  issuers: ReadonlyArray<TrustedIssuer<P>>;
+  audiences: readonly string[];
+  now: () => number;
+  snapshotStore: KeyValueStore | null;
+}
+
+const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
+const REPOSITORY = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/;
+
+function refuse(reason: OidcReason, detail?: string): never {
+  throw new BrokerError("invalid_oidc_token", { reason, detail });
+}
+
+/**
+ * Verifies a CI-job OIDC token. The issuer is pinned from the (unverified) `iss` *before* a key set
+ * is chosen, so a forged `iss` can only select a trusted issuer's own keys; header fields that point
+ * at keys (`jku`, `x5u`, `jwk`) are never followed. RS256 only.
+ */
+export async function verifyOidcToken<P>(input: VerifyInput<P>): Promise<{ claims: OidcClaims; trusted: TrustedIssuer<P> }> {
+  if (!COMPACT_JWS.test(input.token)) refuse("malformed_token");
+  let header: ReturnType<typeof decodeProtectedHeader>;
+  let unverified: JWTPayload;
+  try {
+    header = decodeProtectedHeader(input.token);
+    unverified = decodeJwt(input.token);
+  } catch {
+    refuse("malformed_token");
+  }
+  if (header.alg !== "RS256") refuse("alg_unsupported");
+  if (typeof unverified.iss !== "string") refuse("issuer_mismatch");
+  const trusted = input.issuers.find((candidate) => candidate.issuer === normaliseIssuer(unverified.iss));
+  if (!trusted) refuse("issuer_mismatch");
+  if (header.kid !== undefined && typeof header.kid !== "string") refuse("malformed_token");
+
+  const pick = await trusted.keys.getKey(header.kid, input.snapshotStore);
+  if ("reason" in pick) refuse(pick.reason);
+
+  let payload: JWTPayload;
+  try {
+    ({ payload } = await jwtVerify(input.token, pick.key, {
+      algorithms: ["RS256"],
+      issuer: unverified.iss,
+      audience: [...input.audiences],
+      clockTolerance: CLOCK_TOLERANCE_SECONDS,
+      currentDate: new Date(input.now()),
+      requiredClaims: ["exp", "iat"],
+    }));
+  } catch (error) {
+    refuse(reasonFor(error));
+  }
+  const nowSeconds = Math.floor(input.now() / 1000);
+  if (typeof payload.iat === "number" && payload.iat > nowSeconds + CLOCK_TOLERANCE_SECONDS) refuse("token_not_yet_valid");
+  if (typeof payload.repository !== "string" || !REPOSITORY.test(payload.repository)) refuse("claim_invalid", "repository claim");
+  await trusted.keys.noteVerified(input.snapshotStore);
+  return { claims: payload as OidcClaims, trusted };
+}
+
+/** jose errors carry a stable `code` (and `claim`); branch on those, never on the message. */
+function reasonFor(error: unknown): OidcReason {
+  const { code, claim, reason } = (error ?? {}) as { code?: string; claim?: string; reason?: string };
+  switch (code) {
+    case "ERR_JWS_SIGNATURE_VERIFICATION_FAILED":
+      return "signature_invalid";
+    case "ERR_JWT_EXPIRED":
+      return "token_expired";
+    case "ERR_JOSE_ALG_NOT_ALLOWED":
+      return "alg_unsupported";
+    case "ERR_JWS_INVALID":
+      return "malformed_token";
+    case "ERR_JWT_INVALID":
+      return "claim_invalid";
+    case "ERR_JWT_CLAIM_VALIDATION_FAILED":
+      if (claim === "aud") return "audience_mismatch";
+      if (claim === "iss") return "issuer_mismatch";
+      if ((claim === "nbf" || claim === "iat") && reason === "check_failed") return "token_not_yet_valid";
+      return "claim_invalid";
+    default:
+      return "unknown";
+  }
+}

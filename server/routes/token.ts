@@ -1,0 +1,81 @@
+import type { RequestHandler } from "express";
+import { BrokerError } from "../../shared/broker-error.js";
+import type { TokenResponse } from "../../shared/types.js";
+import type { BrokerContext } from "../context.js";
+import { findInstallation } from "../github/find-installation.js";
+import { intersectPermissions } from "../github/intersect-permissions.js";
+import { mintInstallationToken } from "../github/mint-installation-token.js";
+import { fingerprint } from "../log.js";
+import { verifyOidcToken } from "../oidc/verify-oidc-token.js";
+import { readTokenRequest } from "../token/read-token-request.js";
+import { checkAllowlist, matchRepository, requireApp, requireTokenPermissions, trustedPlatforms } from "../token/trust.js";
+
+/**
+ * POST /token: the spec's ladder, top to bottom (DESIGN.md order of checks):
+ * fields → TOKEN_PERMISSIONS → OIDC verification → repository claim → allowlist → App configured
+ * → installation lookup → mint.
+ */
+export function tokenRoute(ctx: BrokerContext): RequestHandler {
+  return async (req, res) => {
+    const settings = ctx.settings();
+    const body = readTokenRequest(req.body as Record<string, unknown>);
+    const requested = requireTokenPermissions(settings);
+
+    const { claims, trusted } = await verifyOidcToken({
+      token: body.oidcToken,
+      issuers: trustedPlatforms(settings).map((platform) => ({ issuer: platform.issuer, keys: ctx.keySetFor(platform.issuer), platform })),
+      audiences: settings.audiences,
+      now: ctx.now,
+      snapshotStore: ctx.stores.get(settings.jwksCacheUrl, "tokensmith-jwks"),
+    });
+    const repository = matchRepository(claims.repository, body.owner, body.repo);
+    checkAllowlist(settings.allowedRepositories, repository);
+
+    const platform = trusted.platform;
+    const app = requireApp(platform);
+    const request = ctx.requestFor(platform);
+    const appJwt = await ctx.appJwt.jwtFor(app);
+    const cacheKey = ctx.installations.key(platform.apiBase, app.appId, repository);
+    let installation = ctx.installations.get(cacheKey);
+    if (!installation) {
+      installation = await findInstallation({ request, appJwt, retry: ctx.retry, installationId: platform.installationId, owner: body.owner, repo: body.repo });
+      ctx.installations.set(cacheKey, installation);
+    }
+    const permissions = intersectPermissions(requested, installation.permissions);
+    let minted;
+    try {
+      minted = await mintInstallationToken({ request, appJwt, installationId: installation.id, repositoryName: body.repo, permissions, retry: ctx.retry });
+    } catch (error) {
+      // The cached installation may be gone or changed: look it up afresh next time.
+      ctx.installations.drop(cacheKey);
+      if (error instanceof BrokerError && error.cause && (error.cause as { status?: number }).status === 401) ctx.appJwt.forget(app);
+      throw error;
+    }
+
+    ctx.log.info(
+      {
+        audit: "token_minted",
+        repository,
+        installation_id: installation.id,
+        permissions: minted.permissions,
+        platform: platform.name,
+        issuer: claims.iss,
+        sub: claims.sub,
+        ref: claims.ref,
+        run_id: claims.run_id,
+        workflow_ref: claims.workflow_ref,
+        actor: claims.actor,
+        request_ref: body.ref,
+        request_run_id: body.runId,
+        request_sha: body.sha,
+        expires_at: minted.expires_at,
+        token_sha256: fingerprint(minted.token),
+        request_id: res.locals.requestId,
+      },
+      "installation token minted",
+    );
+    const answer: TokenResponse = { token: minted.token, expires_at: minted.expires_at, repository };
+    res.setHeader("Cache-Control", "no-store");
+    res.status(200).json(answer);
+  };
+}

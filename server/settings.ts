@@ -1,0 +1,150 @@
+// Settings are read from the environment on every request (spec 2.6) and parsed by this pure
+// function; `createSettingsReader` memoises on the raw strings so a request costs one string
+// comparison per setting, not a key parse.
+import { parseTokenPermissions, type PermissionsParse } from "../shared/token-permissions.js";
+import { parseAppCredentials, type CredentialsParse } from "./app-credentials.js";
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+export const DEFAULT_AUDIENCES = ["tokensmith", "release-runner"] as const;
+export const DEFAULT_API_BASE = "https://api.github.com";
+export const DEFAULT_OIDC_ISSUER = "https://token.actions.githubusercontent.com";
+const TRUE_WORDS = new Set(["1", "true", "yes", "on"]);
+
+/** One platform the broker can mint on: the main one, or the enterprise tenant. */
+export interface PlatformSettings {
+  name: "main" | "enterprise";
+  issuer: string;
+  apiBase: string;
+  graphqlUrl: string;
+  app: CredentialsParse;
+  /** ENT_APP_INSTALLATION_ID: skips the per-repository lookup. */
+  installationId: number | null;
+}
+
+export interface Settings {
+  main: PlatformSettings;
+  enterprise: PlatformSettings | null;
+  audiences: string[];
+  allowedRepositories: ReadonlySet<string> | null;
+  tokenPermissions: PermissionsParse;
+  processTriggerSecret: string | null;
+  webhookSecret: string | null;
+  autoUpdateBranches: boolean;
+  jwksCacheUrl: string | null;
+  releasesKvUrl: string | null;
+  releasesCacheTtlSeconds: number;
+  releasesMaxInstallations: number;
+  releasesMaxRepositories: number;
+}
+
+/** Every variable the broker reads; the memo key is their raw values. */
+export const SETTING_NAMES = [
+  "HOST_APP_ID", "HOST_APP_PRIVATE_KEY", "HOST_API_BASE", "HOST_OIDC_ISSUER", "OIDC_AUDIENCE",
+  "ALLOWED_REPOSITORIES", "TOKEN_PERMISSIONS", "PROCESS_TRIGGER_SECRET", "HOST_WEBHOOK_SECRET",
+  "AUTO_UPDATE_BRANCHES", "ENT_OIDC_ISSUER", "ENT_API_BASE", "ENT_APP_ID", "ENT_APP_PRIVATE_KEY",
+  "ENT_APP_INSTALLATION_ID", "SERVICE_JWKS_CACHE", "LEGACY_QUOTA_KV", "RELEASES_CACHE_TTL_SECONDS",
+  "RELEASES_MAX_INSTALLATIONS", "RELEASES_MAX_REPOSITORIES",
+] as const;
+
+export function parseSettings(env: Env): Settings {
+  const main: PlatformSettings = {
+    name: "main",
+    issuer: normaliseIssuer(env.HOST_OIDC_ISSUER) || DEFAULT_OIDC_ISSUER,
+    apiBase: normaliseBase(env.HOST_API_BASE) || DEFAULT_API_BASE,
+    graphqlUrl: "",
+    app: parseAppCredentials({ id: "HOST_APP_ID", key: "HOST_APP_PRIVATE_KEY" }, env.HOST_APP_ID, env.HOST_APP_PRIVATE_KEY),
+    installationId: null,
+  };
+  main.graphqlUrl = graphqlUrlFor(main.apiBase);
+  const entIssuer = normaliseIssuer(env.ENT_OIDC_ISSUER);
+  let enterprise: PlatformSettings | null = null;
+  if (entIssuer) {
+    const apiBase = normaliseBase(env.ENT_API_BASE);
+    enterprise = {
+      name: "enterprise",
+      issuer: entIssuer,
+      apiBase,
+      graphqlUrl: apiBase ? graphqlUrlFor(apiBase) : "",
+      app: apiBase
+        ? parseAppCredentials({ id: "ENT_APP_ID", key: "ENT_APP_PRIVATE_KEY" }, env.ENT_APP_ID, env.ENT_APP_PRIVATE_KEY)
+        : { ok: false, missing: ["ENT_API_BASE"] },
+      installationId: positiveInteger(env.ENT_APP_INSTALLATION_ID),
+    };
+  }
+  return {
+    main,
+    enterprise,
+    audiences: parseAudiences(env.OIDC_AUDIENCE),
+    allowedRepositories: parseAllowlist(env.ALLOWED_REPOSITORIES),
+    tokenPermissions: parseTokenPermissions(env.TOKEN_PERMISSIONS),
+    processTriggerSecret: nonEmpty(env.PROCESS_TRIGGER_SECRET),
+    webhookSecret: nonEmpty(env.HOST_WEBHOOK_SECRET),
+    autoUpdateBranches: parseFlag(env.AUTO_UPDATE_BRANCHES),
+    jwksCacheUrl: nonEmpty(env.SERVICE_JWKS_CACHE?.trim()),
+    releasesKvUrl: nonEmpty(env.LEGACY_QUOTA_KV?.trim()),
+    releasesCacheTtlSeconds: positiveInteger(env.RELEASES_CACHE_TTL_SECONDS) ?? 300,
+    releasesMaxInstallations: positiveInteger(env.RELEASES_MAX_INSTALLATIONS) ?? 100,
+    releasesMaxRepositories: positiveInteger(env.RELEASES_MAX_REPOSITORIES) ?? 2000,
+  };
+}
+
+/** Trimmed, empty entries dropped; blank → the default pair (it never accepts nothing). */
+export function parseAudiences(raw: string | undefined): string[] {
+  const list = splitList(raw);
+  return list.length > 0 ? list : [...DEFAULT_AUDIENCES];
+}
+
+/** Exact `owner/name` after trimming; no globbing. Unset or blank → null (every repository). */
+export function parseAllowlist(raw: string | undefined): ReadonlySet<string> | null {
+  if (raw === undefined || raw.trim() === "") return null;
+  return new Set(splitList(raw));
+}
+
+/** Exactly 1, true, yes or on, case-insensitive after trimming. */
+export function parseFlag(raw: string | undefined): boolean {
+  return TRUE_WORDS.has((raw ?? "").trim().toLowerCase());
+}
+
+export function normaliseIssuer(raw: string | undefined): string {
+  return (raw ?? "").trim().replace(/\/+$/, "");
+}
+
+/** GraphQL endpoint from a REST base (DESIGN.md): `/api/v3` → `/api/graphql`, else base + `/graphql`. */
+export function graphqlUrlFor(apiBase: string): string {
+  return apiBase.endsWith("/api/v3") ? `${apiBase.slice(0, -"/v3".length)}/graphql` : `${apiBase}/graphql`;
+}
+
+function normaliseBase(raw: string | undefined): string {
+  return (raw ?? "").trim().replace(/\/+$/, "");
+}
+
+function splitList(raw: string | undefined): string[] {
+  return (raw ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "");
+}
+
+function nonEmpty(raw: string | undefined): string | null {
+  return raw === undefined || raw === "" ? null : raw;
+}
+
+function positiveInteger(raw: string | undefined): number | null {
+  const text = (raw ?? "").trim();
+  if (!/^[0-9]+$/.test(text)) return null;
+  const value = Number(text);
+  return Number.isSafeInteger(value) && value > 0 ? value : null;
+}
+
+/** Reads the environment per call; re-parses only when one of the raw strings changed. */
+export function createSettingsReader(readEnv: () => Env): () => Settings {
+  let lastKey: string | undefined;
+  let last: Settings | undefined;
+  return () => {
+    const env = readEnv();
+    const key = JSON.stringify(SETTING_NAMES.map((name) => env[name] ?? null));
+    if (key !== lastKey || !last) {
+      last = parseSettings(env);
+      lastKey = key;
+    }
+    return last;
+  };
+}

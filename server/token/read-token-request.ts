@@ -1,0 +1,39 @@
+import { BrokerError } from "../../shared/broker-error.js";
+import type { TokenRequest } from "../../shared/types.js";
+
+/**
+ * Body of POST /token (spec 2.1). `oidcToken`, `owner`, `repo` absent or empty →
+ * missing_required_fields; present with the wrong type → invalid_request. `ref`, `runId`, `sha`
+ * are for the log only and never authorise anything.
+ */
+export function readTokenRequest(body: Record<string, unknown>): TokenRequest {
+  const required = ["oidcToken", "owner", "repo"] as const;
+  for (const field of required) {
+    const value = own(body, field);
+    if (value === undefined || value === null || value === "") throw new BrokerError("missing_required_fields", { detail: field });
+    if (typeof value !== "string") throw new BrokerError("invalid_request", { detail: `${field} is not a string` });
+  }
+  for (const field of ["ref", "runId", "sha"] as const) {
+    const value = own(body, field);
+    if (value !== undefined && value !== null && typeof value !== "string") {
+      throw new BrokerError("invalid_request", { detail: `${field} is not a string` });
+    }
+  }
+  const optional = (field: string) => {
+    const value = own(body, field);
+    return typeof value === "string" ? value.slice(0, 256) : undefined;
+  };
+  return {
+    oidcToken: own(body, "oidcToken") as string,
+    owner: (own(body, "owner") as string).trim(),
+    repo: (own(body, "repo") as string).trim(),
+    ref: optional("ref"),
+    runId: optional("runId"),
+    sha: optional("sha"),
+  };
+}
+
+/** Own properties only: a `__proto__` or `constructor` key cannot stand in for a field. */
+function own(body: Record<string, unknown>, key: string): unknown {
+  return Object.prototype.hasOwnProperty.call(body, key) ? body[key] : undefined;
+}

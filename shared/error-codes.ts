@@ -1,0 +1,164 @@
+// The broker's error codes, once, as data. The server's responses, the README's table, the
+// action's hints and the tests all read this table (spec sections 4 and 7; DESIGN.md).
+
+export type Route = "/token" | "/sign" | "/releases" | "/webhook" | "*";
+
+export interface ErrorCodeInfo {
+  /** HTTP status the broker answers with. */
+  status: number;
+  /** Routes that can answer with this code. */
+  routes: readonly Route[];
+  /** What it means, for operators and the README. */
+  meaning: string;
+  /** Whether the same request can succeed later without anyone changing anything. */
+  retryable: boolean;
+  /** The one-line fix a release engineer should read (the action prints it). */
+  hint: string;
+}
+
+export const ERROR_CODES = {
+  not_found: {
+    status: 404, routes: ["*"], retryable: false,
+    meaning: "The path is not one of the broker's four routes.",
+    hint: "Check `broker-url`: it must be the broker's origin, without a path.",
+  },
+  method_not_allowed: {
+    status: 405, routes: ["*"], retryable: false,
+    meaning: "The route exists but not for this method (the `Allow` header names the right one).",
+    hint: "Check `broker-url`: the broker answered, but not as a tokensmith broker would for this call.",
+  },
+  payload_too_large: {
+    status: 413, routes: ["/token", "/sign", "/webhook"], retryable: false,
+    meaning: "The body is over the route's limit (/token 64 KiB, /sign 20 MiB, /webhook 25 MiB).",
+    hint: "Send a smaller request body.",
+  },
+  invalid_json: {
+    status: 400, routes: ["/token", "/sign", "/webhook"], retryable: false,
+    meaning: "The body is not parseable JSON.",
+    hint: "The request body must be JSON.",
+  },
+  invalid_request: {
+    status: 400, routes: ["/token", "/sign", "/webhook"], retryable: false,
+    meaning: "The body parsed but is not a JSON object, or a field has the wrong type or form.",
+    hint: "The request body must be a JSON object with the documented fields.",
+  },
+  missing_required_fields: {
+    status: 400, routes: ["/token", "/sign"], retryable: false,
+    meaning: "A required field is absent or empty (/token: oidcToken, owner, repo; /sign: repo, branch, expected_head_oid, message.headline).",
+    hint: "Send every required field.",
+  },
+  invalid_token_permissions: {
+    status: 400, routes: ["/token"], retryable: false,
+    meaning: "The broker's TOKEN_PERMISSIONS setting is set but parses to nothing usable (broker misconfiguration).",
+    hint: "The broker's operator must fix TOKEN_PERMISSIONS (values are exactly read or write).",
+  },
+  invalid_oidc_token: {
+    status: 401, routes: ["/token"], retryable: false,
+    meaning: "The OIDC token failed verification; `reason` says which check.",
+    hint: "The job's OIDC token was refused; see the reason.",
+  },
+  repo_mismatch: {
+    status: 403, routes: ["/token"], retryable: false,
+    meaning: "The token's repository claim is not owner/repo.",
+    hint: "A job can only get a token for its own repository.",
+  },
+  repo_not_allowed: {
+    status: 403, routes: ["/token"], retryable: false,
+    meaning: "The repository is outside ALLOWED_REPOSITORIES.",
+    hint: "The broker's operator must add this repository to ALLOWED_REPOSITORIES.",
+  },
+  app_not_installed: {
+    status: 404, routes: ["/token"], retryable: false,
+    meaning: "The App is not installed on the repository.",
+    hint: "Install the App on this repository (organisation or repository settings → GitHub Apps).",
+  },
+  github_installation_lookup_failed: {
+    status: 500, routes: ["/token"], retryable: true,
+    meaning: "The platform answered the installation lookup with something unusable.",
+    hint: "The platform gave the broker an unusable answer; retry later, and tell the broker's operator if it persists.",
+  },
+  installation_token_failed: {
+    status: 502, routes: ["/token", "/sign"], retryable: true,
+    meaning: "A token could not be minted for that repository (the platform refused or failed the mint).",
+    hint: "The platform refused to mint a token; retry later, and tell the broker's operator if it persists.",
+  },
+  sign_failed: {
+    status: 502, routes: ["/sign"], retryable: false,
+    meaning: "The platform rejected the commit, commonly because expected_head_oid is stale.",
+    hint: "Fetch the branch's current head and retry with it as expected_head_oid.",
+  },
+  oidc_key_fetch_failed: {
+    status: 503, routes: ["/token"], retryable: true,
+    meaning: "The broker could not retrieve the issuer's key set (reason jwks_unavailable); no verdict was reached.",
+    hint: "The broker could not reach the OIDC issuer's keys; retrying usually helps.",
+  },
+  app_unconfigured: {
+    status: 503, routes: ["/token", "/sign", "/releases"], retryable: false,
+    meaning: "HOST_APP_ID or HOST_APP_PRIVATE_KEY is not set (or the key does not parse).",
+    hint: "The broker's operator must set HOST_APP_ID and HOST_APP_PRIVATE_KEY.",
+  },
+  unauthorized: {
+    status: 401, routes: ["/sign", "/releases"], retryable: false,
+    meaning: "The bearer secret is missing or wrong.",
+    hint: "Send `Authorization: Bearer <PROCESS_TRIGGER_SECRET>`.",
+  },
+  no_file_changes: {
+    status: 400, routes: ["/sign"], retryable: false,
+    meaning: "additions and deletions are both empty.",
+    hint: "Send at least one addition or deletion.",
+  },
+  invalid_repo: {
+    status: 400, routes: ["/sign"], retryable: false,
+    meaning: "repo is not owner/name.",
+    hint: "Send repo as owner/name.",
+  },
+  sign_disabled: {
+    status: 503, routes: ["/sign"], retryable: false,
+    meaning: "PROCESS_TRIGGER_SECRET is not set.",
+    hint: "The broker's operator must set PROCESS_TRIGGER_SECRET to enable /sign.",
+  },
+  releases_disabled: {
+    status: 503, routes: ["/releases"], retryable: false,
+    meaning: "PROCESS_TRIGGER_SECRET is not set.",
+    hint: "The broker's operator must set PROCESS_TRIGGER_SECRET to enable /releases.",
+  },
+  invalid_signature: {
+    status: 401, routes: ["/webhook"], retryable: false,
+    meaning: "The X-Hub-Signature-256 HMAC is missing or does not match.",
+    hint: "The App's webhook secret and the broker's HOST_WEBHOOK_SECRET must be the same.",
+  },
+  webhook_disabled: {
+    status: 503, routes: ["/webhook"], retryable: false,
+    meaning: "HOST_WEBHOOK_SECRET is not set.",
+    hint: "The broker's operator must set HOST_WEBHOOK_SECRET to enable /webhook.",
+  },
+  internal_error: {
+    status: 500, routes: ["*"], retryable: true,
+    meaning: "An unexpected failure inside the broker; nothing internal is disclosed (the broker's log has the detail).",
+    hint: "The broker failed unexpectedly; retry, and tell the broker's operator if it persists.",
+  },
+} as const satisfies Record<string, ErrorCodeInfo>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === "string" && Object.prototype.hasOwnProperty.call(ERROR_CODES, value);
+}
+
+/** The `reason` words of a 401 invalid_oidc_token / 503 oidc_key_fetch_failed (DESIGN.md). */
+export const OIDC_REASONS = {
+  malformed_token: { meaning: "Not a compact JWS, or its header or payload is not JSON.", hint: "Send the raw OIDC JWT the runner issued." },
+  alg_unsupported: { meaning: "The token is not signed with RS256 (e.g. `none`, HS256).", hint: "Only RS256 tokens from the CI platform are accepted." },
+  issuer_mismatch: { meaning: "`iss` is not a trusted issuer.", hint: "The token does not come from an issuer this broker trusts." },
+  kid_not_found: { meaning: "No key in the issuer's key set has the token's `kid`, even after a refetch.", hint: "The token was signed by a key the issuer does not publish." },
+  key_ambiguous: { meaning: "The token has no `kid` and the issuer publishes several keys.", hint: "Send a token with a `kid` header." },
+  signature_invalid: { meaning: "The signature does not verify against the issuer's key.", hint: "The token was altered or forged." },
+  token_expired: { meaning: "`exp` is in the past (60 s tolerance).", hint: "Request a fresh OIDC token just before calling the broker." },
+  token_not_yet_valid: { meaning: "`nbf` or `iat` is in the future (60 s tolerance).", hint: "Check the clocks of the runner and the broker." },
+  audience_mismatch: { meaning: "`aud` names no audience in OIDC_AUDIENCE.", hint: "The action's `oidc-audience` input and the broker's OIDC_AUDIENCE disagree." },
+  claim_invalid: { meaning: "A required claim is missing or malformed (e.g. no `repository`, no `exp`).", hint: "The token lacks a claim the broker needs." },
+  unknown: { meaning: "Verification failed for a reason not listed above.", hint: "The token was refused; the broker's log has the detail." },
+  jwks_unavailable: { meaning: "With 503 oidc_key_fetch_failed: the issuer's key set could not be fetched and no snapshot was usable.", hint: "Retry; the broker could not reach the issuer's keys." },
+} as const;
+
+export type OidcReason = keyof typeof OIDC_REASONS;

@@ -1,0 +1,4 @@
+export * from "./error-codes.js";
+export * from "./broker-error.js";
+export * from "./types.js";
+export * from "./token-permissions.js";

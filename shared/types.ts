@@ -1,0 +1,97 @@
+// The wire contract of the four routes (spec section 2). Both the action and the server import it.
+import type { ErrorCode, OidcReason } from "./error-codes.js";
+
+/** Body of POST /token (spec 2.1). */
+export interface TokenRequest {
+  oidcToken: string;
+  owner: string;
+  repo: string;
+  /** Logging only; never authorises anything. */
+  ref?: string;
+  runId?: string;
+  sha?: string;
+}
+
+/** 200 of POST /token (spec 2.2). */
+export interface TokenResponse {
+  token: string;
+  /** Passed through unchanged from the platform. */
+  expires_at: string;
+  /** owner/name */
+  repository: string;
+}
+
+export interface FileAddition {
+  path: string;
+  /** base64 */
+  contents: string;
+}
+
+export interface FileDeletion {
+  path: string;
+}
+
+/** Body of POST /sign (spec 2.3). */
+export interface SignRequest {
+  repo: string;
+  branch: string;
+  expected_head_oid: string;
+  message: { headline: string; body?: string };
+  additions?: FileAddition[];
+  deletions?: FileDeletion[];
+  /** Accepted and ignored: commits are always App-attributed. */
+  user?: string;
+}
+
+/** 200 of POST /sign. `commit` is the platform's commit object. */
+export interface SignResponse {
+  ok: true;
+  commit: Record<string, unknown>;
+}
+
+export interface LatestRelease {
+  tag: string;
+  name: string;
+  /** null for a draft (DESIGN.md). */
+  published_at: string | null;
+  url: string;
+  draft: boolean;
+  prerelease: boolean;
+}
+
+export interface RepoReleases {
+  repo: string;
+  latest: LatestRelease | null;
+}
+
+/** 200 of GET /releases (spec 2.4). */
+export interface ReleasesResponse {
+  generated_at: string;
+  repos: RepoReleases[];
+  truncated: boolean;
+  cached: boolean;
+}
+
+/** 200 of POST /webhook for an event other than push. */
+export interface WebhookIgnoredResponse {
+  ok: true;
+  ignored: string;
+}
+
+/** 200 of POST /webhook for a push (DESIGN.md). */
+export type WebhookPushResponse =
+  | {
+      ok: true;
+      event: "push";
+      repository: string;
+      branch: string;
+      updated: number[];
+      failed: Array<{ number: number; status: number; error: string }>;
+    }
+  | { ok: true; event: "push"; skipped: string; duplicate?: boolean };
+
+/** Every failure (spec 2.5). */
+export interface ErrorBody {
+  error: ErrorCode;
+  reason?: OidcReason;
+}

@@ -1,0 +1,61 @@
+// Routing: unknown paths, wrong methods (with Allow), and routes not yet enabled.
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { startBroker, type TestBroker } from "./support/broker.js";
+
+let broker: TestBroker;
+beforeAll(async () => {
+  broker = await startBroker({});
+});
+afterAll(async () => {
+  await broker.close();
+});
+
+async function call(method: string, path: string) {
+  const res = await fetch(`${broker.url}${path}`, { method });
+  const text = await res.text();
+  return { status: res.status, allow: res.headers.get("allow"), type: res.headers.get("content-type"), body: text ? JSON.parse(text) : undefined };
+}
+
+describe("routing", () => {
+  it.each(["/", "/nope", "/token/", "/TOKEN", "/token/extra", "/.env", "/releases.json"])("404 not_found for %s", async (path) => {
+    const res = await call("GET", path);
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ error: "not_found" });
+    expect(res.type).toMatch(/application\/json/);
+  });
+
+  it.each([
+    ["/token", "GET", "POST"],
+    ["/token", "PUT", "POST"],
+    ["/token", "DELETE", "POST"],
+    ["/token", "OPTIONS", "POST"],
+    ["/sign", "GET", "POST"],
+    ["/sign", "PATCH", "POST"],
+    ["/releases", "POST", "GET"],
+    ["/releases", "OPTIONS", "GET"],
+    ["/webhook", "GET", "POST"],
+    ["/webhook", "PUT", "POST"],
+  ])("%s %s → 405 method_not_allowed with Allow: %s", async (path, method, allow) => {
+    const res = await call(method, path);
+    expect(res.status).toBe(405);
+    expect(res.allow).toBe(allow);
+    expect(res.body).toEqual({ error: "method_not_allowed" });
+  });
+
+  it.each(["/token", "/releases"])("HEAD %s → 405 with Allow", async (path) => {
+    const res = await fetch(`${broker.url}${path}`, { method: "HEAD" });
+    expect(res.status).toBe(405);
+    expect(res.headers.get("allow")).toBe(path === "/token" ? "POST" : "GET");
+  });
+
+  it("answers POST /token with the spec's errors when no setting is set at all", async () => {
+    const res = await fetch(`${broker.url}/token`, { method: "POST", body: JSON.stringify({ oidcToken: "a.b.c", owner: "o", repo: "r" }) });
+    expect(res.status).toBe(401);
+    expect(await res.json()).toEqual({ error: "invalid_oidc_token", reason: "malformed_token" });
+  });
+
+  it("discloses no framework header", async () => {
+    const res = await fetch(`${broker.url}/nope`);
+    expect(res.headers.get("x-powered-by")).toBeNull();
+  });
+});

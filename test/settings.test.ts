@@ -1,0 +1,138 @@
+// Table tests of the pure parts: settings rules (spec 2.6), the permissions parser, the trust
+// decisions and the error-code table. The same rules are exercised over HTTP in token*.test.ts.
+import { describe, expect, it } from "@jest/globals";
+import { ERROR_CODES, OIDC_REASONS } from "../shared/error-codes.js";
+import { parseTokenPermissions } from "../shared/token-permissions.js";
+import { intersectPermissions } from "../server/github/intersect-permissions.js";
+import { graphqlUrlFor, parseAllowlist, parseAudiences, parseFlag, parseSettings, createSettingsReader, normaliseIssuer } from "../server/settings.js";
+import { checkAllowlist, matchRepository } from "../server/token/trust.js";
+
+describe("parseAudiences", () => {
+  it.each([
+    [undefined, ["tokensmith", "release-runner"]],
+    ["", ["tokensmith", "release-runner"]],
+    ["  \t ", ["tokensmith", "release-runner"]],
+    [" , ,", ["tokensmith", "release-runner"]],
+    ["a", ["a"]],
+    [" a , ,b ", ["a", "b"]],
+  ])("%j → %j", (raw, expected) => expect(parseAudiences(raw)).toEqual(expected));
+});
+
+describe("parseAllowlist", () => {
+  it.each([
+    [undefined, null],
+    ["  ", null],
+    [" o/a , o/b ", ["o/a", "o/b"]],
+    ["o/*", ["o/*"]],
+  ])("%j → %j", (raw, expected) => expect(parseAllowlist(raw) === null ? null : [...parseAllowlist(raw)!]).toEqual(expected));
+
+  it("has no globbing", () => {
+    expect(() => checkAllowlist(parseAllowlist("o/*"), "o/a")).toThrow();
+    expect(() => checkAllowlist(parseAllowlist(" o/a "), "o/a")).not.toThrow();
+    expect(() => checkAllowlist(null, "any/thing")).not.toThrow();
+  });
+});
+
+describe("parseFlag (AUTO_UPDATE_BRANCHES)", () => {
+  it.each([["1"], ["true"], ["TRUE"], [" yes "], ["On"]])("%j is on", (raw) => expect(parseFlag(raw)).toBe(true));
+  it.each([[undefined], [""], ["enabled"], ["0"], ["false"], ["y"], ["tru"]])("%j is off", (raw) => expect(parseFlag(raw)).toBe(false));
+});
+
+describe("issuers and API bases", () => {
+  it.each([
+    [" https://x.example/_services/token/// ", "https://x.example/_services/token"],
+    ["https://x.example", "https://x.example"],
+  ])("normaliseIssuer(%j) → %j", (raw, expected) => expect(normaliseIssuer(raw)).toBe(expected));
+
+  it.each([
+    ["https://api.github.com", "https://api.github.com/graphql"],
+    ["https://ghe.example/api/v3", "https://ghe.example/api/graphql"],
+  ])("graphqlUrlFor(%j) → %j", (base, expected) => expect(graphqlUrlFor(base)).toBe(expected));
+
+  it("defaults to the public platform", () => {
+    const s = parseSettings({});
+    expect(s.main.apiBase).toBe("https://api.github.com");
+    expect(s.main.issuer).toBe("https://token.actions.githubusercontent.com");
+    expect(s.enterprise).toBeNull();
+    expect(s.main.app).toEqual({ ok: false, missing: ["HOST_APP_ID", "HOST_APP_PRIVATE_KEY"] });
+  });
+
+  it.each([
+    ["7", 7],
+    [" 12 ", 12],
+    ["0", null],
+    ["-3", null],
+    ["1.5", null],
+    ["abc", null],
+    ["", null],
+    ["99999999999999999999", null],
+  ])("ENT_APP_INSTALLATION_ID=%j → %j", (raw, expected) => {
+    const s = parseSettings({ ENT_OIDC_ISSUER: "https://ghe.example/_services/token/", ENT_API_BASE: "https://ghe.example/api/v3", ENT_APP_INSTALLATION_ID: raw });
+    expect(s.enterprise?.installationId).toBe(expected);
+    expect(s.enterprise?.issuer).toBe("https://ghe.example/_services/token");
+    expect(s.enterprise?.graphqlUrl).toBe("https://ghe.example/api/graphql");
+  });
+
+  it("memoises on the raw strings and re-parses when one changes", () => {
+    const env: Record<string, string> = { OIDC_AUDIENCE: "a" };
+    const read = createSettingsReader(() => env);
+    const first = read();
+    expect(read()).toBe(first);
+    env.OIDC_AUDIENCE = "b";
+    expect(read().audiences).toEqual(["b"]);
+  });
+});
+
+describe("parseTokenPermissions", () => {
+  it.each([
+    [undefined, { contents: "write", pull_requests: "write" }],
+    [" ", { contents: "write", pull_requests: "write" }],
+    ['{"issues":"read"}', { issues: "read" }],
+    ["issues=read,contents:write", { issues: "read", contents: "write" }],
+  ])("%j → %j", (raw, expected) => expect(parseTokenPermissions(raw)).toEqual({ ok: true, permissions: expected }));
+
+  it.each([["contents=admin"], ["{}"], [","], ['{"__proto__":"write"}'], ["con tents=read"], ["contents=read=write"], ["null"], ['"x"']])("%j is unusable", (raw) => {
+    expect(parseTokenPermissions(raw).ok).toBe(false);
+  });
+});
+
+describe("intersectPermissions", () => {
+  it.each([
+    [{ contents: "write" }, { contents: "write" }, { contents: "write" }],
+    [{ contents: "write" }, { contents: "read" }, { contents: "read" }],
+    [{ contents: "read" }, { contents: "write" }, { contents: "read" }],
+    [{ contents: "write", actions: "write" }, { contents: "write" }, { contents: "write" }],
+    [{ actions: "write" }, { contents: "write" }, { metadata: "read" }],
+    [{ constructor: "read" }, {}, { metadata: "read" }],
+  ] as const)("%j ∩ %j → %j", (requested, granted, expected) => {
+    expect(intersectPermissions({ ...requested }, granted)).toEqual(expected);
+  });
+});
+
+describe("matchRepository", () => {
+  it("is exact", () => {
+    expect(matchRepository("o/r", "o", "r")).toBe("o/r");
+    expect(() => matchRepository("o/r", "O", "r")).toThrow();
+    expect(() => matchRepository("o/r", "o", "r2")).toThrow();
+  });
+});
+
+describe("error-code table", () => {
+  it("holds every code the spec names, with its status", () => {
+    const spec: Record<string, number> = {
+      not_found: 404, method_not_allowed: 405, invalid_json: 400, invalid_request: 400, missing_required_fields: 400,
+      invalid_token_permissions: 400, invalid_oidc_token: 401, repo_mismatch: 403, repo_not_allowed: 403, app_not_installed: 404,
+      github_installation_lookup_failed: 500, oidc_key_fetch_failed: 503, no_file_changes: 400, invalid_repo: 400, unauthorized: 401,
+      installation_token_failed: 502, sign_failed: 502, sign_disabled: 503, releases_disabled: 503, app_unconfigured: 503,
+      invalid_signature: 401, webhook_disabled: 503,
+    };
+    for (const [code, status] of Object.entries(spec)) expect(ERROR_CODES[code as keyof typeof ERROR_CODES]?.status).toBe(status);
+  });
+
+  it("has the reason words of DESIGN.md", () => {
+    expect(Object.keys(OIDC_REASONS).sort()).toEqual([
+      "alg_unsupported", "audience_mismatch", "claim_invalid", "issuer_mismatch", "jwks_unavailable", "key_ambiguous",
+      "kid_not_found", "malformed_token", "signature_invalid", "token_expired", "token_not_yet_valid", "unknown",
+    ]);
+  });
+});

@@ -1,0 +1,300 @@
+// The simulator itself: every other test trusts it to behave like GitHub, so pin its behaviour.
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
+import { createPrivateKey, generateKeyPairSync, type KeyObject } from "node:crypto";
+import { SignJWT, createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from "jose";
+import { createSimulator, linkHeader, type Simulator } from "./support/simulator/index.js";
+
+let sim: Simulator;
+let app: { id: number; privateKeyPem: string };
+let appKey: KeyObject;
+let installationId: number;
+
+beforeAll(async () => {
+  sim = await createSimulator();
+  app = sim.createApp();
+  appKey = createPrivateKey(app.privateKeyPem);
+  installationId = sim.addInstallation({
+    appId: app.id,
+    account: "octo-org",
+    permissions: { contents: "write", issues: "read", metadata: "read" },
+    repositories: ["app", "other"],
+  });
+});
+afterAll(async () => {
+  await sim.close();
+});
+beforeEach(() => {
+  sim.clearRequests();
+  sim.faults.clear();
+  sim.oidc.keyEndpoint = "ok";
+  sim.latencyMs = 0;
+});
+
+const now = () => Math.floor(Date.now() / 1000);
+
+async function appJwt(claims: { iat?: number; exp?: number; iss?: string | number } = {}, key: KeyObject = appKey): Promise<string> {
+  const iat = claims.iat ?? now() - 30;
+  return new SignJWT({})
+    .setProtectedHeader({ alg: "RS256" })
+    .setIssuer(String(claims.iss ?? app.id))
+    .setIssuedAt(iat)
+    .setExpirationTime(claims.exp ?? iat + 600)
+    .sign(key);
+}
+
+async function call(method: string, path: string, options: { auth?: string; body?: unknown; base?: string; signal?: AbortSignal } = {}) {
+  const res = await fetch(`${options.base ?? sim.apiBase}${path}`, {
+    method,
+    headers: { ...(options.auth ? { authorization: options.auth } : {}), ...(options.body ? { "content-type": "application/json" } : {}) },
+    body: options.body === undefined ? undefined : JSON.stringify(options.body),
+    signal: options.signal,
+  });
+  const text = await res.text();
+  let body: any = text;
+  try {
+    body = text ? JSON.parse(text) : undefined;
+  } catch {
+    /* keep the raw text */
+  }
+  return { status: res.status, headers: res.headers, body, text };
+}
+
+const mint = async (body?: unknown) => call("POST", `/app/installations/${installationId}/access_tokens`, { auth: `Bearer ${await appJwt()}`, body });
+
+describe("OIDC issuer", () => {
+  it("serves discovery and a JWKS with the current RSA key", async () => {
+    const discovery = await call("GET", "/.well-known/openid-configuration", { base: sim.oidc.issuer });
+    expect(sim.oidc.issuer).toBe(`${sim.url}/oidc`);
+    expect(discovery.status).toBe(200);
+    expect(discovery.body).toMatchObject({
+      issuer: sim.oidc.issuer,
+      jwks_uri: `${sim.oidc.issuer}/.well-known/jwks`,
+      subject_types_supported: ["public", "pairwise"],
+      response_types_supported: ["id_token"],
+      id_token_signing_alg_values_supported: ["RS256"],
+      scopes_supported: ["openid"],
+    });
+    expect(discovery.body.claims_supported).toContain("repository_id");
+    const jwks = await call("GET", "/.well-known/jwks", { base: sim.oidc.issuer });
+    expect(jwks.body.keys).toEqual([{ kty: "RSA", alg: "RS256", use: "sig", kid: sim.oidc.currentKey.kid, n: expect.any(String), e: "AQAB" }]);
+    expect(sim.oidc.jwksRequests).toBe(1);
+  });
+
+  it("signs GitHub-shaped tokens that verify against the remote JWKS", async () => {
+    const token = await sim.oidc.sign({ ref: "refs/heads/dev", actor: undefined });
+    const jwks = createRemoteJWKSet(new URL(`${sim.oidc.issuer}/.well-known/jwks`));
+    const { payload, protectedHeader } = await jwtVerify(token, jwks, { issuer: sim.oidc.issuer, audience: "tokensmith" });
+    expect(protectedHeader).toEqual({ alg: "RS256", typ: "JWT", kid: sim.oidc.currentKey.kid });
+    expect(payload).toMatchObject({ repository: "octo-org/app", repository_id: "123456", repository_owner_id: "654321", ref: "refs/heads/dev" });
+    expect(payload).not.toHaveProperty("actor");
+    expect(payload.exp! - payload.iat!).toBe(300);
+    expect(payload.sha).toMatch(/^[0-9a-f]{40}$/);
+  });
+
+  it("honours kid: null, extra header fields and rotation", async () => {
+    expect(decodeProtectedHeader(await sim.oidc.sign({}, { kid: null }))).not.toHaveProperty("kid");
+    expect(decodeProtectedHeader(await sim.oidc.sign({}, { header: { jku: "http://x" } }))).toMatchObject({ jku: "http://x" });
+    const old = sim.oidc.currentKey.kid;
+    sim.oidc.rotateKey({ keepOld: true });
+    expect(sim.oidc.keys.map((k) => k.kid)).toEqual([sim.oidc.currentKey.kid, old]);
+    sim.oidc.rotateKey();
+    expect(sim.oidc.keys).toHaveLength(1);
+    const jwks = await call("GET", "/.well-known/jwks", { base: sim.oidc.issuer });
+    expect(jwks.body.keys.map((k: { kid: string }) => k.kid)).toEqual([sim.oidc.currentKey.kid]);
+  });
+
+  it.each([
+    ["fail", 503],
+    ["garbage", 200],
+  ] as const)("keyEndpoint %s breaks discovery and JWKS", async (mode, status) => {
+    sim.oidc.keyEndpoint = mode;
+    for (const doc of ["/.well-known/openid-configuration", "/.well-known/jwks"]) {
+      const res = await call("GET", doc, { base: sim.oidc.issuer });
+      expect(res.status).toBe(status);
+      if (mode === "garbage") expect(res.text).toBe("not json{");
+    }
+  });
+
+  it("keyEndpoint hang never answers", async () => {
+    sim.oidc.keyEndpoint = "hang";
+    await expect(call("GET", "/.well-known/jwks", { base: sim.oidc.issuer, signal: AbortSignal.timeout(300) })).rejects.toThrow();
+    expect(sim.oidc.jwksRequests).toBe(1);
+  });
+
+  it("serves the Actions runner ID-token endpoint", async () => {
+    sim.actions.claims = { ref: "refs/tags/v1" };
+    const res = await fetch(`${sim.actions.requestUrl}&audience=tokensmith`, { headers: { authorization: `Bearer ${sim.actions.requestToken}` } });
+    expect(res.status).toBe(200);
+    const { value } = (await res.json()) as { value: string };
+    const { payload } = await jwtVerify(value, createRemoteJWKSet(new URL(sim.oidc.jwksUri)), { audience: "tokensmith" });
+    expect(payload.ref).toBe("refs/tags/v1");
+    const denied = await fetch(sim.actions.requestUrl, { headers: { authorization: "Bearer wrong" } });
+    expect(denied.status).toBe(401);
+    expect(await denied.json()).toEqual({ message: "Unauthorized" });
+    sim.actions.claims = {};
+  });
+});
+
+describe("App JWT authentication", () => {
+  it("finds the repository installation with a good JWT", async () => {
+    const res = await call("GET", "/repos/octo-org/app/installation", { auth: `Bearer ${await appJwt()}` });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("application/json; charset=utf-8");
+    expect(res.body).toMatchObject({ id: installationId, app_id: app.id, account: { login: "octo-org", id: 654321, type: "Organization" }, repository_selection: "selected", permissions: { contents: "write" }, events: [] });
+    expect(sim.requests[0]!.auth).toEqual({ kind: "app", appId: String(app.id) });
+  });
+
+  it("404s for a repository the App is not installed on", async () => {
+    const res = await call("GET", "/repos/octo-org/nope/installation", { auth: `bearer ${await appJwt()}` });
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ message: "Not Found", documentation_url: "https://docs.github.com/rest/apps/apps#get-a-repository-installation-for-the-authenticated-app", status: "404" });
+  });
+
+  it.each([
+    ["a wrong key", () => appJwt({}, generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey), "A JSON web token could not be decoded"],
+    ["exp - iat > 600", () => appJwt({ iat: now() - 10, exp: now() + 600 }), "'Expiration time' claim ('exp') is too far in the future"],
+    ["an expired JWT", () => appJwt({ iat: now() - 700, exp: now() - 100 }), "'Expiration time' claim ('exp') must be a numeric value representing the future time at which the assertion expires"],
+    ["an unknown App", () => appJwt({ iss: 999 }), "Integration not found"],
+    ["no JWT at all", async () => "not-a-jwt", "A JSON web token could not be decoded"],
+  ])("401 for %s", async (_name, jwt, message) => {
+    const res = await call("GET", "/repos/octo-org/app/installation", { auth: `Bearer ${await jwt()}` });
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual({ message, documentation_url: "https://docs.github.com/rest" });
+  });
+});
+
+describe("installation tokens", () => {
+  it("mints 201 with GitHub's shape and records the token", async () => {
+    const res = await mint({ repositories: ["app"], permissions: { contents: "read" } });
+    expect(res.status).toBe(201);
+    expect(res.body.token).toMatch(/^ghs_[A-Za-z0-9]+$/);
+    expect(res.body.expires_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    expect(res.body).toMatchObject({ permissions: { contents: "read" }, repository_selection: "selected", repositories: [{ name: "app", full_name: "octo-org/app", id: 123456, private: true, owner: { login: "octo-org" } }] });
+    const issued = sim.tokens.get(res.body.token)!;
+    expect(issued).toMatchObject({ installationId, permissions: { contents: "read" }, repositories: ["app"], revoked: false });
+    expect(Math.abs(issued.expiresAt.getTime() - Date.now() - 3_600_000)).toBeLessThan(5_000);
+  });
+
+  it("grants everything the installation holds when no permissions are asked for", async () => {
+    const res = await mint();
+    expect(res.body.permissions).toEqual({ contents: "write", issues: "read", metadata: "read" });
+    expect(sim.tokens.get(res.body.token)!.repositories).toEqual(["app", "other"]);
+  });
+
+  it.each([
+    ["a permission the installation lacks", { permissions: { actions: "read" } }, "The permissions requested are not granted to this installation."],
+    ["write where it holds read", { permissions: { issues: "write" } }, "The permissions requested are not granted to this installation."],
+    ["a repository it cannot reach", { repositories: ["secret"] }, "There is at least one repository that does not exist or is not accessible to the parent installation."],
+    ["owner/name instead of a name", { repositories: ["octo-org/app"] }, "There is at least one repository that does not exist or is not accessible to the parent installation."],
+  ])("422 for %s", async (_name, body, message) => {
+    const res = await mint(body);
+    expect(res.status).toBe(422);
+    expect(res.body).toMatchObject({ message, status: "422" });
+  });
+
+  it("422 for an invalid permission value, 404 for an unknown installation", async () => {
+    expect((await mint({ permissions: { contents: "delete" } })).status).toBe(422);
+    expect((await call("POST", "/app/installations/1/access_tokens", { auth: `Bearer ${await appJwt()}` })).status).toBe(404);
+  });
+
+  it("serves the token's repositories, then 401s once it is revoked", async () => {
+    const { body } = await mint({ repositories: ["other"] });
+    const repos = await call("GET", "/installation/repositories", { auth: `token ${body.token}` });
+    expect(repos.body).toMatchObject({ total_count: 1, repository_selection: "selected", repositories: [{ full_name: "octo-org/other" }] });
+    expect((await call("GET", "/repos/octo-org/other", { auth: `token ${body.token}` })).status).toBe(200);
+    expect((await call("GET", "/repos/octo-org/app", { auth: `token ${body.token}` })).status).toBe(404);
+    expect((await call("DELETE", "/installation/token", { auth: `Bearer ${body.token}` })).status).toBe(204);
+    expect(sim.tokens.get(body.token)!.revoked).toBe(true);
+    const after = await call("GET", "/installation/repositories", { auth: `token ${body.token}` });
+    expect(after.status).toBe(401);
+    expect(after.body).toEqual({ message: "Bad credentials", documentation_url: "https://docs.github.com/rest" });
+  });
+
+  it("varies token length and issues long tokens on request", async () => {
+    const lengths = new Set<number>();
+    for (let i = 0; i < 5; i += 1) lengths.add(((await mint()).body.token as string).length);
+    expect(lengths.has(40)).toBe(true);
+    expect(lengths.size).toBeGreaterThan(1);
+    sim.longTokens = true;
+    expect(((await mint()).body.token as string).length).toBeGreaterThan(400);
+    sim.longTokens = false;
+  });
+});
+
+describe("pagination", () => {
+  it("pages /app/installations with a Link header", async () => {
+    const other = await createSimulator();
+    try {
+      const a = other.createApp({ keyFormat: "pkcs8" });
+      expect(a.privateKeyPem).toMatch(/^-----BEGIN PRIVATE KEY-----/);
+      for (let i = 0; i < 5; i += 1) other.addInstallation({ appId: a.id, account: `org-${i}`, permissions: { metadata: "read" }, repositories: "all" });
+      const jwt = await appJwt({ iss: a.id }, createPrivateKey(a.privateKeyPem));
+      const res = await call("GET", "/app/installations?per_page=2&page=2", { base: other.apiBase, auth: `Bearer ${jwt}` });
+      expect(res.body.map((i: { account: { login: string } }) => i.account.login)).toEqual(["org-2", "org-3"]);
+      const base = `${other.apiBase}/app/installations`;
+      expect(res.headers.get("link")).toBe(
+        `<${base}?per_page=2&page=1>; rel="prev", <${base}?per_page=2&page=3>; rel="next", <${base}?per_page=2&page=3>; rel="last", <${base}?per_page=2&page=1>; rel="first"`,
+      );
+    } finally {
+      await other.close();
+    }
+  });
+
+  it("linkHeader omits the header for a single page", () => {
+    expect(linkHeader("http://x/y", 1, 30, 10)).toBeUndefined();
+    expect(linkHeader("http://x/y", 1, 30, 31)).toBe('<http://x/y?per_page=30&page=2>; rel="next", <http://x/y?per_page=30&page=2>; rel="last"');
+  });
+});
+
+describe("faults, latency and the catch-all", () => {
+  it("answers a fault's status `times` times, then the real route", async () => {
+    sim.faults.add({ method: "GET", path: /\/installation$/, times: 1, respond: { status: 502, body: { message: "Bad Gateway" } } });
+    const auth = `Bearer ${await appJwt()}`;
+    expect((await call("GET", "/repos/octo-org/app/installation", { auth })).status).toBe(502);
+    expect((await call("GET", "/repos/octo-org/app/installation", { auth })).status).toBe(200);
+  });
+
+  it("hangs, answers garbage or resets on request", async () => {
+    const hang = sim.faults.add({ path: "/repos/octo-org/app/installation", respond: "hang" });
+    await expect(call("GET", "/repos/octo-org/app/installation", { signal: AbortSignal.timeout(300) })).rejects.toThrow();
+    hang.remove();
+    sim.faults.add({ path: "/app/installations", respond: "garbage" });
+    const garbage = await call("GET", "/app/installations");
+    expect([garbage.status, garbage.text]).toEqual([200, "<<not json"]);
+    sim.faults.add({ path: "/installation/token", respond: "reset" });
+    await expect(call("DELETE", "/installation/token")).rejects.toThrow();
+  });
+
+  it("adds latency to every answer", async () => {
+    sim.latencyMs = 150;
+    const started = Date.now();
+    await call("GET", "/.well-known/jwks", { base: sim.oidc.issuer });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(140);
+  });
+
+  it("501s anything not implemented, GraphQL included, and takes new routes", async () => {
+    expect(await call("GET", "/repos/octo-org/app/pulls")).toMatchObject({ status: 501, body: { message: "simulator: not implemented: GET /repos/octo-org/app/pulls" } });
+    expect((await fetch(sim.graphqlUrl, { method: "POST", body: "{}" })).status).toBe(501);
+    sim.route("GET", "/repos/:owner/:repo/pulls", (ctx) => ({ status: 200, body: [{ owner: ctx.params.owner, page: ctx.query.page }] }));
+    expect((await call("GET", "/repos/octo-org/app/pulls?page=2")).body).toEqual([{ owner: "octo-org", page: "2" }]);
+  });
+});
+
+describe("enterprise flavor", () => {
+  it("serves REST under /api/v3 and OIDC under /_services/token", async () => {
+    const ent = await createSimulator({ flavor: "enterprise" });
+    try {
+      expect([ent.apiBase, ent.graphqlUrl, ent.oidc.issuer]).toEqual([`${ent.url}/api/v3`, `${ent.url}/api/graphql`, `${ent.url}/_services/token`]);
+      expect(ent.oidc.currentKey.kid).not.toBe(sim.oidc.currentKey.kid);
+      const entApp = ent.createApp();
+      ent.addInstallation({ appId: entApp.id, account: "octo-org", permissions: { contents: "read" }, repositories: ["app"] });
+      const jwt = await appJwt({ iss: entApp.id }, createPrivateKey(entApp.privateKeyPem));
+      expect((await call("GET", "/repos/octo-org/app/installation", { base: ent.apiBase, auth: `Bearer ${jwt}` })).status).toBe(200);
+      expect((await call("GET", "/repos/octo-org/app/installation", { base: ent.url, auth: `Bearer ${jwt}` })).status).toBe(501);
+      const jwks = await call("GET", "/.well-known/jwks", { base: ent.oidc.issuer });
+      expect(jwks.body.keys[0].kid).toBe(ent.oidc.currentKey.kid);
+    } finally {
+      await ent.close();
+    }
+  });
+});

@@ -1,0 +1,82 @@
+// Test helpers: an in-process broker on an ephemeral port, with its log captured and every
+// upstream call confined to loopback (a test must never be able to reach the real platform).
+import type { AddressInfo } from "node:net";
+import type { Server } from "node:http";
+import { Writable } from "node:stream";
+import { createApp, type BrokerApp } from "../../server/app.js";
+import type { BrokerDeps, Timing } from "../../server/context.js";
+import { createLogger } from "../../server/log.js";
+
+export const loopbackOnlyFetch: typeof fetch = (input, init) => {
+  const url = new URL(typeof input === "string" || input instanceof URL ? input : input.url);
+  if (!["127.0.0.1", "localhost", "[::1]"].includes(url.hostname)) {
+    return Promise.reject(new Error(`test fetch refused a non-loopback address: ${url.hostname}`));
+  }
+  return fetch(input, init);
+};
+
+export interface TestBroker {
+  url: string;
+  app: BrokerApp;
+  /** The broker reads this object on every request: mutate it to change a setting. */
+  env: Record<string, string | undefined>;
+  /** Every log line the broker wrote, raw. */
+  logs: string[];
+  close(): Promise<void>;
+}
+
+/** Fast timings for tests: no retry sleeps worth waiting for, no cooldown unless a test asks. */
+export const TEST_TIMING: Partial<Timing> = { jwksCooldownMs: 0, jwksTimeoutMs: 1000, upstreamTimeoutMs: 2000, kvTimeoutMs: 300 };
+
+export async function startBroker(
+  env: Record<string, string | undefined>,
+  options: { timing?: Partial<Timing>; now?: () => number; retry?: BrokerDeps["retry"] } = {},
+): Promise<TestBroker> {
+  const logs: string[] = [];
+  const destination = new Writable({
+    write(chunk, _encoding, done) {
+      logs.push(...String(chunk).split("\n").filter((line) => line !== ""));
+      done();
+    },
+  });
+  const app = createApp({
+    env: () => env,
+    fetch: loopbackOnlyFetch,
+    logger: createLogger({ level: "debug", destination }),
+    timing: { ...TEST_TIMING, ...options.timing },
+    now: options.now,
+    retry: options.retry ?? { attempts: 3, baseDelayMs: 10, maxWaitMs: 2000 },
+  });
+  const server: Server = await new Promise((resolve) => {
+    const listening = app.listen(0, "127.0.0.1", () => resolve(listening));
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    app,
+    env,
+    logs,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await app.close();
+    },
+  };
+}
+
+/** POST a JSON body and return status, headers and parsed body. */
+export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}) {
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+  const text = await response.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: response.status, headers: response.headers, body: json as Record<string, unknown>, text };
+}

@@ -1,0 +1,112 @@
+// Wires one simulated platform together: one loopback server serving the OIDC issuer, the
+// Actions ID-token endpoint and the REST API (under /api/v3 for the enterprise flavor).
+import { createActionsRunner } from "./actions-runner.js";
+import { createFaultTable } from "./faults.js";
+import { GithubState } from "./github-state.js";
+import { startHttpServer } from "./http-server.js";
+import { ensureSpareKeys } from "./key-pool.js";
+import { createOidcIssuer } from "./oidc-issuer.js";
+import { judgeAuthorization, requireApp, requireInstallation } from "./request-auth.js";
+import { registerAppRoutes } from "./rest-app-routes.js";
+import { registerInstallationRoutes } from "./rest-installation-routes.js";
+import { Router, notImplemented } from "./router.js";
+import type { Flavor, RecordedRequest, RouteHandler, Simulator } from "./types.js";
+
+export interface SimulatorOptions {
+  flavor?: Flavor;
+  latencyMs?: number;
+}
+
+/** Where each service lives, relative to the server URL, per flavor (github.com vs GHES). */
+const LAYOUT = {
+  cloud: { api: "", graphql: "/graphql", issuer: "/oidc" },
+  enterprise: { api: "/api/v3", graphql: "/api/graphql", issuer: "/_services/token" },
+} as const;
+
+export async function createSimulator(opts: SimulatorOptions = {}): Promise<Simulator> {
+  const flavor = opts.flavor ?? "cloud";
+  const layout = LAYOUT[flavor];
+  // The issuer key plus one App key, generated in parallel before anything needs them.
+  await ensureSpareKeys(2);
+
+  const router = new Router();
+  const faults = createFaultTable();
+  const requests: RecordedRequest[] = [];
+  let clockOffsetMs = 0;
+  const now = () => Date.now() + clockOffsetMs;
+  const state = new GithubState(now);
+  let latencyMs = opts.latencyMs ?? 0;
+  let longTokens = false;
+  // Assigned once the server knows its port; handlers only read it after that.
+  let sim: Simulator;
+
+  const server = await startHttpServer({
+    router,
+    faults,
+    requests,
+    judge: (authorization) => judgeAuthorization(authorization, state, now()),
+    latencyMs: () => latencyMs,
+    sim: () => sim,
+  });
+  const { url } = server;
+  const apiBase = `${url}${layout.api}`;
+  const oidc = createOidcIssuer({ issuer: `${url}${layout.issuer}`, issuerPath: layout.issuer, router, requests, now });
+  const actions = createActionsRunner(url, router, oidc);
+
+  sim = {
+    flavor,
+    url,
+    apiBase,
+    graphqlUrl: `${url}${layout.graphql}`,
+    get latencyMs() {
+      return latencyMs;
+    },
+    set latencyMs(ms: number) {
+      latencyMs = ms;
+    },
+    get longTokens() {
+      return longTokens;
+    },
+    set longTokens(on: boolean) {
+      longTokens = on;
+    },
+    get clockOffsetMs() {
+      return clockOffsetMs;
+    },
+    set clockOffsetMs(ms: number) {
+      clockOffsetMs = ms;
+    },
+    requests,
+    clearRequests: () => {
+      requests.length = 0; // same array: callers holding sim.requests keep seeing the live log
+    },
+    faults,
+    oidc,
+    actions,
+    createApp: (appOpts) => state.createApp(appOpts),
+    apps: state.apps,
+    addInstallation: (instOpts) => state.addInstallation(instOpts),
+    installations: state.installations,
+    installation: (id) => state.installation(id),
+    removeInstallation: (id) => state.removeInstallation(id),
+    repository: (owner, name) => state.repository(owner, name),
+    tokens: state.tokens,
+    issueToken: (installationId, tokenOpts = {}) => {
+      const inst = state.installation(installationId);
+      const repositories = tokenOpts.repositories ?? (inst.repositories === "all" ? "all" : [...inst.repositories]);
+      return state.issueToken(installationId, tokenOpts.permissions ?? { ...inst.permissions }, repositories, longTokens).token;
+    },
+    now,
+    route: (method: string, pattern: string, handler: RouteHandler) => router.add(method, `${layout.api}${pattern}`, handler),
+    routeAbsolute: (method: string, pattern: string, handler: RouteHandler) => router.add(method, pattern, handler),
+    requireApp: (ctx) => requireApp(ctx, state),
+    requireInstallation: (ctx) => requireInstallation(ctx, state),
+    close: () => server.close(),
+  };
+
+  // Reserved for the GraphQL task: registered first, so its real route (added later) wins.
+  router.add("POST", layout.graphql, (ctx) => notImplemented(ctx.method, ctx.path));
+  registerAppRoutes(sim, state);
+  registerInstallationRoutes(sim, state);
+  return sim;
+}

@@ -1,0 +1,185 @@
+// The fake platform's data: Apps, installations, repositories and issued tokens, plus the JSON
+// shapes GitHub returns for them. Routes read and mutate this; tests inspect it directly.
+import { createHash, randomInt } from "node:crypto";
+import { takeKeyPair } from "./key-pool.js";
+import type { AddInstallationOptions, AppState, InstallationState, IssuedToken, RepositoryState } from "./types.js";
+
+/** Ids matching the default OIDC claims (repository_id 123456, repository_owner_id 654321). */
+const WELL_KNOWN_IDS: Record<string, number> = { "octo-org": 654321, "octo-org/app": 123456 };
+
+/** Stable per name (also across simulators), so tests can predict ids without asking. */
+export function stableId(name: string): number {
+  const known = WELL_KNOWN_IDS[name.toLowerCase()];
+  if (known !== undefined) return known;
+  return 1_000_000 + (createHash("sha256").update(name.toLowerCase()).digest().readUInt32BE(0) % 900_000_000);
+}
+
+const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+// GitHub's ghs_ tokens are 40 characters today but documented as subject to change: vary it.
+const TOKEN_LENGTHS = [40, 40, 47, 40, 93];
+let tokenCounter = 0;
+
+export function newInstallationToken(long: boolean): string {
+  const length = long ? 520 : TOKEN_LENGTHS[tokenCounter++ % TOKEN_LENGTHS.length]!;
+  let body = "";
+  for (let i = 0; i < length - 4; i += 1) body += BASE62[randomInt(62)];
+  return `ghs_${body}`;
+}
+
+/** GitHub's timestamp format: second precision, Z suffix. */
+export const isoSeconds = (date: Date): string => date.toISOString().replace(/\.\d{3}Z$/, "Z");
+
+export class GithubState {
+  readonly apps = new Map<number, AppState>();
+  readonly installations = new Map<number, InstallationState>();
+  readonly repositories = new Map<string, RepositoryState>();
+  readonly tokens = new Map<string, IssuedToken>();
+  private nextAppId = 100_001;
+  private nextInstallationId = 50_000_001;
+
+  constructor(private readonly now: () => number) {}
+
+  createApp(opts: { id?: number; keyFormat?: "pkcs1" | "pkcs8" } = {}): { id: number; privateKeyPem: string } {
+    const id = opts.id ?? this.nextAppId++;
+    if (this.apps.has(id)) throw new Error(`simulator: App ${id} already exists`);
+    const { privateKey, publicKey } = takeKeyPair();
+    const privateKeyPem = String(privateKey.export({ type: opts.keyFormat ?? "pkcs1", format: "pem" }));
+    this.apps.set(id, { id, slug: `tokensmith-test-${id}`, privateKeyPem, publicKey });
+    return { id, privateKeyPem };
+  }
+
+  repository(owner: string, name: string): RepositoryState {
+    const fullName = `${owner}/${name}`;
+    const key = fullName.toLowerCase();
+    let repo = this.repositories.get(key);
+    if (!repo) {
+      repo = { id: stableId(fullName), owner, ownerId: stableId(owner), name, fullName };
+      this.repositories.set(key, repo);
+    }
+    return repo;
+  }
+
+  addInstallation(opts: AddInstallationOptions): number {
+    if (!this.apps.has(opts.appId)) throw new Error(`simulator: no App ${opts.appId}; call createApp first`);
+    const id = opts.id ?? this.nextInstallationId++;
+    if (this.installations.has(id)) throw new Error(`simulator: installation ${id} already exists`);
+    const repositories = opts.repositories === "all" ? "all" : [...opts.repositories];
+    if (repositories !== "all") for (const name of repositories) this.repository(opts.account, name);
+    const now = new Date(this.now());
+    this.installations.set(id, {
+      id,
+      appId: opts.appId,
+      account: opts.account,
+      accountId: stableId(opts.account),
+      permissions: { ...opts.permissions },
+      repositories,
+      createdAt: now,
+    });
+    return id;
+  }
+
+  installation(id: number): InstallationState {
+    const found = this.installations.get(id);
+    if (!found) throw new Error(`simulator: no installation ${id}`);
+    return found;
+  }
+
+  /** Uninstalling revokes every token the installation issued, as on GitHub. */
+  removeInstallation(id: number): void {
+    this.installations.delete(id);
+    for (const issued of this.tokens.values()) if (issued.installationId === id) issued.revoked = true;
+  }
+
+  /** The installation of `appId` that covers owner/repo ("all" covers any repo of the account). */
+  installationFor(appId: number, owner: string, repo: string): InstallationState | undefined {
+    for (const inst of this.installations.values()) {
+      if (inst.appId !== appId || inst.account.toLowerCase() !== owner.toLowerCase()) continue;
+      if (this.covers(inst, repo)) return inst;
+    }
+    return undefined;
+  }
+
+  covers(inst: InstallationState, name: string): boolean {
+    if (name.includes("/")) return false; // GitHub wants bare names; "owner/name" matches nothing
+    return inst.repositories === "all" || inst.repositories.some((r) => r.toLowerCase() === name.toLowerCase());
+  }
+
+  /** Repositories an installation can reach: its selection, or every known repo of the account. */
+  reposOf(inst: InstallationState): RepositoryState[] {
+    if (inst.repositories !== "all") return inst.repositories.map((name) => this.repository(inst.account, name));
+    return [...this.repositories.values()].filter((r) => r.owner.toLowerCase() === inst.account.toLowerCase());
+  }
+
+  issueToken(installationId: number, permissions: Record<string, string>, repositories: string[] | "all", long: boolean): { token: string; issued: IssuedToken } {
+    const token = newInstallationToken(long);
+    const expiresAt = new Date(Math.floor(this.now() / 1000) * 1000 + 3_600_000);
+    const issued: IssuedToken = { installationId, permissions: { ...permissions }, repositories, expiresAt, revoked: false };
+    this.tokens.set(token, issued);
+    return { token, issued };
+  }
+
+  /** A usable token's record, or undefined when unknown, revoked, expired or uninstalled. */
+  liveToken(token: string): IssuedToken | undefined {
+    const issued = this.tokens.get(token);
+    if (!issued || issued.revoked || issued.expiresAt.getTime() <= this.now()) return undefined;
+    if (!this.installations.has(issued.installationId)) return undefined;
+    return issued;
+  }
+
+  installationJson(inst: InstallationState, urls: { apiBase: string; url: string }): Record<string, unknown> {
+    const app = this.apps.get(inst.appId);
+    const stamp = isoSeconds(inst.createdAt);
+    return {
+      id: inst.id,
+      client_id: `Iv1.${inst.appId.toString(16).padStart(16, "0")}`,
+      account: accountJson(inst.account, inst.accountId, urls),
+      repository_selection: inst.repositories === "all" ? "all" : "selected",
+      access_tokens_url: `${urls.apiBase}/app/installations/${inst.id}/access_tokens`,
+      repositories_url: `${urls.apiBase}/installation/repositories`,
+      html_url: `${urls.url}/organizations/${inst.account}/settings/installations/${inst.id}`,
+      app_id: inst.appId,
+      app_slug: app?.slug ?? `app-${inst.appId}`,
+      target_id: inst.accountId,
+      target_type: "Organization",
+      permissions: { ...inst.permissions },
+      events: [],
+      created_at: stamp,
+      updated_at: stamp,
+      single_file_name: null,
+      has_multiple_single_files: false,
+      single_file_paths: [],
+      suspended_by: null,
+      suspended_at: null,
+    };
+  }
+}
+
+function accountJson(login: string, id: number, urls: { apiBase: string; url: string }): Record<string, unknown> {
+  return {
+    login,
+    id,
+    node_id: `O_${Buffer.from(String(id)).toString("base64url")}`,
+    type: "Organization",
+    site_admin: false,
+    url: `${urls.apiBase}/users/${login}`,
+    html_url: `${urls.url}/${login}`,
+  };
+}
+
+export function repositoryJson(repo: RepositoryState, urls: { apiBase: string; url: string }): Record<string, unknown> {
+  return {
+    id: repo.id,
+    node_id: `R_${Buffer.from(String(repo.id)).toString("base64url")}`,
+    name: repo.name,
+    full_name: repo.fullName,
+    private: true,
+    visibility: "private",
+    owner: accountJson(repo.owner, repo.ownerId, urls),
+    html_url: `${urls.url}/${repo.fullName}`,
+    url: `${urls.apiBase}/repos/${repo.fullName}`,
+    fork: false,
+    archived: false,
+    disabled: false,
+    default_branch: "main",
+  };
+}

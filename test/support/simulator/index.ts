@@ -1,0 +1,9 @@
+// Public surface of the platform simulator (fake GitHub / GHES + OIDC issuer over loopback HTTP).
+// Free of jest APIs so benchmarks can import the compiled build directly.
+export { createSimulator, type SimulatorOptions } from "./create-simulator.js";
+export { linkHeader, paginate, type Page } from "./pagination.js";
+export { DOCS_ROOT, SimulatorHttpError, githubError, notImplemented } from "./router.js";
+export { GARBAGE_BODY } from "./http-server.js";
+export { DEFAULT_SHA, defaultClaims } from "./oidc-issuer.js";
+export { stableId, isoSeconds } from "./github-state.js";
+export type * from "./types.js";

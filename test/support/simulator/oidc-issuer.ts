@@ -1,0 +1,151 @@
+// The platform's OIDC issuer: discovery document, JWKS and a signer for GitHub-Actions-shaped
+// ID tokens. `keyEndpoint` breaks both documents at once, as an outage of the issuer would.
+import { randomBytes, randomUUID } from "node:crypto";
+import { signCompact } from "./jws.js";
+import { takeKeyPair } from "./key-pool.js";
+import type { Router } from "./router.js";
+import type { Claims, KeyEndpointMode, OidcIssuer, OidcKey, RecordedRequest, RouteResult, SignOptions } from "./types.js";
+
+const CLAIMS_SUPPORTED = [
+  "sub", "aud", "exp", "iat", "iss", "jti", "nbf", "ref", "sha", "repository", "repository_id", "repository_owner",
+  "repository_owner_id", "enterprise", "enterprise_id", "run_id", "run_number", "run_attempt", "actor", "actor_id",
+  "workflow", "workflow_ref", "workflow_sha", "head_ref", "base_ref", "event_name", "ref_type", "ref_protected",
+  "environment", "environment_node_id", "job_workflow_ref", "job_workflow_sha", "repository_visibility",
+  "runner_environment", "issuer_scope",
+];
+
+/** A fixed commit so tokens are reproducible apart from jti and the times. */
+export const DEFAULT_SHA = "4f2c9a1e8b7d6c5f4e3d2c1b0a9f8e7d6c5b4a39";
+
+function newOidcKey(): OidcKey {
+  const { privateKey, publicKey } = takeKeyPair();
+  // A fresh kid per take: pooled keys may be recycled, kids must never repeat.
+  const kid = randomBytes(16).toString("hex");
+  const jwk = publicKey.export({ format: "jwk" });
+  return {
+    kid,
+    privateKey,
+    publicKey,
+    publicKeyPem: String(publicKey.export({ type: "spki", format: "pem" })),
+    publicJwk: { kty: "RSA", alg: "RS256", use: "sig", kid, n: String(jwk.n), e: String(jwk.e) },
+  };
+}
+
+/** What GitHub Actions puts in a push-to-main token for octo-org/app, stamped at `nowSeconds`. */
+export function defaultClaims(issuer: string, nowSeconds: number): Claims {
+  return {
+    iss: issuer,
+    aud: "tokensmith",
+    sub: "repo:octo-org/app:ref:refs/heads/main",
+    repository: "octo-org/app",
+    repository_owner: "octo-org",
+    repository_id: "123456",
+    repository_owner_id: "654321",
+    ref: "refs/heads/main",
+    sha: DEFAULT_SHA,
+    run_id: "1001",
+    run_attempt: "1",
+    workflow: "release",
+    workflow_ref: "octo-org/app/.github/workflows/release.yml@refs/heads/main",
+    actor: "octocat",
+    event_name: "push",
+    runner_environment: "github-hosted",
+    jti: randomUUID(),
+    iat: nowSeconds,
+    nbf: nowSeconds,
+    exp: nowSeconds + 300,
+  };
+}
+
+/** Merge overrides; a key explicitly set to undefined removes the claim. */
+export function mergeClaims(base: object, ...overrides: ReadonlyArray<Record<string, unknown> | undefined>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const override of overrides) {
+    for (const [key, value] of Object.entries(override ?? {})) {
+      if (value === undefined) delete out[key];
+      else out[key] = value;
+    }
+  }
+  return out;
+}
+
+export interface OidcIssuerDeps {
+  issuer: string;
+  /** The issuer's path relative to the simulator URL (routes are registered there). */
+  issuerPath: string;
+  router: Router;
+  requests: readonly RecordedRequest[];
+  now: () => number;
+}
+
+export function createOidcIssuer(deps: OidcIssuerDeps): OidcIssuer {
+  const { issuer, issuerPath, router } = deps;
+  const jwksPath = `${issuerPath}/.well-known/jwks`;
+  let keys: OidcKey[] = [newOidcKey()];
+  let keyEndpoint: KeyEndpointMode = "ok";
+
+  // Both documents honour keyEndpoint: a real outage takes the whole issuer host down.
+  const serve = (document: () => unknown): RouteResult | Promise<RouteResult> => {
+    switch (keyEndpoint) {
+      case "fail":
+        return { status: 503, body: { message: "Service Unavailable" } };
+      case "hang":
+        return new Promise<RouteResult>(() => {}); // never settles; sim.close() drops the socket
+      case "garbage":
+        return { status: 200, headers: { "content-type": "application/json; charset=utf-8" }, body: "not json{" };
+      default:
+        return { status: 200, body: document() };
+    }
+  };
+
+  router.add("GET", `${issuerPath}/.well-known/openid-configuration`, () =>
+    serve(() => ({
+      issuer,
+      jwks_uri: `${issuer}/.well-known/jwks`,
+      subject_types_supported: ["public", "pairwise"],
+      response_types_supported: ["id_token"],
+      claims_supported: CLAIMS_SUPPORTED,
+      id_token_signing_alg_values_supported: ["RS256"],
+      scopes_supported: ["openid"],
+    })),
+  );
+  router.add("GET", jwksPath, () => serve(() => ({ keys: keys.map((k) => ({ ...k.publicJwk })) })));
+
+  return {
+    issuer,
+    jwksUri: `${issuer}/.well-known/jwks`,
+    get currentKey() {
+      return keys[0]!;
+    },
+    get keys() {
+      return [...keys];
+    },
+    get keyEndpoint() {
+      return keyEndpoint;
+    },
+    set keyEndpoint(mode: KeyEndpointMode) {
+      keyEndpoint = mode;
+    },
+    // Derived from the request log so clearRequests() resets it between tests.
+    get jwksRequests() {
+      return deps.requests.filter((r) => r.method === "GET" && r.path === jwksPath).length;
+    },
+    async sign(claims?: Partial<Claims> & Record<string, unknown>, opts: SignOptions = {}): Promise<string> {
+      const current = keys[0]!;
+      const alg = opts.alg ?? "RS256";
+      const header: Record<string, unknown> = { alg, typ: "JWT" };
+      const kid = opts.kid === undefined ? current.kid : opts.kid;
+      if (kid !== null) header.kid = kid;
+      Object.assign(header, opts.header);
+      // HS* without a key: the classic confusion attack, keyed with the public key PEM.
+      const key = opts.privateKey ?? (alg.startsWith("HS") ? current.publicKeyPem : current.privateKey);
+      const payload = mergeClaims(defaultClaims(issuer, Math.floor(deps.now() / 1000)), claims);
+      return signCompact(header, payload, key);
+    },
+    rotateKey(opts: { keepOld?: boolean } = {}): OidcKey {
+      const fresh = newOidcKey();
+      keys = opts.keepOld ? [fresh, ...keys] : [fresh];
+      return fresh;
+    },
+  };
+}

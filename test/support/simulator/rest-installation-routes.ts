@@ -1,0 +1,49 @@
+// REST routes authenticated with an installation token: revoke, list the token's repositories,
+// read one repository. Enough for the broker's revoke path and for smoke-testing minted tokens.
+import { DOCS_ROOT, githubError } from "./router.js";
+import { repositoryJson, type GithubState } from "./github-state.js";
+import { linkHeader, paginate } from "./pagination.js";
+import type { InstallationState, IssuedToken, RepositoryState, Simulator } from "./types.js";
+
+/** The repositories a token may touch (narrowed at mint time, or all the installation reaches). */
+export function tokenRepositories(state: GithubState, issued: IssuedToken, inst: InstallationState): RepositoryState[] {
+  if (issued.repositories === "all") return state.reposOf(inst);
+  return issued.repositories.filter((name) => state.covers(inst, name)).map((name) => state.repository(inst.account, name));
+}
+
+export function registerInstallationRoutes(sim: Simulator, state: GithubState): void {
+  sim.route("DELETE", "/installation/token", (ctx) => {
+    const { issued } = sim.requireInstallation(ctx);
+    issued.revoked = true;
+    return { status: 204 };
+  });
+
+  sim.route("GET", "/installation/repositories", (ctx) => {
+    const { issued, installation } = sim.requireInstallation(ctx);
+    const page = paginate(tokenRepositories(state, issued, installation), ctx.query);
+    const link = linkHeader(`${sim.apiBase}/installation/repositories`, page.page, page.perPage, page.total);
+    return {
+      status: 200,
+      headers: link ? { link } : undefined,
+      body: {
+        total_count: page.total,
+        repository_selection: issued.repositories === "all" ? "all" : "selected",
+        repositories: page.items.map((r) => repositoryJson(r, { apiBase: sim.apiBase, url: sim.url })),
+      },
+    };
+  });
+
+  sim.route("GET", "/repos/:owner/:repo", (ctx) => {
+    const { issued, installation } = sim.requireInstallation(ctx);
+    const { owner, repo } = ctx.params as { owner: string; repo: string };
+    const sameOwner = owner.toLowerCase() === installation.account.toLowerCase();
+    // An "all" token reaches any repository of the account, even one no test registered yet.
+    const found = !sameOwner
+      ? undefined
+      : issued.repositories === "all"
+        ? state.covers(installation, repo) ? state.repository(installation.account, repo) : undefined
+        : tokenRepositories(state, issued, installation).find((r) => r.name.toLowerCase() === repo.toLowerCase());
+    if (!found) throw githubError(404, "Not Found", `${DOCS_ROOT}/repos/repos#get-a-repository`);
+    return { status: 200, body: repositoryJson(found, { apiBase: sim.apiBase, url: sim.url }) };
+  });
+}

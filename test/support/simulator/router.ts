@@ -1,0 +1,110 @@
+// A small explicit route table: method + path pattern → handler. Each feature (OIDC, App routes,
+// later GraphQL, pulls, releases...) registers its rows from its own module.
+import type { RouteContext, RouteHandler, RouteResult } from "./types.js";
+
+export const DOCS_ROOT = "https://docs.github.com/rest";
+
+/** Thrown by handlers (and requireApp/requireInstallation); the server answers with it as-is. */
+export class SimulatorHttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(`simulator HTTP ${status}: ${JSON.stringify(body)}`);
+    this.name = "SimulatorHttpError";
+  }
+}
+
+/** GitHub's error body shape: message + documentation_url (+ status as a string on newer routes). */
+export function githubError(status: number, message: string, documentationUrl = DOCS_ROOT, withStatus = true): SimulatorHttpError {
+  const body: Record<string, string> = { message, documentation_url: documentationUrl };
+  if (withStatus) body.status = String(status);
+  return new SimulatorHttpError(status, body);
+}
+
+interface Row {
+  method: string;
+  pattern: string;
+  regex: RegExp;
+  names: string[];
+  handler: RouteHandler;
+}
+
+export interface RouteMatch {
+  handler: RouteHandler;
+  params: Record<string, string>;
+}
+
+/**
+ * `:name` matches one path segment (URL-decoded); a trailing `*` matches the rest.
+ * Literal segments are escaped, so patterns like `/.well-known/jwks` are safe.
+ */
+function compile(pattern: string): { regex: RegExp; names: string[] } {
+  const names: string[] = [];
+  const source = pattern
+    .split("/")
+    .map((segment) => {
+      if (segment.startsWith(":")) {
+        names.push(segment.slice(1));
+        return "([^/]+)";
+      }
+      if (segment === "*") {
+        names.push("rest");
+        return "(.*)";
+      }
+      return segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+    })
+    .join("/");
+  return { regex: new RegExp(`^${source}$`), names };
+}
+
+export class Router {
+  private rows: Row[] = [];
+
+  add(method: string, pattern: string, handler: RouteHandler): void {
+    const { regex, names } = compile(pattern);
+    // Newest first, so a later task can replace a placeholder (e.g. the 501 GraphQL row).
+    this.rows.unshift({ method: method.toUpperCase(), pattern, regex, names, handler });
+  }
+
+  match(method: string, path: string): RouteMatch | undefined {
+    const upper = method.toUpperCase();
+    for (const row of this.rows) {
+      if (row.method !== upper && row.method !== "*") continue;
+      const m = row.regex.exec(path);
+      if (!m) continue;
+      const params: Record<string, string> = {};
+      row.names.forEach((name, i) => {
+        params[name] = safeDecode(m[i + 1] ?? "");
+      });
+      return { handler: row.handler, params };
+    }
+    return undefined;
+  }
+
+  /** Run the matching handler; unknown routes answer 501 so an unintended call fails loudly. */
+  async dispatch(ctx: Omit<RouteContext, "params">): Promise<RouteResult> {
+    const found = this.match(ctx.method, ctx.path);
+    if (!found) return notImplemented(ctx.method, ctx.path);
+    try {
+      return await found.handler({ ...ctx, params: found.params });
+    } catch (error) {
+      if (error instanceof SimulatorHttpError) return { status: error.status, headers: error.headers, body: error.body };
+      // A bug in the simulator: surface it in the response so the failing test shows why.
+      return { status: 500, body: { message: `simulator: handler threw: ${String((error as Error)?.stack ?? error)}` } };
+    }
+  }
+}
+
+export function notImplemented(method: string, path: string): RouteResult {
+  return { status: 501, body: { message: `simulator: not implemented: ${method.toUpperCase()} ${path}` } };
+}
+
+function safeDecode(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}

@@ -1,0 +1,217 @@
+// Shared types for the platform simulator. Kept in one module so route files added later can
+// import the handler signature and the Simulator surface without import cycles.
+import type { IncomingHttpHeaders } from "node:http";
+import type { KeyObject, webcrypto } from "node:crypto";
+
+export type Flavor = "cloud" | "enterprise";
+export type PermissionLevel = "read" | "write" | "admin";
+
+/** How the simulator judged a request's Authorization header when it arrived. */
+export type RequestAuth =
+  | { kind: "app"; appId: string }
+  | { kind: "installation"; token: string }
+  | { kind: "none" }
+  | { kind: "invalid"; reason: string };
+
+export interface RecordedRequest {
+  method: string;
+  /** Path relative to `sim.url`, without the query string. */
+  path: string;
+  query: Record<string, string>;
+  /** Lower-cased names (node:http already lower-cases them). */
+  headers: IncomingHttpHeaders;
+  /** Parsed JSON, the raw text when it is not JSON, undefined when empty. */
+  body: unknown;
+  auth: RequestAuth;
+  /** Filled in once answered (absent for hang/reset faults): lets tests compare what was sent back. */
+  response?: { status: number; headers: Record<string, string>; body: unknown };
+}
+
+export interface RouteResult {
+  status: number;
+  headers?: Record<string, string>;
+  /** Objects/arrays are sent as JSON; strings are sent as-is; undefined sends no body. */
+  body?: unknown;
+}
+
+export interface RouteContext {
+  method: string;
+  path: string;
+  params: Record<string, string>;
+  query: Record<string, string>;
+  body: unknown;
+  auth: RequestAuth;
+  headers: IncomingHttpHeaders;
+  sim: Simulator;
+}
+
+export type RouteHandler = (ctx: RouteContext) => RouteResult | Promise<RouteResult>;
+
+export type FaultResponse = { status: number; headers?: Record<string, string>; body?: unknown } | "hang" | "garbage" | "reset";
+
+export interface FaultSpec {
+  method?: string;
+  /** Matched against the full path relative to `sim.url` (no query): exact string or RegExp. */
+  path: string | RegExp;
+  /** Default Infinity. */
+  times?: number;
+  respond: FaultResponse;
+}
+
+export interface FaultHandle {
+  remove(): void;
+  /** How many more times it will fire. */
+  readonly remaining: number;
+}
+
+export interface FaultRegistry {
+  add(spec: FaultSpec): FaultHandle;
+  clear(): void;
+  readonly active: readonly FaultSpec[];
+}
+
+/** The claims GitHub Actions puts in its OIDC tokens (the subset the simulator defaults). */
+export interface Claims {
+  iss: string;
+  aud: string | string[];
+  sub: string;
+  repository: string;
+  repository_owner: string;
+  repository_id: string;
+  repository_owner_id: string;
+  ref: string;
+  sha: string;
+  run_id: string;
+  run_attempt: string;
+  workflow: string;
+  workflow_ref: string;
+  actor: string;
+  event_name: string;
+  runner_environment: string;
+  jti: string;
+  iat: number;
+  nbf: number;
+  exp: number;
+}
+
+/** Anything node:crypto or jose hands out, or a raw secret for HS* algorithms. */
+export type SigningKey = KeyObject | webcrypto.CryptoKey | Uint8Array | string;
+
+export interface SignOptions {
+  /** Override the kid header; null omits it. */
+  kid?: string | null;
+  /** Extra protected-header fields (jku, x5u, jwk, crit...). */
+  header?: Record<string, unknown>;
+  privateKey?: SigningKey;
+  /** Default RS256. HS* without privateKey uses the current public key PEM as the secret. */
+  alg?: string;
+}
+
+export interface OidcKey {
+  kid: string;
+  privateKey: KeyObject;
+  publicKey: KeyObject;
+  publicKeyPem: string;
+  publicJwk: { kty: "RSA"; alg: "RS256"; use: "sig"; kid: string; n: string; e: string };
+}
+
+export type KeyEndpointMode = "ok" | "fail" | "hang" | "garbage";
+
+export interface OidcIssuer {
+  readonly issuer: string;
+  readonly jwksUri: string;
+  readonly currentKey: OidcKey;
+  /** Every key the JWKS publishes right now (current first). */
+  readonly keys: readonly OidcKey[];
+  keyEndpoint: KeyEndpointMode;
+  readonly jwksRequests: number;
+  sign(claims?: Partial<Claims> & Record<string, unknown>, opts?: SignOptions): Promise<string>;
+  rotateKey(opts?: { keepOld?: boolean }): OidcKey;
+}
+
+export interface ActionsRunner {
+  readonly requestUrl: string;
+  readonly requestToken: string;
+  /** Merged over the default claims of every token the endpoint hands out. */
+  claims: Partial<Claims> & Record<string, unknown>;
+}
+
+export interface AppState {
+  id: number;
+  slug: string;
+  privateKeyPem: string;
+  publicKey: KeyObject;
+}
+
+export interface RepositoryState {
+  id: number;
+  owner: string;
+  ownerId: number;
+  name: string;
+  fullName: string;
+}
+
+export interface InstallationState {
+  id: number;
+  appId: number;
+  account: string;
+  accountId: number;
+  permissions: Record<string, string>;
+  repositories: string[] | "all";
+  createdAt: Date;
+}
+
+export interface IssuedToken {
+  installationId: number;
+  permissions: Record<string, string>;
+  repositories: string[] | "all";
+  expiresAt: Date;
+  revoked: boolean;
+}
+
+export interface AddInstallationOptions {
+  appId: number;
+  account: string;
+  permissions: Record<string, PermissionLevel>;
+  repositories: string[] | "all";
+  id?: number;
+}
+
+export interface Simulator {
+  readonly flavor: Flavor;
+  readonly url: string;
+  readonly apiBase: string;
+  readonly graphqlUrl: string;
+  latencyMs: number;
+  /** Issue ~520-character installation tokens (GitHub's newer stateless format). */
+  longTokens: boolean;
+  /** Added to Date.now() wherever the simulated platform checks time (App JWTs, token expiry). */
+  clockOffsetMs: number;
+  readonly requests: RecordedRequest[];
+  clearRequests(): void;
+  readonly faults: FaultRegistry;
+  readonly oidc: OidcIssuer;
+  readonly actions: ActionsRunner;
+
+  createApp(opts?: { id?: number; keyFormat?: "pkcs1" | "pkcs8" }): { id: number; privateKeyPem: string };
+  readonly apps: Map<number, AppState>;
+  addInstallation(opts: AddInstallationOptions): number;
+  readonly installations: Map<number, InstallationState>;
+  installation(id: number): InstallationState;
+  removeInstallation(id: number): void;
+  /** Get or create a repository (stable ids per name). */
+  repository(owner: string, name: string): RepositoryState;
+  readonly tokens: Map<string, IssuedToken>;
+  /** Mint a token directly (no HTTP), e.g. to seed a test. */
+  issueToken(installationId: number, opts?: { permissions?: Record<string, string>; repositories?: string[] | "all" }): string;
+  now(): number;
+
+  /** Add a route under `apiBase`; later registrations win over earlier ones. */
+  route(method: string, pattern: string, handler: RouteHandler): void;
+  /** Add a route at a path relative to `url` (e.g. GraphQL, which is outside /api/v3 on GHES). */
+  routeAbsolute(method: string, pattern: string, handler: RouteHandler): void;
+  requireApp(ctx: RouteContext): AppState;
+  requireInstallation(ctx: RouteContext): { token: string; issued: IssuedToken; installation: InstallationState };
+
+  close(): Promise<void>;
+}

@@ -1,0 +1,51 @@
+// Runs the built broker (`build/server/main.js`, what `npm start` runs) as a child process.
+import { spawn, type ChildProcess } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+const MAIN = fileURLToPath(new URL("../../build/server/main.js", import.meta.url));
+
+export interface BrokerProcess {
+  url: string;
+  child: ChildProcess;
+  /** Every line the process wrote to stdout and stderr. */
+  lines: string[];
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export async function spawnBroker(env: Record<string, string | undefined>, timeoutMs = 10_000): Promise<BrokerProcess> {
+  const child = spawn(process.execPath, [MAIN], {
+    env: { PATH: process.env.PATH, PORT: "0", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const lines: string[] = [];
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`broker did not start: ${lines.join("\n")}`)), timeoutMs);
+    const onData = (chunk: Buffer) => {
+      for (const line of chunk.toString().split("\n").filter(Boolean)) {
+        lines.push(line);
+        try {
+          const entry = JSON.parse(line) as { msg?: string; port?: number };
+          if (entry.msg === "tokensmith broker listening" && entry.port) {
+            clearTimeout(timer);
+            resolve(entry.port);
+          }
+        } catch {
+          // not JSON: kept in lines for the failure message
+        }
+      }
+    };
+    child.stdout!.on("data", onData);
+    child.stderr!.on("data", onData);
+    void exited.then((code) => reject(new Error(`broker exited with ${code}: ${lines.join("\n")}`)));
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    child,
+    lines,
+    async stop(signal = "SIGTERM") {
+      if (child.exitCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
