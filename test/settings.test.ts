@@ -104,7 +104,7 @@ describe("intersectPermissions", () => {
     [{ contents: "write", actions: "write" }, { contents: "write" }, { contents: "write" }],
     [{ actions: "write" }, { contents: "write" }, { metadata: "read" }],
     [{ constructor: "read" }, {}, { metadata: "read" }],
-  ] as const)("%j ∩ %j → %j", (requested, granted, expected) => {
+  ] as Array<[Record<string, "read" | "write">, Record<string, string>, Record<string, string>]>)("%j ∩ %j → %j", (requested, granted, expected) => {
     expect(intersectPermissions({ ...requested }, granted)).toEqual(expected);
   });
 });

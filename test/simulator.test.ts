@@ -106,7 +106,7 @@ describe("OIDC issuer", () => {
   it.each([
     ["fail", 503],
     ["garbage", 200],
-  ] as const)("keyEndpoint %s breaks discovery and JWKS", async (mode, status) => {
+  ] as Array<["fail" | "garbage", number]>)("keyEndpoint %s breaks discovery and JWKS", async (mode, status) => {
     sim.oidc.keyEndpoint = mode;
     for (const doc of ["/.well-known/openid-configuration", "/.well-known/jwks"]) {
       const res = await call("GET", doc, { base: sim.oidc.issuer });
@@ -272,9 +272,8 @@ describe("faults, latency and the catch-all", () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(140);
   });
 
-  it("501s anything not implemented, GraphQL included, and takes new routes", async () => {
+  it("501s anything not implemented and takes new routes", async () => {
     expect(await call("GET", "/repos/octo-org/app/pulls")).toMatchObject({ status: 501, body: { message: "simulator: not implemented: GET /repos/octo-org/app/pulls" } });
-    expect((await fetch(sim.graphqlUrl, { method: "POST", body: "{}" })).status).toBe(501);
     sim.route("GET", "/repos/:owner/:repo/pulls", (ctx) => ({ status: 200, body: [{ owner: ctx.params.owner, page: ctx.query.page }] }));
     expect((await call("GET", "/repos/octo-org/app/pulls?page=2")).body).toEqual([{ owner: "octo-org", page: "2" }]);
   });
@@ -296,5 +295,54 @@ describe("enterprise flavor", () => {
     } finally {
       await ent.close();
     }
+  });
+});
+
+describe("GraphQL endpoint", () => {
+  const gql = async (query: string, auth?: string, variables?: Record<string, unknown>) => {
+    const res = await fetch(sim.graphqlUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...(auth ? { authorization: auth } : {}) },
+      body: JSON.stringify({ query, variables }),
+    });
+    return { status: res.status, body: (await res.json()) as { data?: Record<string, unknown> | null; errors?: Array<Record<string, unknown>> } };
+  };
+
+  it("answers 401 without credentials and to an App JWT", async () => {
+    expect((await gql("{ rateLimit { remaining } }")).status).toBe(401);
+    expect((await gql("{ rateLimit { remaining } }", `Bearer ${await appJwt()}`)).status).toBe(401);
+  });
+
+  it("resolves a repository the installation token covers, with GitHub's names", async () => {
+    const token = sim.issueToken(installationId, { repositories: ["app"] });
+    const res = await gql("query($o: String!, $n: String!) { repository(owner: $o, name: $n) { name nameWithOwner owner { login } isPrivate } }", `token ${token}`, { o: "octo-org", n: "app" });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ data: { repository: { name: "app", nameWithOwner: "octo-org/app", owner: { login: "octo-org" }, isPrivate: true } } });
+  });
+
+  it("answers NOT_FOUND inside a 200 for a repository the token does not cover", async () => {
+    const token = sim.issueToken(installationId, { repositories: ["app"] });
+    const res = await gql('{ repository(owner: "octo-org", name: "other") { name } }', `Bearer ${token}`);
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({ repository: null });
+    expect(res.body.errors?.[0]).toMatchObject({ type: "NOT_FOUND", path: ["repository"], message: "Could not resolve to a Repository with the name 'octo-org/other'." });
+  });
+
+  it("answers validation and parse errors inside a 200 with no data", async () => {
+    const token = sim.issueToken(installationId);
+    const unknownField = await gql('{ repository(owner: "octo-org", name: "app") { nope } }', `Bearer ${token}`);
+    expect(unknownField.status).toBe(200);
+    expect(unknownField.body.errors?.[0]?.message).toMatch(/nope/);
+    expect(unknownField.body.data).toBeUndefined();
+    const broken = await gql("{ repository(", `Bearer ${token}`);
+    expect(broken.status).toBe(200);
+    expect(broken.body.errors).toHaveLength(1);
+  });
+
+  it("takes Repository fields and mutations from feature modules", async () => {
+    sim.graphql.extendRepository((repo) => ({ latestRelease: () => ({ tagName: `v-${repo.name}`, name: "n", url: "u", isDraft: false, isPrerelease: false, isLatest: true, createdAt: "2026-01-01T00:00:00Z", id: "x" }) }));
+    const token = sim.issueToken(installationId);
+    const res = await gql('{ repository(owner: "octo-org", name: "app") { latestRelease { tagName } } }', `Bearer ${token}`);
+    expect(res.body).toEqual({ data: { repository: { latestRelease: { tagName: "v-app" } } } });
   });
 });

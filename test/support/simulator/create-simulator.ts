@@ -2,6 +2,7 @@
 // Actions ID-token endpoint and the REST API (under /api/v3 for the enterprise flavor).
 import { createActionsRunner } from "./actions-runner.js";
 import { createFaultTable } from "./faults.js";
+import { createGraphqlEndpoint } from "./graphql-endpoint.js";
 import { GithubState } from "./github-state.js";
 import { startHttpServer } from "./http-server.js";
 import { ensureSpareKeys } from "./key-pool.js";
@@ -9,7 +10,7 @@ import { createOidcIssuer } from "./oidc-issuer.js";
 import { judgeAuthorization, requireApp, requireInstallation } from "./request-auth.js";
 import { registerAppRoutes } from "./rest-app-routes.js";
 import { registerInstallationRoutes } from "./rest-installation-routes.js";
-import { Router, notImplemented } from "./router.js";
+import { Router } from "./router.js";
 import type { Flavor, RecordedRequest, RouteHandler, Simulator } from "./types.js";
 
 export interface SimulatorOptions {
@@ -102,10 +103,14 @@ export async function createSimulator(opts: SimulatorOptions = {}): Promise<Simu
     requireApp: (ctx) => requireApp(ctx, state),
     requireInstallation: (ctx) => requireInstallation(ctx, state),
     close: () => server.close(),
+    graphql: undefined as unknown as Simulator["graphql"],
   };
 
-  // Reserved for the GraphQL task: registered first, so its real route (added later) wins.
-  router.add("POST", layout.graphql, (ctx) => notImplemented(ctx.method, ctx.path));
+  // GraphQL: one endpoint; feature modules add Repository fields and mutations to its registry.
+  const graphql = createGraphqlEndpoint(sim);
+  sim.graphql = graphql.registry;
+  router.add("POST", layout.graphql, graphql.handle);
+
   registerAppRoutes(sim, state);
   registerInstallationRoutes(sim, state);
   return sim;

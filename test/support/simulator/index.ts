@@ -7,3 +7,4 @@ export { GARBAGE_BODY } from "./http-server.js";
 export { DEFAULT_SHA, defaultClaims } from "./oidc-issuer.js";
 export { stableId, isoSeconds } from "./github-state.js";
 export type * from "./types.js";
+export { GraphqlTypedError, nodeId, tokenCoversRepository, tokenPermission, type GraphqlContext, type GraphqlRegistry } from "./graphql-endpoint.js";

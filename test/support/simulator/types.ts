@@ -2,6 +2,7 @@
 // import the handler signature and the Simulator surface without import cycles.
 import type { IncomingHttpHeaders } from "node:http";
 import type { KeyObject, webcrypto } from "node:crypto";
+import type { GraphqlRegistry } from "./graphql-endpoint.js";
 
 export type Flavor = "cloud" | "enterprise";
 export type PermissionLevel = "read" | "write" | "admin";
@@ -214,4 +215,7 @@ export interface Simulator {
   requireInstallation(ctx: RouteContext): { token: string; issued: IssuedToken; installation: InstallationState };
 
   close(): Promise<void>;
+
+  /** The GraphQL endpoint's registry: Repository fields and mutations added by feature modules. */
+  graphql: GraphqlRegistry;
 }

@@ -1,0 +1,135 @@
+// POST {graphqlUrl}: parses, validates and executes queries against the schema subset, with an
+// installation token, answering the way GitHub does: HTTP 200 with `errors` for query problems
+// and for typed failures (NOT_FOUND, FORBIDDEN, STALE_DATA…), HTTP 401 without credentials.
+import { GraphQLError, execute, parse, validate, type DocumentNode } from "graphql";
+import { githubSchema } from "./graphql-schema.js";
+import { DOCS_ROOT, SimulatorHttpError } from "./router.js";
+import type { IssuedToken, InstallationState, RepositoryState, RouteContext, RouteResult, Simulator } from "./types.js";
+
+/** Thrown by resolvers: becomes `{type, message, path, locations}` in `errors`, like GitHub's. */
+export class GraphqlTypedError extends Error {
+  constructor(
+    readonly type: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = "GraphqlTypedError";
+  }
+}
+
+export interface GraphqlContext {
+  sim: Simulator;
+  token: string;
+  issued: IssuedToken;
+  installation: InstallationState;
+}
+
+/** Field values or resolvers `(args, ctx) => value` added to every Repository object. */
+export type RepositoryExtension = (repo: RepositoryState, ctx: GraphqlContext) => Record<string, unknown>;
+export type MutationResolver = (args: Record<string, unknown>, ctx: GraphqlContext) => unknown;
+
+export interface GraphqlRegistry {
+  extendRepository(extension: RepositoryExtension): void;
+  mutation(name: string, resolver: MutationResolver): void;
+  /** How many GraphQL requests were answered (also visible in sim.requests). */
+  readonly requestCount: number;
+}
+
+/** Can this installation token see owner/name? (It covers the account and, if selected, the name.) */
+export function tokenCoversRepository(ctx: GraphqlContext, owner: string, name: string): boolean {
+  if (ctx.installation.account.toLowerCase() !== owner.toLowerCase()) return false;
+  const repos = ctx.issued.repositories;
+  return repos === "all" || repos.some((r) => r.toLowerCase() === name.toLowerCase());
+}
+
+/** The token's level for a permission: "read", "write", or undefined. */
+export function tokenPermission(ctx: GraphqlContext, permission: string): string | undefined {
+  return ctx.issued.permissions[permission];
+}
+
+export function nodeId(prefix: string, id: number | string): string {
+  return `${prefix}_kgDO${Buffer.from(String(id)).toString("base64url")}`;
+}
+
+export function createGraphqlEndpoint(sim: Simulator) {
+  const extensions: RepositoryExtension[] = [];
+  const mutations = new Map<string, MutationResolver>();
+  let requestCount = 0;
+
+  const repositoryObject = (repo: RepositoryState, ctx: GraphqlContext) => {
+    const base: Record<string, unknown> = {
+      __typename: "Repository",
+      id: nodeId("R", repo.id),
+      databaseId: repo.id,
+      name: repo.name,
+      nameWithOwner: repo.fullName,
+      owner: { __typename: "Organization", id: nodeId("O", repo.ownerId), login: repo.owner },
+      isPrivate: true,
+      url: `https://github.com/${repo.fullName}`,
+    };
+    for (const extension of extensions) Object.assign(base, extension(repo, ctx));
+    return base;
+  };
+
+  const rootValue = (ctx: GraphqlContext) => ({
+    repository: ({ owner, name }: { owner: string; name: string }) => {
+      if (!tokenCoversRepository(ctx, owner, name)) {
+        throw new GraphqlTypedError("NOT_FOUND", `Could not resolve to a Repository with the name '${owner}/${name}'.`);
+      }
+      return repositoryObject(sim.repository(owner, name), ctx);
+    },
+    rateLimit: () => ({ cost: 1, limit: 5000, nodeCount: 0, remaining: 4999, used: 1, resetAt: new Date(sim.now() + 3600_000).toISOString() }),
+    ...Object.fromEntries([...mutations].map(([name, resolver]) => [name, (args: Record<string, unknown>) => resolver(args, ctx)])),
+  });
+
+  const handle = async (route: RouteContext): Promise<RouteResult> => {
+    if (route.auth.kind === "none") {
+      throw new SimulatorHttpError(401, { message: "This endpoint requires you to be authenticated.", documentation_url: "https://docs.github.com/graphql/guides/forming-calls-with-graphql#authenticating-with-graphql" });
+    }
+    const { token, issued, installation } = sim.requireInstallation(route);
+    requestCount += 1;
+    const body = route.body as { query?: unknown; variables?: unknown; operationName?: unknown } | undefined;
+    if (!body || typeof body !== "object" || typeof body.query !== "string") {
+      return { status: 400, body: { message: "Problems parsing JSON", documentation_url: DOCS_ROOT } };
+    }
+    let document: DocumentNode;
+    try {
+      document = parse(body.query);
+    } catch (error) {
+      return { status: 200, body: { errors: [formatError(error as GraphQLError)] } };
+    }
+    const problems = validate(githubSchema(), document);
+    if (problems.length > 0) return { status: 200, body: { errors: problems.map(formatError) } };
+    const ctx: GraphqlContext = { sim, token, issued, installation };
+    const result = await execute({
+      schema: githubSchema(),
+      document,
+      rootValue: rootValue(ctx),
+      contextValue: ctx,
+      variableValues: (body.variables ?? {}) as Record<string, unknown>,
+      operationName: typeof body.operationName === "string" ? body.operationName : undefined,
+    });
+    const answer: Record<string, unknown> = { data: result.data ?? null };
+    if (result.errors?.length) answer.errors = result.errors.map(formatError);
+    return { status: 200, body: answer };
+  };
+
+  const registry: GraphqlRegistry = {
+    extendRepository: (extension) => void extensions.push(extension),
+    mutation: (name, resolver) => void mutations.set(name, resolver),
+    get requestCount() {
+      return requestCount;
+    },
+  };
+  return { handle, registry };
+}
+
+function formatError(error: GraphQLError): Record<string, unknown> {
+  const typed = error.originalError instanceof GraphqlTypedError ? error.originalError : undefined;
+  const out: Record<string, unknown> = {};
+  if (typed) out.type = typed.type;
+  if (error.path) out.path = error.path;
+  if (error.locations) out.locations = error.locations;
+  out.message = error.message;
+  return out;
+}

@@ -1,0 +1,188 @@
+// A subset of GitHub's GraphQL schema, with GitHub's type, field and argument names, so a query
+// the broker sends here is validated the way the platform would validate it.
+// Reference: https://docs.github.com/graphql/reference
+import { buildSchema } from "graphql";
+
+export const GITHUB_SDL = /* GraphQL */ `
+  scalar GitObjectID
+  scalar DateTime
+  scalar URI
+  scalar Base64String
+  scalar GitTimestamp
+
+  type Query {
+    repository(owner: String!, name: String!, followRenames: Boolean = true): Repository
+    rateLimit(dryRun: Boolean = false): RateLimit
+  }
+
+  type Mutation {
+    createCommitOnBranch(input: CreateCommitOnBranchInput!): CreateCommitOnBranchPayload
+  }
+
+  type RateLimit {
+    cost: Int!
+    limit: Int!
+    nodeCount: Int!
+    remaining: Int!
+    resetAt: DateTime!
+    used: Int!
+  }
+
+  interface RepositoryOwner {
+    id: ID!
+    login: String!
+  }
+
+  type Organization implements RepositoryOwner {
+    id: ID!
+    login: String!
+  }
+
+  type Repository {
+    id: ID!
+    databaseId: Int
+    name: String!
+    nameWithOwner: String!
+    owner: RepositoryOwner!
+    isPrivate: Boolean!
+    url: URI!
+    defaultBranchRef: Ref
+    ref(qualifiedName: String!): Ref
+    latestRelease: Release
+    release(tagName: String!): Release
+    releases(first: Int, last: Int, after: String, before: String, orderBy: ReleaseOrder): ReleaseConnection!
+  }
+
+  type Ref {
+    id: ID!
+    name: String!
+    prefix: String!
+    target: GitObject
+  }
+
+  interface GitObject {
+    id: ID!
+    oid: GitObjectID!
+    abbreviatedOid: String!
+  }
+
+  type Commit implements GitObject {
+    id: ID!
+    oid: GitObjectID!
+    abbreviatedOid: String!
+    url: URI!
+    message: String!
+    messageHeadline: String!
+    messageBody: String!
+    committedDate: DateTime!
+    author: GitActor
+    committer: GitActor
+    signature: GitSignature
+    parents(first: Int): CommitConnection!
+  }
+
+  type CommitConnection {
+    totalCount: Int!
+    nodes: [Commit]
+  }
+
+  type GitActor {
+    name: String
+    email: String
+    date: GitTimestamp
+  }
+
+  type GitSignature {
+    isValid: Boolean!
+    state: String!
+    wasSignedByGitHub: Boolean!
+  }
+
+  type Release {
+    id: ID!
+    databaseId: Int
+    name: String
+    tagName: String!
+    url: URI!
+    isDraft: Boolean!
+    isPrerelease: Boolean!
+    isLatest: Boolean!
+    createdAt: DateTime!
+    publishedAt: DateTime
+  }
+
+  type ReleaseConnection {
+    totalCount: Int!
+    nodes: [Release]
+    pageInfo: PageInfo!
+  }
+
+  type PageInfo {
+    hasNextPage: Boolean!
+    hasPreviousPage: Boolean!
+    startCursor: String
+    endCursor: String
+  }
+
+  input ReleaseOrder {
+    field: ReleaseOrderField!
+    direction: OrderDirection!
+  }
+
+  enum ReleaseOrderField {
+    CREATED_AT
+    NAME
+  }
+
+  enum OrderDirection {
+    ASC
+    DESC
+  }
+
+  input CreateCommitOnBranchInput {
+    branch: CommittableBranch!
+    clientMutationId: String
+    expectedHeadOid: GitObjectID!
+    fileChanges: FileChanges
+    message: CommitMessage!
+  }
+
+  input CommittableBranch {
+    branchName: String
+    id: ID
+    repositoryNameWithOwner: String
+  }
+
+  input FileChanges {
+    additions: [FileAddition!]
+    deletions: [FileDeletion!]
+  }
+
+  input FileAddition {
+    contents: Base64String!
+    path: String!
+  }
+
+  input FileDeletion {
+    path: String!
+  }
+
+  input CommitMessage {
+    body: String
+    headline: String!
+  }
+
+  type CreateCommitOnBranchPayload {
+    clientMutationId: String
+    commit: Commit
+    ref: Ref
+  }
+`;
+
+let built: ReturnType<typeof buildSchema> | undefined;
+
+/** Built once per process; abstract types resolve through each object's `__typename`. */
+export function githubSchema(): ReturnType<typeof buildSchema> {
+  built ??= buildSchema(GITHUB_SDL);
+  return built;
+}
