@@ -3,6 +3,8 @@
 import { createActionsRunner } from "./actions-runner.js";
 import { createFaultTable } from "./faults.js";
 import { createGraphqlEndpoint } from "./graphql-endpoint.js";
+import { registerGit } from "./git-state.js";
+import { registerReleases } from "./releases-state.js";
 import { GithubState } from "./github-state.js";
 import { startHttpServer } from "./http-server.js";
 import { ensureSpareKeys } from "./key-pool.js";
@@ -104,12 +106,19 @@ export async function createSimulator(opts: SimulatorOptions = {}): Promise<Simu
     requireInstallation: (ctx) => requireInstallation(ctx, state),
     close: () => server.close(),
     graphql: undefined as unknown as Simulator["graphql"],
+    git: undefined as unknown as Simulator["git"],
+    releases: undefined as unknown as Simulator["releases"],
   };
 
   // GraphQL: one endpoint; feature modules add Repository fields and mutations to its registry.
   const graphql = createGraphqlEndpoint(sim);
   sim.graphql = graphql.registry;
   router.add("POST", layout.graphql, graphql.handle);
+
+  // Feature modules: each owns its state, REST routes and GraphQL fields.
+  sim.git = registerGit(sim);
+
+  sim.releases = registerReleases(sim);
 
   registerAppRoutes(sim, state);
   registerInstallationRoutes(sim, state);

@@ -3,6 +3,8 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { KeyObject, webcrypto } from "node:crypto";
 import type { GraphqlRegistry } from "./graphql-endpoint.js";
+import type { GitApi } from "./git-state.js";
+import type { ReleasesApi } from "./releases-state.js";
 
 export type Flavor = "cloud" | "enterprise";
 export type PermissionLevel = "read" | "write" | "admin";
@@ -218,4 +220,10 @@ export interface Simulator {
 
   /** The GraphQL endpoint's registry: Repository fields and mutations added by feature modules. */
   graphql: GraphqlRegistry;
+
+  /** Branches, commits and pull requests: see git-state.ts. */
+  git: GitApi;
+
+  /** Releases per repository: see releases-state.ts. */
+  releases: ReleasesApi;
 }
