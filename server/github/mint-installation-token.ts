@@ -7,8 +7,11 @@ export interface MintInput {
   request: OctokitRequest;
   appJwt: string;
   installationId: number;
-  /** Repository *name* (not owner/name): the platform's `repositories` takes names. */
-  repositoryName: string;
+  /**
+   * Repository *name* (not owner/name): the platform's `repositories` takes names. Absent: the
+   * token covers every repository of the installation (only for read-only crawls).
+   */
+  repositoryName?: string;
   permissions: Permissions;
   retry?: RetryPolicy;
 }
@@ -21,7 +24,7 @@ export interface MintedToken {
 }
 
 /**
- * `POST /app/installations/{id}/access_tokens`, scoped to one repository. Always a fresh token:
+ * `POST /app/installations/{id}/access_tokens`, scoped to one repository when one is named. Always a fresh token:
  * callers revoke their own tokens at job end, so sharing one between callers is never safe.
  * Retried on 5xx and rate limits only (a mint is idempotent: at worst an unused token expires).
  * 404 → app_not_installed (the installation is gone); any other failure → installation_token_failed.
@@ -32,7 +35,7 @@ export async function mintInstallationToken(input: MintInput): Promise<MintedTok
     const response = await withRetry(input.retry ?? DEFAULT_RETRY, () =>
       input.request("POST /app/installations/{installation_id}/access_tokens", {
         installation_id: input.installationId,
-        repositories: [input.repositoryName],
+        ...(input.repositoryName === undefined ? {} : { repositories: [input.repositoryName] }),
         permissions: input.permissions,
         headers: { authorization: `Bearer ${input.appJwt}` },
       }),

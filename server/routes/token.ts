@@ -1,10 +1,8 @@
 import type { RequestHandler } from "express";
-import { BrokerError } from "../../shared/broker-error.js";
 import type { TokenResponse } from "../../shared/types.js";
 import type { BrokerContext } from "../context.js";
-import { findInstallation } from "../github/find-installation.js";
 import { intersectPermissions } from "../github/intersect-permissions.js";
-import { mintInstallationToken } from "../github/mint-installation-token.js";
+import { mintRepositoryToken } from "../github/repository-token.js";
 import { fingerprint } from "../log.js";
 import { verifyOidcToken } from "../oidc/verify-oidc-token.js";
 import { readTokenRequest } from "../token/read-token-request.js";
@@ -33,24 +31,13 @@ export function tokenRoute(ctx: BrokerContext): RequestHandler {
 
     const platform = trusted.platform;
     const app = requireApp(platform);
-    const request = ctx.requestFor(platform);
-    const appJwt = await ctx.appJwt.jwtFor(app);
-    const cacheKey = ctx.installations.key(platform.apiBase, app.appId, repository);
-    let installation = ctx.installations.get(cacheKey);
-    if (!installation) {
-      installation = await findInstallation({ request, appJwt, retry: ctx.retry, installationId: platform.installationId, owner: body.owner, repo: body.repo });
-      ctx.installations.set(cacheKey, installation);
-    }
-    const permissions = intersectPermissions(requested, installation.permissions);
-    let minted;
-    try {
-      minted = await mintInstallationToken({ request, appJwt, installationId: installation.id, repositoryName: body.repo, permissions, retry: ctx.retry });
-    } catch (error) {
-      // The cached installation may be gone or changed: look it up afresh next time.
-      ctx.installations.drop(cacheKey);
-      if (error instanceof BrokerError && error.cause && (error.cause as { status?: number }).status === 401) ctx.appJwt.forget(app);
-      throw error;
-    }
+    const { installation, minted } = await mintRepositoryToken(ctx, {
+      platform,
+      app,
+      owner: body.owner,
+      repo: body.repo,
+      permissions: (granted) => intersectPermissions(requested, granted),
+    });
 
     ctx.log.info(
       {
