@@ -30,6 +30,8 @@ export interface Timing {
   jwksMaxAgeMs: number;
   /** Upper bound on one key-value store call. */
   kvTimeoutMs: number;
+  /** After a failed key-set snapshot write, wait this long before the next. */
+  snapshotRetryMs: number;
   /** Lifetime of a cached repository → installation lookup. */
   installationTtlMs: number;
 }
@@ -40,6 +42,7 @@ export const DEFAULT_TIMING: Timing = {
   jwksCooldownMs: 5_000,
   jwksMaxAgeMs: 10 * 60_000,
   kvTimeoutMs: 500,
+  snapshotRetryMs: 10_000,
   installationTtlMs: 5 * 60_000,
 };
 
@@ -58,6 +61,7 @@ export function createContext(deps: BrokerDeps = {}) {
       source = createKeySetSource({
         issuer, fetch: fetchImpl, now, log,
         timeoutMs: timing.jwksTimeoutMs, cooldownMs: timing.jwksCooldownMs, maxAgeMs: timing.jwksMaxAgeMs,
+        snapshotRetryMs: timing.snapshotRetryMs,
       });
       keySources.set(issuer, source);
     }
@@ -87,6 +91,7 @@ export function createContext(deps: BrokerDeps = {}) {
     appJwt: createAppJwtSigner(now),
     installations: createInstallationCache({ now, ttlMs: timing.installationTtlMs }),
     async close(): Promise<void> {
+      await Promise.all([...keySources.values()].map((source) => source.settled()));
       await stores.closeAll();
     },
   };

@@ -21,6 +21,13 @@ const server = app.listen(port, () => {
 server.keepAliveTimeout = 65_000;
 
 let stopping = false;
+// While stopping, a connection whose response has finished is idle: close it at once, or a
+// keep-alive client would hold the server open until its keep-alive timeout.
+server.on("request", (_req, res) => {
+  res.on("finish", () => {
+    if (stopping) setImmediate(() => server.closeIdleConnections());
+  });
+});
 function shutdown(signal: string) {
   if (stopping) return;
   stopping = true;

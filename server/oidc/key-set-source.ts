@@ -22,6 +22,8 @@ export interface KeySetSourceOptions {
   timeoutMs: number;
   cooldownMs: number;
   maxAgeMs: number;
+  /** After a failed snapshot write the next waits this long (the store is likely down). */
+  snapshotRetryMs: number;
 }
 
 interface KeySet {
@@ -47,6 +49,8 @@ export function createKeySetSource(options: KeySetSourceOptions) {
   let lastAttemptAt = Number.NEGATIVE_INFINITY;
   let inFlight: Promise<KeySet | undefined> | undefined;
   let snapshotWrittenFor: number | undefined;
+  let writing: Promise<void> | undefined;
+  let lastWriteFailedAt = Number.NEGATIVE_INFINITY;
   const snapshotKey = `jwks:${options.issuer}`;
 
   const getJson = async (url: string): Promise<unknown> => {
@@ -121,11 +125,29 @@ export function createKeySetSource(options: KeySetSourceOptions) {
       return pick;
     },
 
-    /** After a successful verification: write the set this process fetched as the shared snapshot. */
-    async noteVerified(store: KeyValueStore | null): Promise<void> {
+    /**
+     * After a successful verification: share the set this process fetched as the snapshot. The
+     * write runs in the background (a slow or absent store must not delay the answer), one at a
+     * time, and after a failed write not again for `snapshotRetryMs`.
+     */
+    noteVerified(store: KeyValueStore | null): void {
       if (!store || !current || current.source !== "network" || snapshotWrittenFor === current.fetchedAt) return;
-      const written = await store.set<Snapshot>(snapshotKey, { issuer: options.issuer, jwks: current.jwks, fetchedAt: current.fetchedAt }, SNAPSHOT_MAX_AGE_MS);
-      if (written) snapshotWrittenFor = current.fetchedAt;
+      if (writing || options.now() - lastWriteFailedAt < options.snapshotRetryMs) return;
+      const set = current;
+      writing = store
+        .set<Snapshot>(snapshotKey, { issuer: options.issuer, jwks: set.jwks, fetchedAt: set.fetchedAt }, SNAPSHOT_MAX_AGE_MS)
+        .then((written) => {
+          if (written) snapshotWrittenFor = set.fetchedAt;
+          else lastWriteFailedAt = options.now();
+        })
+        .finally(() => {
+          writing = undefined;
+        });
+    },
+
+    /** Resolves when a snapshot write in progress has finished (for orderly shutdown and tests). */
+    async settled(): Promise<void> {
+      await writing;
     },
   };
 }

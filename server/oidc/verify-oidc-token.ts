@@ -80,7 +80,7 @@ export async function verifyOidcToken<P>(input: VerifyInput<P>): Promise<{ claim
   const nowSeconds = Math.floor(input.now() / 1000);
   if (typeof payload.iat === "number" && payload.iat > nowSeconds + CLOCK_TOLERANCE_SECONDS) refuse("token_not_yet_valid");
   if (typeof payload.repository !== "string" || !REPOSITORY.test(payload.repository)) refuse("claim_invalid", "repository claim");
-  await trusted.keys.noteVerified(input.snapshotStore);
+  trusted.keys.noteVerified(input.snapshotStore);
   return { claims: payload as OidcClaims, trusted };
 }
 

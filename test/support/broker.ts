@@ -26,7 +26,7 @@ export interface TestBroker {
 }
 
 /** Fast timings for tests: no retry sleeps worth waiting for, no cooldown unless a test asks. */
-export const TEST_TIMING: Partial<Timing> = { jwksCooldownMs: 0, jwksTimeoutMs: 1000, upstreamTimeoutMs: 2000, kvTimeoutMs: 300 };
+export const TEST_TIMING: Partial<Timing> = { jwksCooldownMs: 0, snapshotRetryMs: 200, jwksTimeoutMs: 1000, upstreamTimeoutMs: 2000, kvTimeoutMs: 300 };
 
 export async function startBroker(
   env: Record<string, string | undefined>,

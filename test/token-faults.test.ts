@@ -1,0 +1,139 @@
+// Platform faults on the /token path: every one ends in the spec's code, retried only where
+// DESIGN.md allows (GETs and the idempotent mint, on network errors, 5xx and rate limits).
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
+import { postJson, startBroker, type TestBroker } from "./support/broker.js";
+import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
+
+let fx: TokenFixture;
+let broker: TestBroker;
+const allLogs: string[] = [];
+const secrets: string[] = [];
+
+beforeAll(async () => {
+  fx = await tokenFixture();
+});
+afterAll(async () => {
+  await fx.sim.close();
+  expectNoSecrets(allLogs, secrets);
+});
+beforeEach(async () => {
+  fx.sim.clearRequests();
+  fx.sim.faults.clear();
+  broker = await startBroker({ ...fx.env }, { timing: { upstreamTimeoutMs: 400 }, retry: { attempts: 3, baseDelayMs: 10, maxWaitMs: 1500 } });
+});
+afterEach(async () => {
+  allLogs.push(...broker.logs);
+  await broker.close();
+});
+
+async function exchange() {
+  const oidcToken = await fx.sim.oidc.sign();
+  secrets.push(oidcToken);
+  const res = await postJson(`${broker.url}/token`, { oidcToken, owner: "octo-org", repo: "app" });
+  if (typeof res.body?.token === "string") secrets.push(res.body.token);
+  return res;
+}
+
+const LOOKUP = /\/repos\/octo-org\/app\/installation$/;
+const MINT = /\/access_tokens$/;
+const count = (path: RegExp) => fx.sim.requests.filter((r) => path.test(r.path)).length;
+const inSeconds = (s: number) => String(Math.floor(Date.now() / 1000) + s);
+
+describe.each([
+  ["installation lookup", LOOKUP, "GET", 500, "github_installation_lookup_failed"],
+  ["mint", MINT, "POST", 502, "installation_token_failed"],
+] as Array<[string, RegExp, string, number, string]>)("faults on the %s", (_name, path, method, status, code) => {
+  it.each([500, 502, 503])("a persistent %i ends in the route's code after 3 attempts", async (upstream) => {
+    fx.sim.faults.add({ method, path, respond: { status: upstream, body: { message: "Server Error" } } });
+    const res = await exchange();
+    expect(res.status).toBe(status);
+    expect(res.body).toEqual({ error: code });
+    expect(count(path)).toBe(3);
+  });
+
+  it("a transient 503 is retried and the exchange succeeds", async () => {
+    fx.sim.faults.add({ method, path, times: 1, respond: { status: 503, body: { message: "Service Unavailable" } } });
+    const res = await exchange();
+    expect(res.status).toBe(200);
+    expect(count(path)).toBe(2);
+  });
+
+  it("a hang past the upstream timeout is abandoned and retried", async () => {
+    fx.sim.faults.add({ method, path, respond: "hang" });
+    const res = await exchange();
+    expect(res.status).toBe(status);
+    expect(res.body).toEqual({ error: code });
+    expect(count(path)).toBe(3);
+  });
+
+  it("one hang, then an answer: the retry succeeds", async () => {
+    fx.sim.faults.add({ method, path, times: 1, respond: "hang" });
+    expect((await exchange()).status).toBe(200);
+  });
+
+  it("malformed JSON ends in the route's code", async () => {
+    fx.sim.faults.add({ method, path, respond: "garbage" });
+    const res = await exchange();
+    expect(res.status).toBe(status);
+    expect(res.body).toEqual({ error: code });
+  });
+
+  it("a secondary rate limit is retried after retry-after", async () => {
+    fx.sim.faults.add({
+      method, path, times: 1,
+      respond: { status: 403, headers: { "retry-after": "1" }, body: { message: "You have exceeded a secondary rate limit. Please wait a few minutes before you try again." } },
+    });
+    const res = await exchange();
+    expect(res.status).toBe(200);
+    expect(count(path)).toBe(2);
+  });
+
+  it("a primary rate limit resetting soon is waited for", async () => {
+    fx.sim.faults.add({
+      method, path, times: 1,
+      respond: { status: 403, headers: { "x-ratelimit-remaining": "0", "x-ratelimit-reset": inSeconds(1) }, body: { message: "API rate limit exceeded for installation ID 1." } },
+    });
+    expect((await exchange()).status).toBe(200);
+    expect(count(path)).toBe(2);
+  });
+
+  it("a primary rate limit resetting later than the broker will wait fails at once", async () => {
+    fx.sim.faults.add({
+      method, path,
+      respond: { status: 429, headers: { "x-ratelimit-remaining": "0", "x-ratelimit-reset": inSeconds(3600) }, body: { message: "API rate limit exceeded" } },
+    });
+    const res = await exchange();
+    expect(res.status).toBe(status);
+    expect(res.body).toEqual({ error: code });
+    expect(count(path)).toBe(1);
+  });
+
+  it("a plain 403 is not retried", async () => {
+    fx.sim.faults.add({ method, path, respond: { status: 403, body: { message: "Resource not accessible by integration" } } });
+    const res = await exchange();
+    expect(res.status).toBe(status);
+    expect(count(path)).toBe(1);
+  });
+});
+
+describe("the mint's 4xx", () => {
+  it("a 422 is not retried and drops the cached installation", async () => {
+    expect((await exchange()).status).toBe(200);
+    fx.sim.faults.add({ method: "POST", path: MINT, times: 1, respond: { status: 422, body: { message: "The permissions requested are not granted to this installation." } } });
+    const res = await exchange();
+    expect(res.status).toBe(502);
+    expect(res.body).toEqual({ error: "installation_token_failed" });
+    fx.sim.clearRequests();
+    expect((await exchange()).status).toBe(200);
+    expect(count(LOOKUP)).toBe(1);
+  });
+
+  it("a 401 (App JWT refused) signs a fresh App JWT next time", async () => {
+    expect((await exchange()).status).toBe(200);
+    const signed = broker.app.broker.appJwt.signedCount;
+    fx.sim.faults.add({ method: "POST", path: MINT, times: 1, respond: { status: 401, body: { message: "'Issued at' claim ('iat') must be an Integer representing the time that the assertion was issued" } } });
+    expect((await exchange()).status).toBe(502);
+    expect((await exchange()).status).toBe(200);
+    expect(broker.app.broker.appJwt.signedCount).toBe(signed + 1);
+  });
+});
