@@ -13,7 +13,8 @@ export function createLogger(options: { level?: string; destination?: Destinatio
       level: options.level || "info",
       base: { service: "tokensmith" },
       redact: {
-        paths: ["token", "oidcToken", "privateKey", "secret", "authorization", "*.token", "*.oidcToken", "*.authorization", "req.headers.authorization"],
+        // Top-level names only: wildcard paths cost on every line, and nothing nested is logged.
+        paths: ["token", "oidcToken", "privateKey", "secret", "authorization"],
         censor: "[redacted]",
       },
     },

@@ -1,4 +1,5 @@
 import { createApp } from "./app.js";
+import { serve } from "./http/serve.js";
 import { parseSettings } from "./settings.js";
 
 // The server entry: read PORT, listen, stop gracefully. Everything else is in createApp.
@@ -14,7 +15,7 @@ if (!settings.main.app.ok) {
 }
 if (!settings.tokenPermissions.ok) log.error({ problem: settings.tokenPermissions.problem }, "TOKEN_PERMISSIONS unusable: /token answers 400 invalid_token_permissions");
 
-const server = app.listen(port, () => {
+const server = serve(app, port, undefined, () => {
   const address = server.address();
   log.info({ port: typeof address === "object" && address ? address.port : port }, "tokensmith broker listening");
 });

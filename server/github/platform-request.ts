@@ -12,14 +12,33 @@ export interface PlatformRequestOptions {
 
 export const API_VERSION = "2022-11-28";
 
+/**
+ * A fetch that gives up after `timeoutMs`, the body included: the body is read under the same
+ * timer, then handed on as a fresh Response. The timer is cleared as soon as the call is over —
+ * `AbortSignal.timeout()` would keep every request and response reachable (through undici's abort
+ * listener) until it fired, many seconds later: memory that grows with throughput.
+ */
+export function fetchWithTimeout(fetchImpl: typeof fetch, timeoutMs: number): typeof fetch {
+  return async (input, init) => {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new Error(`upstream timeout after ${timeoutMs} ms`)), timeoutMs);
+    const signal = init?.signal ? AbortSignal.any([init.signal, controller.signal]) : controller.signal;
+    try {
+      const response = await fetchImpl(input, { ...init, signal });
+      const body = await response.arrayBuffer();
+      return new Response(body.byteLength > 0 ? body : null, { status: response.status, statusText: response.statusText, headers: response.headers });
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+}
+
 /** An Octokit `request` bound to one platform's REST base, with the injected fetch and a timeout. */
 export function createPlatformRequest(options: PlatformRequestOptions): OctokitRequest {
-  const timeoutFetch: typeof fetch = (input, init) =>
-    options.fetch(input, { ...init, signal: init?.signal ?? AbortSignal.timeout(options.timeoutMs) });
   return octokitRequest.defaults({
     baseUrl: options.apiBase,
     headers: { "user-agent": "tokensmith", "x-github-api-version": API_VERSION },
-    request: { fetch: timeoutFetch },
+    request: { fetch: fetchWithTimeout(options.fetch, options.timeoutMs) },
   });
 }
 

@@ -1,5 +1,6 @@
 import { importJWK, type JWK } from "jose";
 import { BrokerError } from "../../shared/broker-error.js";
+import { fetchWithTimeout } from "../github/platform-request.js";
 import type { KeyValueStore } from "../kv/key-value-store.js";
 import type { Logger } from "../log.js";
 
@@ -53,12 +54,9 @@ export function createKeySetSource(options: KeySetSourceOptions) {
   let lastWriteFailedAt = Number.NEGATIVE_INFINITY;
   const snapshotKey = `jwks:${options.issuer}`;
 
+  const timedFetch = fetchWithTimeout(options.fetch, options.timeoutMs);
   const getJson = async (url: string): Promise<unknown> => {
-    const response = await options.fetch(url, {
-      headers: { accept: "application/json" },
-      redirect: "error",
-      signal: AbortSignal.timeout(options.timeoutMs),
-    });
+    const response = await timedFetch(url, { headers: { accept: "application/json" }, redirect: "error" });
     if (!response.ok) throw new Error(`HTTP ${response.status} from ${url}`);
     return response.json();
   };

@@ -5,6 +5,7 @@ import type { Server } from "node:http";
 import { Writable } from "node:stream";
 import { createApp, type BrokerApp } from "../../server/app.js";
 import type { BrokerDeps, Timing } from "../../server/context.js";
+import { serve } from "../../server/http/serve.js";
 import { createLogger } from "../../server/log.js";
 
 export const loopbackOnlyFetch: typeof fetch = (input, init) => {
@@ -48,7 +49,7 @@ export async function startBroker(
     retry: options.retry ?? { attempts: 3, baseDelayMs: 10, maxWaitMs: 2000 },
   });
   const server: Server = await new Promise((resolve) => {
-    const listening = app.listen(0, "127.0.0.1", () => resolve(listening));
+    const listening = serve(app, 0, "127.0.0.1", () => resolve(listening));
   });
   const { port } = server.address() as AddressInfo;
   return {

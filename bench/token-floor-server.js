@@ -1,0 +1,32 @@
+// The floor of one exchange: a bare node:http handler doing only the unavoidable work — read the
+// body, verify the RS256 JWT with an in-memory key, one mint call to the simulator, answer.
+// No routing, no settings, no logging, no error mapping: what any broker must at least spend.
+import { createServer } from "node:http";
+import { importJWK, jwtVerify } from "jose";
+
+const config = JSON.parse(process.env.FLOOR_CONFIG);
+const key = await importJWK(config.jwk, "RS256");
+
+const server = createServer(async (req, res) => {
+  try {
+    const chunks = [];
+    for await (const chunk of req) chunks.push(chunk);
+    const body = JSON.parse(Buffer.concat(chunks).toString());
+    const { payload } = await jwtVerify(body.oidcToken, key, { issuer: config.issuer, audience: "tokensmith", algorithms: ["RS256"] });
+    const mint = await fetch(`${config.apiBase}/app/installations/${config.installationId}/access_tokens`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${config.appJwt}`, "content-type": "application/json", accept: "application/vnd.github+json" },
+      body: JSON.stringify({ repositories: [body.repo], permissions: { contents: "write", pull_requests: "write" } }),
+    });
+    const minted = await mint.json();
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify({ token: minted.token, expires_at: minted.expires_at, repository: payload.repository }));
+  } catch {
+    res.writeHead(500, { "content-type": "application/json" });
+    res.end('{"error":"internal_error"}');
+  }
+});
+server.listen(0, "127.0.0.1", () => process.send({ type: "ready", port: server.address().port }));
+process.on("message", (message) => {
+  if (message === "exit") server.close(() => process.exit(0));
+});

@@ -1,0 +1,52 @@
+// The platform simulator as a process of its own for the /token benchmark: it sets up an App
+// installed on octo-org/app, pre-signs a pool of OIDC tokens, and answers the parent's questions
+// about what it was asked (over the fork IPC channel).
+import { createSimulator } from "../build/test/support/simulator/index.js";
+
+const POOL = Number(process.env.BENCH_TOKEN_POOL || 2000);
+const sim = await createSimulator();
+const app = sim.createApp();
+const installationId = sim.addInstallation({
+  appId: app.id,
+  account: "octo-org",
+  permissions: { contents: "write", pull_requests: "write", metadata: "read" },
+  repositories: ["app"],
+});
+const now = Math.floor(Date.now() / 1000);
+const tokens = [];
+// Valid for the whole run (a real runner's token lives 5 minutes; the bench runs longer in all).
+for (let i = 0; i < POOL; i += 1) tokens.push(await sim.oidc.sign({ exp: now + 1800, run_id: String(10_000 + i) }));
+
+function stats() {
+  const appJwts = new Set();
+  let mints = 0;
+  let other = 0;
+  for (const r of sim.requests) {
+    if (r.auth.kind === "app") appJwts.add(r.headers.authorization);
+    if (r.method === "POST" && r.path.endsWith("/access_tokens")) mints += 1;
+    else other += 1;
+  }
+  return { total: sim.requests.length, mints, other, appJwts: appJwts.size, jwks: sim.oidc.jwksRequests };
+}
+
+process.on("message", (message) => {
+  if (message === "stats") process.send({ type: "stats", stats: stats() });
+  if (message === "reset") {
+    sim.clearRequests();
+    sim.tokens.clear();
+    process.send({ type: "reset" });
+  }
+  if (message === "exit") void sim.close().then(() => process.exit(0));
+});
+
+process.send({
+  type: "ready",
+  env: {
+    HOST_APP_ID: String(app.id),
+    HOST_APP_PRIVATE_KEY: app.privateKeyPem,
+    HOST_API_BASE: sim.apiBase,
+    HOST_OIDC_ISSUER: sim.oidc.issuer,
+  },
+  floor: { issuer: sim.oidc.issuer, jwk: sim.oidc.currentKey.publicJwk, apiBase: sim.apiBase, installationId, appId: app.id, appKeyPem: app.privateKeyPem },
+  tokens,
+});
