@@ -12,6 +12,8 @@ const config: Config = {
     "^.+\\.ts$": ["ts-jest", { useESM: true, tsconfig: "tsconfig.json", diagnostics: { warnOnly: false } }],
   },
   testTimeout: 30000,
+  globalSetup: "<rootDir>/test/support/global-setup.ts",
+  globalTeardown: "<rootDir>/test/support/log-scan.ts",
   maxWorkers: 2,
 };
 

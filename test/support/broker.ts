@@ -7,6 +7,7 @@ import { createApp, type BrokerApp } from "../../server/app.js";
 import type { BrokerDeps, Timing } from "../../server/context.js";
 import { serve } from "../../server/http/serve.js";
 import { createLogger } from "../../server/log.js";
+import { keepLogs } from "./log-sink.js";
 
 export const loopbackOnlyFetch: typeof fetch = (input, init) => {
   const url = new URL(typeof input === "string" || input instanceof URL ? input : input.url);
@@ -61,6 +62,7 @@ export async function startBroker(
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await app.close();
+      keepLogs(logs);
     },
   };
 }

@@ -1,6 +1,7 @@
 // Runs the built broker (`build/server/main.js`, what `npm start` runs) as a child process.
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { keepLogs } from "./log-sink.js";
 
 const MAIN = fileURLToPath(new URL("../../build/server/main.js", import.meta.url));
 
@@ -45,7 +46,9 @@ export async function spawnBroker(env: Record<string, string | undefined>, timeo
     lines,
     async stop(signal = "SIGTERM") {
       if (child.exitCode === null) child.kill(signal);
-      return exited;
+      const code = await exited;
+      keepLogs(lines);
+      return code;
     },
   };
 }
