@@ -377,3 +377,29 @@ describe("the simulator's createCommitOnBranch", () => {
     expect(body.data.repository.ref).toEqual({ name: branch, target: { oid: head } });
   });
 });
+
+describe("POST /sign on an enterprise-layout platform", () => {
+  it("sends the mutation to /api/graphql when the API base ends in /api/v3", async () => {
+    const { createSimulator } = await import("./support/simulator/index.js");
+    const ent = await createSimulator({ flavor: "enterprise" });
+    try {
+      const app = ent.createApp();
+      ent.addInstallation({ appId: app.id, account: "octo-org", permissions: { contents: "write" }, repositories: ["app"] });
+      secrets.push(app.privateKeyPem);
+      const head = ent.git.createBranch(REPO, "main");
+      broker.env.HOST_APP_ID = String(app.id);
+      broker.env.HOST_APP_PRIVATE_KEY = app.privateKeyPem;
+      broker.env.HOST_API_BASE = ent.apiBase;
+      const { status, body } = await sign(signBody({ expected_head_oid: head }));
+      expect(status).toBe(200);
+      expect((body.commit as { oid: string }).oid).toBe(ent.git.head(REPO, "main"));
+      expect(ent.requests.filter((r) => r.method === "POST").map((r) => r.path)).toEqual([
+        expect.stringMatching(/^\/api\/v3\/app\/installations\/\d+\/access_tokens$/),
+        "/api/graphql",
+      ]);
+      for (const issued of ent.tokens.keys()) secrets.push(issued);
+    } finally {
+      await ent.close();
+    }
+  });
+});
