@@ -78,7 +78,7 @@ export const ERROR_CODES = {
     hint: "The platform gave the broker an unusable answer; retry later, and tell the broker's operator if it persists.",
   },
   installation_token_failed: {
-    status: 502, routes: ["/token", "/sign"], retryable: true,
+    status: 502, routes: ["/token", "/sign", "/webhook"], retryable: true,
     meaning: "A token could not be minted for that repository (the platform refused or failed the mint).",
     hint: "The platform refused to mint a token; retry later, and tell the broker's operator if it persists.",
   },
@@ -93,7 +93,7 @@ export const ERROR_CODES = {
     hint: "The broker could not reach the OIDC issuer's keys; retrying usually helps.",
   },
   app_unconfigured: {
-    status: 503, routes: ["/token", "/sign", "/releases"], retryable: false,
+    status: 503, routes: ["/token", "/sign", "/releases", "/webhook"], retryable: false,
     meaning: "HOST_APP_ID or HOST_APP_PRIVATE_KEY is not set (or the key does not parse).",
     hint: "The broker's operator must set HOST_APP_ID and HOST_APP_PRIVATE_KEY.",
   },

@@ -273,9 +273,9 @@ describe("faults, latency and the catch-all", () => {
   });
 
   it("501s anything not implemented and takes new routes", async () => {
-    expect(await call("GET", "/repos/octo-org/app/pulls")).toMatchObject({ status: 501, body: { message: "simulator: not implemented: GET /repos/octo-org/app/pulls" } });
-    sim.route("GET", "/repos/:owner/:repo/pulls", (ctx) => ({ status: 200, body: [{ owner: ctx.params.owner, page: ctx.query.page }] }));
-    expect((await call("GET", "/repos/octo-org/app/pulls?page=2")).body).toEqual([{ owner: "octo-org", page: "2" }]);
+    expect(await call("GET", "/repos/octo-org/app/issues")).toMatchObject({ status: 501, body: { message: "simulator: not implemented: GET /repos/octo-org/app/issues" } });
+    sim.route("GET", "/repos/:owner/:repo/issues", (ctx) => ({ status: 200, body: [{ owner: ctx.params.owner, page: ctx.query.page }] }));
+    expect((await call("GET", "/repos/octo-org/app/issues?page=2")).body).toEqual([{ owner: "octo-org", page: "2" }]);
   });
 });
 

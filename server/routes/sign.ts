@@ -1,8 +1,68 @@
 import type { RequestHandler } from "express";
 import { BrokerError } from "../../shared/broker-error.js";
+import type { SignResponse } from "../../shared/types.js";
 import type { BrokerContext } from "../context.js";
+import { mintRepositoryToken } from "../github/repository-token.js";
+import { requireTriggerSecret } from "../http/bearer.js";
+import { jsonObjectBody } from "../http/json-body.js";
+import { fingerprint } from "../log.js";
+import { createCommit } from "../sign/create-commit.js";
+import { readSignRequest } from "../sign/read-sign-request.js";
+import { requireApp } from "../token/trust.js";
 
-/** POST /sign: not built yet; answers its spec'd "disabled" code, never a made-up success. */
-export function signRoute(_ctx: BrokerContext): RequestHandler[] {
-  return [(_req, _res, next) => next(new BrokerError("sign_disabled"))];
+/** DESIGN.md body limits: /sign carries whole files, base64-encoded. */
+export const SIGN_BODY_LIMIT = "20mb";
+
+/**
+ * POST /sign, top to bottom (DESIGN.md order of checks): secret configured → bearer → body →
+ * fields → App configured → token (contents: write only) → createCommitOnBranch.
+ */
+export function signRoute(ctx: BrokerContext): RequestHandler[] {
+  return [requireTriggerSecret(ctx, "sign_disabled"), ...jsonObjectBody(SIGN_BODY_LIMIT), sign(ctx)];
+}
+
+function sign(ctx: BrokerContext): RequestHandler {
+  return async (req, res) => {
+    const command = readSignRequest(req.body as Record<string, unknown>);
+    const platform = ctx.settings().main;
+    const app = requireApp(platform);
+
+    // Spec 2.6: /sign ignores TOKEN_PERMISSIONS and always mints contents: write only.
+    let minted;
+    try {
+      ({ minted } = await mintRepositoryToken(ctx, { platform, app, owner: command.owner, repo: command.name, permissions: () => ({ contents: "write" }) }));
+    } catch (error) {
+      // Whatever stopped the mint (not installed, lookup or mint refused), /sign has one word for it.
+      if (!(error instanceof BrokerError)) ctx.log.error({ err: error, request_id: res.locals.requestId }, "unexpected failure while minting for /sign");
+      const detail = error instanceof BrokerError ? error.message : "unexpected failure";
+      throw new BrokerError("installation_token_failed", { detail, cause: error });
+    }
+
+    const commit = await createCommit({
+      request: ctx.requestFor(platform),
+      graphqlUrl: platform.graphqlUrl,
+      token: minted.token,
+      command,
+      log: ctx.log,
+      requestId: res.locals.requestId as string | undefined,
+    });
+
+    ctx.log.info(
+      {
+        audit: "commit_signed",
+        repository: command.repository,
+        branch: command.branch,
+        expected_head_oid: command.expectedHeadOid,
+        oid: commit.oid,
+        additions: command.additions.length,
+        deletions: command.deletions.length,
+        token_sha256: fingerprint(minted.token),
+        request_id: res.locals.requestId,
+      },
+      "commit created",
+    );
+    const answer: SignResponse = { ok: true, commit };
+    res.setHeader("Cache-Control", "no-store");
+    res.status(200).json(answer);
+  };
 }

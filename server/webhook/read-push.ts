@@ -1,0 +1,48 @@
+import { BrokerError } from "../../shared/broker-error.js";
+
+/** A push the broker acts on: a branch that still exists, in a repository of one installation. */
+export interface BranchPush {
+  owner: string;
+  name: string;
+  /** owner/name */
+  repository: string;
+  branch: string;
+  installationId: number;
+}
+
+/** Pushes the broker does not act on, each with its own word (DESIGN.md). */
+export type SkippedPush = "tag_push" | "branch_deleted" | "not_a_branch";
+
+/**
+ * The fields of a `push` delivery the broker needs. A deleted branch and a tag are skipped;
+ * a payload without what every App push delivery carries is 400 invalid_request.
+ * https://docs.github.com/webhooks/webhook-events-and-payloads#push
+ */
+export function readPush(payload: Record<string, unknown>): BranchPush | { skipped: SkippedPush } {
+  const ref = own(payload, "ref");
+  if (typeof ref !== "string" || ref === "") throw new BrokerError("invalid_request", { detail: "push without ref" });
+  if (own(payload, "deleted") === true) return { skipped: "branch_deleted" };
+  if (ref.startsWith("refs/tags/")) return { skipped: "tag_push" };
+  if (!ref.startsWith("refs/heads/") || ref === "refs/heads/") return { skipped: "not_a_branch" };
+
+  const repository = own(payload, "repository");
+  const fullName = isObject(repository) ? own(repository, "full_name") : undefined;
+  if (typeof fullName !== "string" || !/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(fullName)) {
+    throw new BrokerError("invalid_request", { detail: "push without repository.full_name" });
+  }
+  const installation = own(payload, "installation");
+  const installationId = isObject(installation) ? own(installation, "id") : undefined;
+  if (typeof installationId !== "number" || !Number.isSafeInteger(installationId) || installationId <= 0) {
+    throw new BrokerError("invalid_request", { detail: "push without installation.id" });
+  }
+  const [owner, name] = fullName.split("/") as [string, string];
+  return { owner, name, repository: fullName, branch: ref.slice("refs/heads/".length), installationId };
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function own(body: Record<string, unknown>, key: string): unknown {
+  return Object.prototype.hasOwnProperty.call(body, key) ? body[key] : undefined;
+}

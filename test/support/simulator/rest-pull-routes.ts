@@ -1,0 +1,95 @@
+// Pull request routes on an installation token: list (filtered, paginated with a Link header) and
+// update-branch, with GitHub's status codes and messages.
+// https://docs.github.com/rest/pulls/pulls#list-pull-requests
+// https://docs.github.com/rest/pulls/pulls#update-a-pull-request-branch
+import { DOCS_ROOT, githubError } from "./router.js";
+import { isoSeconds, repositoryJson } from "./github-state.js";
+import { linkHeader, paginate } from "./pagination.js";
+import type { GitStore, PullRequestState } from "./git-state.js";
+import type { RouteContext, Simulator } from "./types.js";
+
+const DOC_LIST = `${DOCS_ROOT}/pulls/pulls#list-pull-requests`;
+const DOC_UPDATE = `${DOCS_ROOT}/pulls/pulls#update-a-pull-request-branch`;
+const NOT_ACCESSIBLE = "Resource not accessible by integration";
+const LEVELS: Record<string, number> = { read: 1, write: 2 };
+
+export function registerPullRoutes(sim: Simulator, store: GitStore): void {
+  /** The token must reach the repository (else 404, as GitHub hides it) and hold the permission. */
+  const authorise = (ctx: RouteContext, level: "read" | "write", doc: string): string => {
+    const { issued, installation } = sim.requireInstallation(ctx);
+    const { owner = "", repo = "" } = ctx.params;
+    const covered = owner.toLowerCase() === installation.account.toLowerCase()
+      && (issued.repositories === "all" || issued.repositories.some((r) => r.toLowerCase() === repo.toLowerCase()));
+    if (!covered) throw githubError(404, "Not Found", doc);
+    const held = LEVELS[issued.permissions.pull_requests ?? ""] ?? 0;
+    if (held < LEVELS[level]!) throw githubError(403, NOT_ACCESSIBLE, doc);
+    return sim.repository(owner, repo).fullName;
+  };
+
+  const pullJson = (pull: PullRequestState): Record<string, unknown> => {
+    const repo = sim.repository(...(pull.repository.split("/") as [string, string]));
+    const repoJson = repositoryJson(repo, { apiBase: sim.apiBase, url: sim.url });
+    const stamp = isoSeconds(pull.createdAt);
+    return {
+      url: `${sim.apiBase}/repos/${repo.fullName}/pulls/${pull.number}`,
+      id: repo.id * 1000 + pull.number,
+      node_id: `PR_${Buffer.from(`${repo.id}:${pull.number}`).toString("base64url")}`,
+      html_url: `${sim.url}/${repo.fullName}/pull/${pull.number}`,
+      number: pull.number,
+      state: pull.state,
+      locked: false,
+      title: pull.title,
+      user: { login: "mona", id: 583231, type: "User" },
+      body: null,
+      created_at: stamp,
+      updated_at: stamp,
+      closed_at: pull.state === "closed" ? stamp : null,
+      merged_at: null,
+      draft: false,
+      head: { label: `${repo.owner}:${pull.head}`, ref: pull.head, sha: pull.headSha, repo: repoJson },
+      base: { label: `${repo.owner}:${pull.base}`, ref: pull.base, sha: store.head(repo.fullName, pull.base) ?? pull.mergedBaseSha, repo: repoJson },
+      author_association: "MEMBER",
+    };
+  };
+
+  sim.route("GET", "/repos/:owner/:repo/pulls", (ctx) => {
+    const repository = authorise(ctx, "read", DOC_LIST);
+    const state = ctx.query.state ?? "open";
+    if (!["open", "closed", "all"].includes(state)) {
+      throw githubError(422, "Validation Failed", DOC_LIST);
+    }
+    const matching = [...store.pullsOf(repository).values()]
+      .filter((p) => state === "all" || p.state === state)
+      .filter((p) => ctx.query.base === undefined || p.base === ctx.query.base)
+      .sort((a, b) => b.number - a.number); // default sort: created, newest first
+    const page = paginate(matching, ctx.query);
+    const self = new URL(`${sim.apiBase}/repos/${repository}/pulls`);
+    for (const [name, value] of Object.entries(ctx.query)) if (name !== "page" && name !== "per_page") self.searchParams.set(name, value);
+    const link = linkHeader(self.toString(), page.page, page.perPage, page.total);
+    return { status: 200, headers: link ? { link } : undefined, body: page.items.map(pullJson) };
+  });
+
+  sim.route("PUT", "/repos/:owner/:repo/pulls/:number/update-branch", (ctx) => {
+    const repository = authorise(ctx, "write", DOC_UPDATE);
+    const pull = store.pullsOf(repository).get(Number(ctx.params.number));
+    if (!pull) throw githubError(404, "Not Found", DOC_UPDATE);
+    const body = (ctx.body ?? {}) as { expected_head_sha?: unknown };
+    const expected = typeof body.expected_head_sha === "string" ? body.expected_head_sha : undefined;
+    const answer = (status: number, message: string) => {
+      store.updateBranchCalls.push({ repository, number: pull.number, expectedHeadSha: expected, status });
+      if (status !== 202) throw githubError(status, message, DOC_UPDATE);
+      return { status, body: { message, url: `https://github.com/${repository}/pull/${pull.number}` } };
+    };
+    if (expected !== undefined && expected !== pull.headSha) return answer(422, "expected head sha didn't match current head ref.");
+    if (pull.state !== "open") return answer(422, "Pull request is not open.");
+    if (pull.updateBranchFailure) return answer(422, pull.updateBranchFailure);
+    const baseHead = store.head(repository, pull.base);
+    if (!baseHead || baseHead === pull.mergedBaseSha) return answer(422, "There are no new commits on the base branch.");
+    // GitHub merges asynchronously; the simulator merges at once (a merge commit on the head).
+    const base = store.commits.get(baseHead)!;
+    const merged = store.advance(repository, pull.head, new Map(base.files), { headline: `Merge branch '${pull.base}' into ${pull.head}` }, { name: "GitHub", email: "noreply@github.com" }, true, [baseHead]);
+    pull.headSha = merged.oid;
+    pull.mergedBaseSha = baseHead;
+    return answer(202, "Updating pull request branch.");
+  });
+}
