@@ -134,7 +134,7 @@ describe("hostile input", () => {
 
   it("over-size bodies answer 413 payload_too_large on every route that takes a body", async () => {
     const huge = "x".repeat(26 * 1024 * 1024);
-    for (const path of ["/token"]) {
+    for (const path of ["/token", "/sign", "/webhook"]) {
       const answer = await rawRequest(broker.url, { method: "POST", path, headers: { "content-type": "application/json", authorization: `Bearer ${SECRET}`, "x-hub-signature-256": "sha256=00" }, body: huge });
       expect(answer.status).toBe(413);
       expect(JSON.parse(answer.text)).toEqual({ error: "payload_too_large" });
