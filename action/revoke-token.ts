@@ -1,6 +1,7 @@
 // The post step: revoke the token main saved, unless the user asked not to or it has expired
 // anyway. A failed revocation is a warning, never a failed job: the token dies within the hour.
 // https://docs.github.com/en/rest/apps/installations#revoke-an-installation-access-token
+import { ActionFailure } from "./action-failure.js";
 import { readBoolean } from "./inputs.js";
 import { STATE, type Env, type Http, type Toolkit } from "./toolkit.js";
 
@@ -42,7 +43,8 @@ export async function post(deps: PostDeps): Promise<void> {
     }
     core.warning(`tokensmith: token revocation failed: HTTP ${status}${platformMessage(body)}`);
   } catch (error) {
-    core.warning(`tokensmith: token revocation failed: ${error instanceof Error ? error.message : String(error)}`);
+    if (error instanceof ActionFailure) core.warning(error.message);
+    else core.warning(`tokensmith: token revocation failed: ${error instanceof Error ? error.message : String(error)}`);
   }
 }
 

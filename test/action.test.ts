@@ -322,6 +322,17 @@ describe("post: revoking the token", () => {
     expect(core.failed()).toBeUndefined();
   });
 
+  it("warns, without calling the platform, when skip-token-revoke is not a boolean", async () => {
+    const main = await runAction();
+    const core = recordingToolkit({ inputs: { "skip-token-revoke": "yes" }, state: main.core.states() });
+    toolkits.push(core);
+    fx.sim.clearRequests();
+    await post({ core, env: jobEnv(), http: createHttp({ timeoutMs: 2000 }), now: Date.now });
+    expect(fx.sim.requests).toHaveLength(0);
+    expect(core.warnings()).toEqual(['tokensmith: skip-token-revoke must be true or false, not "yes".']);
+    expect(core.failed()).toBeUndefined();
+  });
+
   it("warns when the platform cannot be reached", async () => {
     const { core, deletes } = await mainThenPost({}, { GITHUB_API_URL: await closedPortUrl() });
     expect(deletes).toHaveLength(0);

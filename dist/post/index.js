@@ -31756,6 +31756,7 @@ const STATE = { token: "token", expiresAt: "expires-at" };
 // https://docs.github.com/en/rest/apps/installations#revoke-an-installation-access-token
 
 
+
 async function post(deps) {
     const { core } = deps;
     try {
@@ -31788,7 +31789,10 @@ async function post(deps) {
         core.warning(`tokensmith: token revocation failed: HTTP ${status}${platformMessage(body)}`);
     }
     catch (error) {
-        core.warning(`tokensmith: token revocation failed: ${error instanceof Error ? error.message : String(error)}`);
+        if (error instanceof action_failure_ActionFailure)
+            core.warning(error.message);
+        else
+            core.warning(`tokensmith: token revocation failed: ${error instanceof Error ? error.message : String(error)}`);
     }
 }
 /** The platform's `message` field, when the body has one. */
