@@ -1,0 +1,64 @@
+// One POST /token to one broker address, and what its answer means to the action (spec 4.1):
+// a token, a verdict (a JSON body whose `error` is one of the broker's codes), an unreachable
+// broker (network error, timeout, or a 5xx that is not a verdict, e.g. a proxy's 502 page), or an
+// answer no tokensmith broker gives (a 4xx without a verdict, a 200 without a token).
+import { isErrorCode } from "../shared/error-codes.js";
+import type { TokenRequest, TokenResponse } from "../shared/types.js";
+import type { Verdict } from "./hints.js";
+import type { Http } from "./toolkit.js";
+
+export type BrokerOutcome =
+  | { kind: "token"; token: TokenResponse }
+  | { kind: "verdict"; verdict: Verdict }
+  | { kind: "unreachable"; detail: string }
+  | { kind: "unexpected"; detail: string };
+
+export async function postToken(http: Http, brokerUrl: string, body: TokenRequest): Promise<BrokerOutcome> {
+  let status: number;
+  let text: string;
+  try {
+    const response = await http.request("POST", `${brokerUrl}/token`, JSON.stringify(body), {
+      "content-type": "application/json",
+      accept: "application/json",
+    });
+    status = response.message.statusCode ?? 0;
+    text = await response.readBody();
+  } catch (error) {
+    return { kind: "unreachable", detail: networkDetail(error) };
+  }
+
+  const json = parseJson(text);
+  if (status === 200) {
+    if (isTokenResponse(json)) return { kind: "token", token: json };
+    return { kind: "unexpected", detail: "HTTP 200 without a token in the body" };
+  }
+  if (isErrorBody(json)) {
+    return { kind: "verdict", verdict: { status, error: json.error, ...(typeof json.reason === "string" ? { reason: json.reason } : {}) } };
+  }
+  if (status >= 500 || status === 0) return { kind: "unreachable", detail: `HTTP ${status} that is not a broker answer` };
+  return { kind: "unexpected", detail: `HTTP ${status} that is not a broker answer` };
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function isTokenResponse(json: unknown): json is TokenResponse {
+  const body = json as Partial<Record<keyof TokenResponse, unknown>> | null | undefined;
+  return typeof body?.token === "string" && body.token !== "" && typeof body.expires_at === "string" && typeof body.repository === "string";
+}
+
+function isErrorBody(json: unknown): json is { error: Verdict["error"]; reason?: unknown } {
+  return typeof json === "object" && json !== null && isErrorCode((json as { error?: unknown }).error);
+}
+
+/** The error's code (ECONNREFUSED, ENOTFOUND, ...) or message: never a header, never a body. */
+function networkDetail(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  const message = error instanceof Error ? error.message : String(error);
+  return typeof code === "string" && !message.includes(code) ? `${code}: ${message}` : message;
+}

@@ -1,0 +1,82 @@
+// The step's inputs (action.yml) and the job's default variables, checked once, up front.
+import { ActionFailure } from "./action-failure.js";
+import type { Env, Toolkit } from "./toolkit.js";
+
+export const SUPPORTED_AUTH_MODES = ["public-app"] as const;
+export const DEFAULT_AUDIENCE = "tokensmith";
+
+export interface Inputs {
+  authMode: (typeof SUPPORTED_AUTH_MODES)[number];
+  /** Origin of the broker, without a trailing slash. */
+  brokerUrl: string;
+  /** Tried when the primary is unreachable; undefined when empty or the same as the primary. */
+  fallbackUrl?: string;
+  audience: string;
+  skipTokenRevoke: boolean;
+  /** The job's own repository (GITHUB_REPOSITORY): the only one a token can be asked for. */
+  owner: string;
+  repo: string;
+  /** Sent for the broker's logs only. */
+  ref?: string;
+  runId?: string;
+  sha?: string;
+}
+
+export function readInputs(core: Pick<Toolkit, "getInput">, env: Env): Inputs {
+  const authMode = core.getInput("auth-mode");
+  if (!isSupportedMode(authMode)) {
+    const given = authMode === "" ? "auth-mode is not set" : `auth-mode "${authMode}" is not supported`;
+    throw new ActionFailure(`tokensmith: ${given}; supported modes: ${SUPPORTED_AUTH_MODES.join(", ")}.`);
+  }
+  const brokerUrl = brokerOrigin("broker-url", core.getInput("broker-url"));
+  if (!brokerUrl) throw new ActionFailure("tokensmith: broker-url is required with auth-mode: public-app (the broker's origin, e.g. https://tokensmith.example.com).");
+  const fallback = brokerOrigin("broker-fallback-url", core.getInput("broker-fallback-url"));
+
+  const repository = env.GITHUB_REPOSITORY ?? "";
+  const match = /^([^/\s]+)\/([^/\s]+)$/.exec(repository);
+  if (!match) throw new ActionFailure(`tokensmith: GITHUB_REPOSITORY is "${repository}", not owner/name; run this step in a GitHub Actions job.`);
+
+  return {
+    authMode,
+    brokerUrl,
+    ...(fallback && fallback !== brokerUrl ? { fallbackUrl: fallback } : {}),
+    audience: core.getInput("oidc-audience") || DEFAULT_AUDIENCE,
+    skipTokenRevoke: readBoolean("skip-token-revoke", core.getInput("skip-token-revoke")),
+    owner: match[1]!,
+    repo: match[2]!,
+    ...optional("ref", env.GITHUB_REF),
+    ...optional("runId", env.GITHUB_RUN_ID),
+    ...optional("sha", env.GITHUB_SHA),
+  };
+}
+
+function isSupportedMode(mode: string): mode is Inputs["authMode"] {
+  return (SUPPORTED_AUTH_MODES as readonly string[]).includes(mode);
+}
+
+/** An http(s) origin, trailing slashes dropped (so "https://b/" and "https://b" are one address). */
+function brokerOrigin(name: string, raw: string): string | undefined {
+  const text = raw.trim().replace(/\/+$/, "");
+  if (text === "") return undefined;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ActionFailure(`tokensmith: ${name} "${text}" is not a URL; give the broker's origin, e.g. https://tokensmith.example.com.`);
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:") {
+    throw new ActionFailure(`tokensmith: ${name} must be an http(s) URL, not ${url.protocol}.`);
+  }
+  return text;
+}
+
+/** YAML 1.2 core booleans, as core.getBooleanInput; empty (input absent) is the default, false. */
+export function readBoolean(name: string, raw: string): boolean {
+  if (["true", "True", "TRUE"].includes(raw)) return true;
+  if (["false", "False", "FALSE", ""].includes(raw)) return false;
+  throw new ActionFailure(`tokensmith: ${name} must be true or false, not "${raw}".`);
+}
+
+function optional<K extends string>(key: K, value: string | undefined): Partial<Record<K, string>> {
+  return value ? ({ [key]: value } as Record<K, string>) : {};
+}

@@ -1,0 +1,59 @@
+// The post step: revoke the token main saved, unless the user asked not to or it has expired
+// anyway. A failed revocation is a warning, never a failed job: the token dies within the hour.
+// https://docs.github.com/en/rest/apps/installations#revoke-an-installation-access-token
+import { ActionFailure } from "./action-failure.js";
+import { readBoolean } from "./inputs.js";
+import { STATE, type Env, type Http, type Toolkit } from "./toolkit.js";
+
+export interface PostDeps {
+  core: Pick<Toolkit, "getInput" | "getState" | "info" | "warning">;
+  env: Env;
+  http: Http;
+  now: () => number;
+}
+
+export async function post(deps: PostDeps): Promise<void> {
+  const { core } = deps;
+  try {
+    if (readBoolean("skip-token-revoke", core.getInput("skip-token-revoke"))) {
+      core.info("tokensmith: token revocation skipped (skip-token-revoke: true)");
+      return;
+    }
+    const token = core.getState(STATE.token);
+    if (!token) {
+      core.info("tokensmith: no token to revoke");
+      return;
+    }
+    const expiresAt = Date.parse(core.getState(STATE.expiresAt));
+    if (Number.isFinite(expiresAt) && expiresAt <= deps.now()) {
+      core.info("tokensmith: the token has already expired; nothing to revoke");
+      return;
+    }
+    const apiBase = (deps.env.GITHUB_API_URL || "https://api.github.com").replace(/\/+$/, "");
+    const response = await deps.http.request("DELETE", `${apiBase}/installation/token`, null, {
+      authorization: `Bearer ${token}`,
+      accept: "application/vnd.github+json",
+      "x-github-api-version": "2022-11-28",
+    });
+    const status = response.message.statusCode ?? 0;
+    const body = await response.readBody();
+    if (status === 204) {
+      core.info("tokensmith: token revoked");
+      return;
+    }
+    core.warning(`tokensmith: token revocation failed: HTTP ${status}${platformMessage(body)}`);
+  } catch (error) {
+    if (error instanceof ActionFailure) core.warning(error.message);
+    else core.warning(`tokensmith: token revocation failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+/** The platform's `message` field, when the body has one. */
+function platformMessage(body: string): string {
+  try {
+    const message = (JSON.parse(body) as { message?: unknown } | null)?.message;
+    return typeof message === "string" ? ` ${message}` : "";
+  } catch {
+    return "";
+  }
+}

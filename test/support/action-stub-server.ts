@@ -1,0 +1,55 @@
+// A loopback HTTP server that records what it is sent and answers as told: stands in for what can
+// sit at a broker address that is not a broker (a proxy's 502 page, a hung socket), and counts
+// calls to a fallback address that must not be called.
+import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface StubRequest {
+  method: string;
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+export type StubAnswer = { status: number; contentType?: string; body?: string } | "hang";
+
+export interface StubServer {
+  url: string;
+  requests: StubRequest[];
+  close(): Promise<void>;
+}
+
+export async function startStubServer(answer: (request: StubRequest) => StubAnswer): Promise<StubServer> {
+  const requests: StubRequest[] = [];
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => {
+      const request = { method: req.method ?? "", path: req.url ?? "", headers: req.headers, body: Buffer.concat(chunks).toString("utf8") };
+      requests.push(request);
+      const reply = answer(request);
+      if (reply === "hang") return; // closeAllConnections() in close() ends it
+      res.writeHead(reply.status, { "content-type": reply.contentType ?? "application/json" });
+      res.end(reply.body ?? "");
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** An address on which nothing listens: a port that was free a moment ago. */
+export async function closedPortUrl(): Promise<string> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return `http://127.0.0.1:${port}`;
+}
