@@ -1,7 +1,7 @@
 import express, { type Express } from "express";
 import { createContext, type BrokerContext, type BrokerDeps } from "./context.js";
 import { errorHandler, notFound, onlyMethod } from "./http/errors.js";
-import { jsonObjectBody } from "./http/json-body.js";
+import { jsonObjectBody, KIB } from "./http/json-body.js";
 import { requestLog } from "./http/request-log.js";
 import { releasesRoute } from "./routes/releases.js";
 import { signRoute } from "./routes/sign.js";
@@ -28,7 +28,7 @@ export function createApp(deps: BrokerDeps = {}): BrokerApp {
   app.set("strict routing", true);
 
   app.use(requestLog(ctx.log, ctx.now));
-  app.all("/token", onlyMethod("POST"), ...jsonObjectBody("64kb"), tokenRoute(ctx));
+  app.all("/token", onlyMethod("POST"), jsonObjectBody(64 * KIB), tokenRoute(ctx));
   app.all("/sign", onlyMethod("POST"), ...signRoute(ctx));
   app.all("/releases", onlyMethod("GET"), ...releasesRoute(ctx));
   app.all("/webhook", onlyMethod("POST"), ...webhookRoute(ctx));

@@ -13,10 +13,11 @@ export interface PlatformRequestOptions {
 export const API_VERSION = "2022-11-28";
 
 /**
- * A fetch that gives up after `timeoutMs`, the body included: the body is read under the same
- * timer, then handed on as a fresh Response. The timer is cleared as soon as the call is over —
- * `AbortSignal.timeout()` would keep every request and response reachable (through undici's abort
- * listener) until it fired, many seconds later: memory that grows with throughput.
+ * A fetch that gives up after `timeoutMs`, the body included: the body is read once under the
+ * timer, which is then cleared. (`AbortSignal.timeout()` would keep every request and response
+ * reachable, through undici's abort listener, until it fired many seconds later.) The caller gets
+ * the buffered answer in the part of the Response shape Octokit and we read — status, url,
+ * headers, text(), json(), arrayBuffer() — not a second stream over the same bytes.
  */
 export function fetchWithTimeout(fetchImpl: typeof fetch, timeoutMs: number): typeof fetch {
   return async (input, init) => {
@@ -25,12 +26,28 @@ export function fetchWithTimeout(fetchImpl: typeof fetch, timeoutMs: number): ty
     const signal = init?.signal ? AbortSignal.any([init.signal, controller.signal]) : controller.signal;
     try {
       const response = await fetchImpl(input, { ...init, signal });
-      const body = await response.arrayBuffer();
-      return new Response(body.byteLength > 0 ? body : null, { status: response.status, statusText: response.statusText, headers: response.headers });
+      return bufferedResponse(response, await response.text());
     } finally {
       clearTimeout(timer);
     }
   };
+}
+
+function bufferedResponse(response: Response, text: string): Response {
+  const answer = {
+    status: response.status,
+    statusText: response.statusText,
+    ok: response.ok,
+    url: response.url,
+    headers: response.headers,
+    redirected: response.redirected,
+    body: null,
+    bodyUsed: false,
+    text: async () => text,
+    json: async () => JSON.parse(text) as unknown,
+    arrayBuffer: async () => new TextEncoder().encode(text).buffer,
+  };
+  return answer as unknown as Response;
 }
 
 /** An Octokit `request` bound to one platform's REST base, with the injected fetch and a timeout. */

@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import { BrokerError } from "../../shared/broker-error.js";
 import type { Logger } from "../log.js";
+import { sendJson } from "./send-json.js";
 
 /** The one place where errors become the spec's JSON bodies. */
 export function errorHandler(log: Logger): ErrorRequestHandler {
@@ -15,7 +16,7 @@ export function errorHandler(log: Logger): ErrorRequestHandler {
     }
     const answer = brokerError ?? new BrokerError("internal_error");
     res.locals.errorCode = answer.code;
-    res.status(answer.status).json(answer.toBody());
+    sendJson(res, answer.status, answer.toBody());
   };
 }
 

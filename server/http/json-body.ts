@@ -1,55 +1,95 @@
-import express, { type RequestHandler } from "express";
+import type { IncomingMessage } from "node:http";
+import type { RequestHandler } from "express";
 import { BrokerError } from "../../shared/broker-error.js";
 
+export const KIB = 1024;
+export const MIB = 1024 * KIB;
+
 /**
- * Parses the body as JSON whatever its content type (the spec's clients always send JSON; a
- * missing header must not turn a good body into a confusing error), within `limit` bytes, and
- * insists on a JSON object. body-parser rejects on Content-Length before reading a byte, and stops
- * reading a chunked body once it passes the limit.
+ * Reads a request body of at most `limit` bytes. A declared Content-Length over the limit is
+ * refused before a byte is read, and a body that grows past it is refused as soon as it does:
+ * nothing over the limit is ever buffered. Compressed bodies are refused (the limit would not
+ * bound what they inflate to, and a webhook's signature covers the bytes as sent).
  */
-export function jsonObjectBody(limit: string): RequestHandler[] {
-  const parse = express.json({
-    limit,
-    strict: false,
-    type: () => true,
-    // body-parser turns an empty body into {}: remember how many bytes there really were.
-    verify: (req, _res, buf) => {
-      (req as { bodyBytes?: number }).bodyBytes = buf.length;
-    },
-  });
-  return [
-    (req, res, next) => {
-      parse(req, res, (error?: unknown) => {
-        if (error) return next(toBrokerError(error));
-        next();
-      });
-    },
-    (req, _res, next) => {
-      const body: unknown = req.body;
-      if (body === undefined || !(req as { bodyBytes?: number }).bodyBytes) return next(new BrokerError("invalid_json", { detail: "empty body" }));
-      if (body === null || typeof body !== "object" || Array.isArray(body)) {
-        return next(new BrokerError("invalid_request", { detail: "body is not a JSON object" }));
+export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers["content-length"]);
+    if (declared > limit) return reject(new BrokerError("payload_too_large"));
+    const encoding = (req.headers["content-encoding"] ?? "identity").toLowerCase();
+    if (encoding !== "identity") return reject(new BrokerError("invalid_request", { detail: `content-encoding ${encoding}` }));
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        cleanup();
+        reject(new BrokerError("payload_too_large"));
+        return;
       }
-      next();
-    },
-  ];
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    };
+    const onError = () => {
+      cleanup();
+      reject(new BrokerError("invalid_request", { detail: "request body aborted" }));
+    };
+    const cleanup = () => {
+      req.off("data", onData);
+      req.off("end", onEnd);
+      req.off("error", onError);
+      req.off("aborted", onError);
+    };
+    req.on("data", onData);
+    req.on("end", onEnd);
+    req.on("error", onError);
+    req.on("aborted", onError);
+  });
 }
 
-/** body-parser errors carry a `type`; branch on it, never on the message. */
-export function toBrokerError(error: unknown): BrokerError {
-  const type = (error as { type?: string } | null)?.type;
-  switch (type) {
-    case "entity.too.large":
-      return new BrokerError("payload_too_large");
-    case "entity.parse.failed":
-      return new BrokerError("invalid_json");
-    case "request.aborted":
-    case "request.size.invalid":
-    case "encoding.unsupported":
-    case "charset.unsupported":
-    case "stream.encoding.set":
-      return new BrokerError("invalid_request", { detail: type });
-    default:
-      return new BrokerError("invalid_request", { detail: "unreadable body" });
-  }
+/** The raw bytes in `req.body` (for /webhook, whose signature covers the bytes exactly as sent). */
+export function rawBody(limit: number): RequestHandler {
+  return (req, res, next) => {
+    readBody(req, limit).then(
+      (bytes) => {
+        req.body = bytes;
+        next();
+      },
+      (error: unknown) => next(refuse(res, error)),
+    );
+  };
+}
+
+/**
+ * The body parsed as JSON whatever its content type (the spec's clients always send JSON; a
+ * missing header must not turn a good body into a confusing error); it must be a JSON object.
+ */
+export function jsonObjectBody(limit: number): RequestHandler {
+  return (req, res, next) => {
+    readBody(req, limit).then(
+      (bytes) => {
+        if (bytes.length === 0) return next(new BrokerError("invalid_json", { detail: "empty body" }));
+        let body: unknown;
+        try {
+          body = JSON.parse(bytes.toString("utf8"));
+        } catch {
+          return next(new BrokerError("invalid_json"));
+        }
+        if (body === null || typeof body !== "object" || Array.isArray(body)) {
+          return next(new BrokerError("invalid_request", { detail: "body is not a JSON object" }));
+        }
+        req.body = body;
+        next();
+      },
+      (error: unknown) => next(refuse(res, error)),
+    );
+  };
+}
+
+/** After refusing a body part-way, close the connection rather than read the rest of it. */
+function refuse(res: { setHeader(name: string, value: string): unknown }, error: unknown): unknown {
+  res.setHeader("Connection", "close");
+  return error;
 }

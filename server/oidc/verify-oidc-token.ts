@@ -1,4 +1,4 @@
-import { decodeJwt, decodeProtectedHeader, jwtVerify, type JWTPayload } from "jose";
+import { jwtVerify, type JWTPayload } from "jose";
 import { BrokerError } from "../../shared/broker-error.js";
 import type { OidcReason } from "../../shared/error-codes.js";
 import type { KeyValueStore } from "../kv/key-value-store.js";
@@ -47,14 +47,10 @@ function refuse(reason: OidcReason, detail?: string): never {
  */
 export async function verifyOidcToken<P>(input: VerifyInput<P>): Promise<{ claims: OidcClaims; trusted: TrustedIssuer<P> }> {
   if (!COMPACT_JWS.test(input.token)) refuse("malformed_token");
-  let header: ReturnType<typeof decodeProtectedHeader>;
-  let unverified: JWTPayload;
-  try {
-    header = decodeProtectedHeader(input.token);
-    unverified = decodeJwt(input.token);
-  } catch {
-    refuse("malformed_token");
-  }
+  const [headerPart, payloadPart] = input.token.split(".") as [string, string];
+  const header = decodeSegment(headerPart) as { alg?: unknown; kid?: unknown } | undefined;
+  const unverified = decodeSegment(payloadPart) as JWTPayload | undefined;
+  if (!header || !unverified) refuse("malformed_token");
   if (header.alg !== "RS256") refuse("alg_unsupported");
   if (typeof unverified.iss !== "string") refuse("issuer_mismatch");
   const trusted = input.issuers.find((candidate) => candidate.issuer === normaliseIssuer(unverified.iss));
@@ -82,6 +78,16 @@ export async function verifyOidcToken<P>(input: VerifyInput<P>): Promise<{ claim
   if (typeof payload.repository !== "string" || !REPOSITORY.test(payload.repository)) refuse("claim_invalid", "repository claim");
   trusted.keys.noteVerified(input.snapshotStore);
   return { claims: payload as OidcClaims, trusted };
+}
+
+/** A JWS segment as a JSON object, or undefined. (Read before the issuer is pinned; verified after.) */
+function decodeSegment(segment: string): Record<string, unknown> | undefined {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(segment, "base64url").toString("utf8"));
+    return value !== null && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** jose errors carry a stable `code` (and `claim`); branch on those, never on the message. */

@@ -4,21 +4,21 @@ import type { SignResponse } from "../../shared/types.js";
 import type { BrokerContext } from "../context.js";
 import { mintRepositoryToken } from "../github/repository-token.js";
 import { requireTriggerSecret } from "../http/bearer.js";
-import { jsonObjectBody } from "../http/json-body.js";
+import { jsonObjectBody, MIB } from "../http/json-body.js";
 import { fingerprint } from "../log.js";
 import { createCommit } from "../sign/create-commit.js";
 import { readSignRequest } from "../sign/read-sign-request.js";
 import { requireApp } from "../token/trust.js";
 
 /** DESIGN.md body limits: /sign carries whole files, base64-encoded. */
-export const SIGN_BODY_LIMIT = "20mb";
+export const SIGN_BODY_LIMIT = 20 * MIB;
 
 /**
  * POST /sign, top to bottom (DESIGN.md order of checks): secret configured → bearer → body →
  * fields → App configured → token (contents: write only) → createCommitOnBranch.
  */
 export function signRoute(ctx: BrokerContext): RequestHandler[] {
-  return [requireTriggerSecret(ctx, "sign_disabled"), ...jsonObjectBody(SIGN_BODY_LIMIT), sign(ctx)];
+  return [requireTriggerSecret(ctx, "sign_disabled"), jsonObjectBody(SIGN_BODY_LIMIT), sign(ctx)];
 }
 
 function sign(ctx: BrokerContext): RequestHandler {

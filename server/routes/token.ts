@@ -3,6 +3,7 @@ import type { TokenResponse } from "../../shared/types.js";
 import type { BrokerContext } from "../context.js";
 import { intersectPermissions } from "../github/intersect-permissions.js";
 import { mintRepositoryToken } from "../github/repository-token.js";
+import { sendJson } from "../http/send-json.js";
 import { fingerprint } from "../log.js";
 import { verifyOidcToken } from "../oidc/verify-oidc-token.js";
 import { readTokenRequest } from "../token/read-token-request.js";
@@ -63,6 +64,6 @@ export function tokenRoute(ctx: BrokerContext): RequestHandler {
     );
     const answer: TokenResponse = { token: minted.token, expires_at: minted.expires_at, repository };
     res.setHeader("Cache-Control", "no-store");
-    res.status(200).json(answer);
+    sendJson(res, 200, answer);
   };
 }

@@ -1,8 +1,8 @@
-import express, { type RequestHandler } from "express";
+import type { RequestHandler } from "express";
 import { BrokerError } from "../../shared/broker-error.js";
 import type { WebhookIgnoredResponse, WebhookPushResponse } from "../../shared/types.js";
 import type { BrokerContext } from "../context.js";
-import { toBrokerError } from "../http/json-body.js";
+import { MIB, rawBody } from "../http/json-body.js";
 import { requireApp } from "../token/trust.js";
 import { createDeliveryLog, type DeliveryLog } from "../webhook/deliveries.js";
 import { mintForPush } from "../webhook/mint-for-push.js";
@@ -11,7 +11,7 @@ import { listingFailed, listOpenPullRequests, updatePullRequests } from "../webh
 import { verifySignature } from "../webhook/verify-signature.js";
 
 /** The platform's cap on a webhook payload (DESIGN.md body limits). */
-export const WEBHOOK_BODY_LIMIT = "25mb";
+export const WEBHOOK_BODY_LIMIT = 25 * MIB;
 
 /**
  * POST /webhook, top to bottom (DESIGN.md order of checks): secret configured → raw body (413 over
@@ -20,17 +20,11 @@ export const WEBHOOK_BODY_LIMIT = "25mb";
  */
 export function webhookRoute(ctx: BrokerContext): RequestHandler[] {
   const deliveries = createDeliveryLog({ now: ctx.now });
-  return [requireWebhookSecret(ctx), ...rawBody(), verifyDelivery(ctx), handleDelivery(ctx, deliveries)];
+  return [requireWebhookSecret(ctx), rawBody(WEBHOOK_BODY_LIMIT), verifyDelivery(ctx), handleDelivery(ctx, deliveries)];
 }
 
 function requireWebhookSecret(ctx: BrokerContext): RequestHandler {
   return (_req, _res, next) => next(ctx.settings().webhookSecret ? undefined : new BrokerError("webhook_disabled"));
-}
-
-/** The bytes exactly as sent (no inflation: the signature covers what arrived), on this route only. */
-function rawBody(): RequestHandler[] {
-  const parse = express.raw({ type: () => true, limit: WEBHOOK_BODY_LIMIT, inflate: false });
-  return [(req, res, next) => parse(req, res, (error?: unknown) => next(error ? toBrokerError(error) : undefined))];
 }
 
 function verifyDelivery(ctx: BrokerContext): RequestHandler {

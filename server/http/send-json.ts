@@ -1,0 +1,10 @@
+import type { ServerResponse } from "node:http";
+
+/** Writes a JSON answer straight to the response (Express's res.json does more than a broker needs). */
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.statusCode = status;
+  res.setHeader("Content-Type", "application/json; charset=utf-8");
+  res.setHeader("Content-Length", Buffer.byteLength(text));
+  res.end(text);
+}
