@@ -8,3 +8,4 @@ export { DEFAULT_SHA, defaultClaims } from "./oidc-issuer.js";
 export { stableId, isoSeconds } from "./github-state.js";
 export type * from "./types.js";
 export { GraphqlTypedError, nodeId, tokenCoversRepository, tokenPermission, type GraphqlContext, type GraphqlRegistry } from "./graphql-endpoint.js";
+export type { ReleaseInput, ReleaseState, ReleasesApi } from "./releases-state.js";
