@@ -27,7 +27,8 @@ export function openKeyValueStore(url: string, namespace: string, options: Store
   const store = redis
     ? new KeyvRedis(url, { throwOnConnectError: false, throwOnErrors: true, connectionTimeout: options.timeoutMs })
     : undefined;
-  const keyv = new Keyv({ store, namespace });
+  // `store: undefined` would replace Keyv's default in-memory Map with nothing: omit it for memory://.
+  const keyv = new Keyv(store ? { store, namespace } : { namespace });
   let lastWarned = 0;
   const warn = (op: string, error: unknown) => {
     // One line per few seconds at most: an outage must not flood the log.
