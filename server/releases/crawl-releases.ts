@@ -7,9 +7,12 @@ import { crawlInstallation } from "./crawl-installation.js";
 import { listInstallations } from "./list-installations.js";
 import { createRepositoryBudget, takeFirst } from "./repository-budget.js";
 
-/** Installations crawled at once, and GraphQL queries in flight at once (well under the platform's limits). */
-export const INSTALLATION_CONCURRENCY = 10;
-export const QUERY_CONCURRENCY = 10;
+/**
+ * Installations crawled at once, and GraphQL queries in flight at once: together at most 40
+ * requests in flight, under the platform's 100 concurrent requests (secondary rate limits).
+ */
+export const INSTALLATION_CONCURRENCY = 20;
+export const QUERY_CONCURRENCY = 20;
 
 export interface CrawlResult {
   repos: RepoReleases[];

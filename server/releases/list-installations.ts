@@ -1,7 +1,7 @@
 import { BrokerError } from "../../shared/broker-error.js";
 import type { OctokitRequest, RetryPolicy } from "../github/platform-request.js";
 import { statusOf } from "../github/platform-request.js";
-import { collectPages, PER_PAGE } from "./collect-pages.js";
+import { collectPages, parseJsonBody, PER_PAGE, RAW_BODY } from "./collect-pages.js";
 
 export interface CrawlInstallation {
   id: number;
@@ -32,9 +32,11 @@ export async function listInstallations(input: {
           per_page: PER_PAGE,
           page,
           headers: { authorization: `Bearer ${input.appJwt}` },
+          request: RAW_BODY,
         });
-        if (!Array.isArray(response.data)) throw new BrokerError("internal_error", { detail: "installation listing is not an array" });
-        return { items: response.data.map(readInstallation), link: response.headers.link };
+        const data = await parseJsonBody(response.data);
+        if (!Array.isArray(data)) throw new BrokerError("internal_error", { detail: "installation listing is not an array" });
+        return { items: data.map(readInstallation), link: response.headers.link };
       },
     });
     return { installations: items, truncated: more };

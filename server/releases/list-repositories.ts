@@ -1,5 +1,5 @@
 import type { OctokitRequest, RetryPolicy } from "../github/platform-request.js";
-import { collectPages, PER_PAGE } from "./collect-pages.js";
+import { collectPages, parseJsonBody, PER_PAGE, RAW_BODY } from "./collect-pages.js";
 
 export interface CrawlRepository {
   owner: string;
@@ -27,8 +27,9 @@ export async function listRepositories(input: {
         per_page: PER_PAGE,
         page,
         headers: { authorization: `token ${input.token}` },
+        request: RAW_BODY,
       });
-      const list = (response.data as { repositories?: unknown }).repositories;
+      const list = ((await parseJsonBody(response.data)) as { repositories?: unknown } | null)?.repositories;
       if (!Array.isArray(list)) throw new Error("repository listing without a repositories array");
       return { items: list.flatMap(readRepository), link: response.headers.link };
     },
