@@ -1,7 +1,9 @@
 // GET /releases over HTTP, through the broker, to the loopback platform simulator: the ladder of
 // checks (spec 4.3), the 2.4 shape, the crawl (pagination, batching, drafts, prereleases), the
 // caps and partial failures. Cache behaviour is in releases-cache.test.ts.
+import { createPrivateKey } from "node:crypto";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
+import { SignJWT } from "jose";
 import { startBroker, type TestBroker } from "./support/broker.js";
 import { expectNoSecrets } from "./support/fixtures.js";
 import { getReleases, names, releasesFixture, TRIGGER_SECRET, type ReleasesFixture } from "./support/releases-fixture.js";
@@ -251,6 +253,19 @@ describe("GET /releases success (spec 2.4)", () => {
     const warning = broker.logs.find((line) => line.includes("installation skipped"));
     expect(warning).toContain(String(installations.beta));
     expect(warning).toContain("installation_token_failed");
+  });
+  it("skips a suspended installation without minting for it (its repositories are not reachable)", async () => {
+    const jwt = await new SignJWT({}).setProtectedHeader({ alg: "RS256" }).setIssuer(String(fx.app.id)).setIssuedAt().setExpirationTime("5m")
+      .sign(createPrivateKey(fx.app.privateKeyPem));
+    const listing = (await (await fetch(`${fx.sim.apiBase}/app/installations?per_page=100`, { headers: { authorization: `Bearer ${jwt}` } })).json()) as Array<Record<string, unknown>>;
+    const suspended = listing.map((inst) => (inst.id === installations.gamma ? { ...inst, suspended_at: "2026-01-01T00:00:00Z", suspended_by: { login: "admin" } } : inst));
+    fx.sim.faults.add({ method: "GET", path: "/app/installations", times: 1, respond: { status: 200, body: suspended } });
+    fx.sim.clearRequests();
+    const { body } = await getReleases(broker.url);
+    expect(body.truncated).toBe(false);
+    expect(body.repos).toHaveLength(133);
+    expect(body.repos.some((r: { repo: string }) => r.repo.startsWith("gamma-org/"))).toBe(false);
+    expect(mints().map((m) => m.path)).not.toContain(`/app/installations/${installations.gamma}/access_tokens`);
   });
 });
 
