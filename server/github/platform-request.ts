@@ -17,7 +17,7 @@ export const API_VERSION = "2022-11-28";
  * timer, which is then cleared. (`AbortSignal.timeout()` would keep every request and response
  * reachable, through undici's abort listener, until it fired many seconds later.) The caller gets
  * the buffered answer in the part of the Response shape Octokit and we read — status, url,
- * headers, text(), json(), arrayBuffer() — not a second stream over the same bytes.
+ * headers, text(), json(), arrayBuffer(), and a body stream made only if asked for.
  */
 export function fetchWithTimeout(fetchImpl: typeof fetch, timeoutMs: number): typeof fetch {
   return async (input, init) => {
@@ -41,7 +41,10 @@ function bufferedResponse(response: Response, text: string): Response {
     url: response.url,
     headers: response.headers,
     redirected: response.redirected,
-    body: null,
+    // A stream only for callers that ask for one (Octokit's parseSuccessResponseBody: false).
+    get body() {
+      return new Response(text).body;
+    },
     bodyUsed: false,
     text: async () => text,
     json: async () => JSON.parse(text) as unknown,

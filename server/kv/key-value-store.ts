@@ -27,7 +27,10 @@ export function openKeyValueStore(url: string, namespace: string, options: Store
   const store = redis
     ? new KeyvRedis(url, { throwOnConnectError: false, throwOnErrors: true, connectionTimeout: options.timeoutMs })
     : undefined;
-  const keyv = new Keyv({ store, namespace });
+  // memory://: Keyv's own Map, holding values as they are: no JSON round trip on every read (a
+  // large value such as the /releases aggregate would cost milliseconds). Readers must not mutate
+  // what they get. (An explicit `store: undefined` would leave Keyv without its Map.)
+  const keyv = store ? new Keyv({ store, namespace }) : new Keyv({ namespace, serialize: undefined, deserialize: undefined });
   let lastWarned = 0;
   const warn = (op: string, error: unknown) => {
     // One line per few seconds at most: an outage must not flood the log.

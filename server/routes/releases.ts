@@ -1,8 +1,23 @@
 import type { RequestHandler } from "express";
-import { BrokerError } from "../../shared/broker-error.js";
 import type { BrokerContext } from "../context.js";
+import { requireTriggerSecret } from "../http/bearer.js";
+import { createReleasesService } from "../releases/releases-service.js";
+import { requireApp } from "../token/trust.js";
 
-/** GET /releases: not built yet; answers its spec'd "disabled" code, never a made-up success. */
-export function releasesRoute(_ctx: BrokerContext): RequestHandler[] {
-  return [(_req, _res, next) => next(new BrokerError("releases_disabled"))];
+/**
+ * GET /releases: the spec's ladder, top to bottom (DESIGN.md order of checks):
+ * method (app.ts) → secret configured → bearer → App configured → cached aggregate or one crawl.
+ */
+export function releasesRoute(ctx: BrokerContext): RequestHandler[] {
+  const service = createReleasesService(ctx);
+  return [
+    requireTriggerSecret(ctx, "releases_disabled"),
+    async (_req, res) => {
+      const settings = ctx.settings();
+      const app = requireApp(settings.main);
+      const answer = await service.releases(settings, app, res.locals.requestId as string | undefined);
+      res.setHeader("Cache-Control", "no-store");
+      res.status(200).json(answer);
+    },
+  ];
 }

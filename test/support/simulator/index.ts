@@ -9,3 +9,4 @@ export { stableId, isoSeconds } from "./github-state.js";
 export type * from "./types.js";
 export { GraphqlTypedError, nodeId, tokenCoversRepository, tokenPermission, type GraphqlContext, type GraphqlRegistry } from "./graphql-endpoint.js";
 export { MERGE_CONFLICT, type CommitState, type GitApi, type PullRequestState, type UpdateBranchCall } from "./git-state.js";
+export type { ReleaseInput, ReleaseState, ReleasesApi } from "./releases-state.js";

@@ -1,0 +1,38 @@
+// Helpers shared by bench scenarios: an in-process broker on an ephemeral port, timing, stats.
+import { createApp } from "../build/server/app.js";
+import { createLogger } from "../build/server/log.js";
+
+/** The built broker (what `npm start` serves), in this process, silent, on a loopback port. */
+export async function startBroker(env) {
+  const app = createApp({ env: () => env, logger: createLogger({ level: "silent" }) });
+  const server = await new Promise((resolve) => {
+    const listening = app.listen(0, "127.0.0.1", () => resolve(listening));
+  });
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    env,
+    async close() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(() => resolve()));
+      await app.close();
+    },
+  };
+}
+
+/** Runs `call` and returns its result with the wall time in milliseconds. */
+export async function timed(call) {
+  const started = performance.now();
+  const result = await call();
+  return { result, ms: performance.now() - started };
+}
+
+export function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+export function percentile(values, p) {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}

@@ -1,0 +1,54 @@
+import { parseArgs } from "node:util";
+import { releasesCommand, type CommandIo } from "./releases-command.js";
+
+const USAGE = `Usage: tokensmith releases --url URL [--json]
+
+  releases   The latest release of every repository the broker's App is installed on.
+             The bearer secret is read from TOKENSMITH_SECRET.
+  --url      The broker's origin, e.g. https://tokensmith.example.com
+  --json     Print the broker's answer as JSON instead of a table.
+`;
+
+/** The CLI's entry: parses argv and runs one command. Exit code as the result. */
+export async function runCli(argv: readonly string[], io: CommandIo): Promise<number> {
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse(argv);
+  } catch (error) {
+    io.err(`tokensmith: ${error instanceof Error ? error.message : String(error)}\n\n${USAGE}`);
+    return 2;
+  }
+  const [command, ...rest] = parsed.positionals;
+  if (parsed.values.help) {
+    io.out(USAGE);
+    return 0;
+  }
+  if (command !== "releases" || rest.length > 0) {
+    io.err(`tokensmith: ${command ? `unknown command: ${[command, ...rest].join(" ")}` : "no command given"}\n\n${USAGE}`);
+    return 2;
+  }
+  if (!parsed.values.url) {
+    io.err(`tokensmith: --url is required\n\n${USAGE}`);
+    return 2;
+  }
+  return releasesCommand({ url: parsed.values.url, json: parsed.values.json ?? false }, io);
+}
+
+function parse(argv: readonly string[]) {
+  return parseArgs({
+    args: [...argv],
+    allowPositionals: true,
+    options: { url: { type: "string" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+  });
+}
+
+/** Runs with the real process: only the launcher (bin/tokensmith.js) calls this. */
+export async function main(): Promise<void> {
+  const code = await runCli(process.argv.slice(2), {
+    env: process.env,
+    fetch: globalThis.fetch,
+    out: (text) => process.stdout.write(text),
+    err: (text) => process.stderr.write(text),
+  });
+  process.exitCode = code;
+}

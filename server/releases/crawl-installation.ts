@@ -1,0 +1,96 @@
+import { BrokerError } from "../../shared/broker-error.js";
+import type { RepoReleases } from "../../shared/types.js";
+import type { BrokerContext } from "../context.js";
+import { intersectPermissions } from "../github/intersect-permissions.js";
+import { mintInstallationToken } from "../github/mint-installation-token.js";
+import { statusOf } from "../github/platform-request.js";
+import type { PlatformSettings } from "../settings.js";
+import { fetchLatestReleases } from "./fetch-latest-releases.js";
+import { REPOSITORIES_PER_QUERY } from "./latest-releases-query.js";
+import type { CrawlInstallation } from "./list-installations.js";
+import { listRepositories } from "./list-repositories.js";
+
+/** The crawl reads releases and repository names: read access, nothing more. */
+export const CRAWL_PERMISSIONS = { contents: "read", metadata: "read" } as const;
+
+export type InstallationCrawl =
+  | { status: "ok"; repos: RepoReleases[]; more: boolean }
+  | { status: "failed" }
+  | { status: "skipped" };
+
+export interface InstallationCrawlInput {
+  ctx: BrokerContext;
+  platform: PlatformSettings;
+  appJwt: string;
+  installation: CrawlInstallation;
+  /** Most repositories worth listing (see repository-budget.ts). */
+  room: number;
+  /** Called as soon as the repository count is known, before the release queries. */
+  onListed: (count: number) => void;
+  /** Bounds the GraphQL queries of every installation together. */
+  queryLimit: <T>(run: () => Promise<T>) => Promise<T>;
+  requestId?: string;
+}
+
+/**
+ * One installation: a read-only token over all its repositories, the repository listing, then one
+ * batched GraphQL query per chunk. A failed token or listing fails the installation (logged; the
+ * caller decides what the aggregate says); a failed lookup fails only its repositories
+ * (`latest: null`, logged).
+ */
+export async function crawlInstallation(input: InstallationCrawlInput): Promise<InstallationCrawl> {
+  const { ctx, platform, installation } = input;
+  const log = ctx.log.child({ installation_id: installation.id, account: installation.account, request_id: input.requestId });
+  if (input.room <= 0) return { status: "skipped" };
+  const request = ctx.requestFor(platform);
+
+  let token: string;
+  let listed: Awaited<ReturnType<typeof listRepositories>>;
+  try {
+    const minted = await mintInstallationToken({
+      request,
+      appJwt: input.appJwt,
+      installationId: installation.id,
+      permissions: intersectPermissions(CRAWL_PERMISSIONS, installation.permissions),
+      retry: ctx.retry,
+    });
+    token = minted.token;
+  } catch (error) {
+    log.warn({ step: "mint", err: describe(error) }, "releases crawl: installation skipped, no token");
+    return { status: "failed" };
+  }
+  try {
+    listed = await listRepositories({ request, token, limit: input.room, retry: ctx.retry });
+  } catch (error) {
+    log.warn({ step: "list_repositories", err: describe(error) }, "releases crawl: installation skipped, repositories not listed");
+    return { status: "failed" };
+  }
+  input.onListed(listed.repositories.length);
+
+  const chunks: (typeof listed.repositories)[] = [];
+  for (let i = 0; i < listed.repositories.length; i += REPOSITORIES_PER_QUERY) chunks.push(listed.repositories.slice(i, i + REPOSITORIES_PER_QUERY));
+  const answers = await Promise.all(
+    chunks.map((chunk) =>
+      input.queryLimit(async () => {
+        const outcomes = await fetchLatestReleases({ request, graphqlUrl: platform.graphqlUrl, token, repositories: chunk, retry: ctx.retry });
+        const failed = chunk.flatMap((repository, i) => (outcomes[i]!.ok ? [] : [{ repo: repository.fullName, problem: (outcomes[i] as { problem: string }).problem }]));
+        if (failed.length > 0) log.warn({ step: "latest_release", failed }, "releases crawl: latest release unknown for some repositories (reported as null)");
+        return chunk.map((repository, i): RepoReleases => {
+          const outcome = outcomes[i]!;
+          return { repo: repository.fullName, latest: outcome.ok ? outcome.latest : null };
+        });
+      }),
+    ),
+  );
+  return { status: "ok", repos: answers.flat(), more: listed.more };
+}
+
+/** What went wrong, as codes and statuses only: never text a credential could hide in. */
+function describe(error: unknown): string {
+  if (error instanceof BrokerError) {
+    const upstream = statusOf(error.cause);
+    return upstream === undefined ? error.code : `${error.code}, upstream status ${upstream}`;
+  }
+  const status = statusOf(error);
+  return status === undefined ? (error instanceof Error ? error.name : "unknown") : `upstream status ${status}`;
+}

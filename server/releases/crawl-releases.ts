@@ -1,0 +1,99 @@
+import pLimit from "p-limit";
+import type { RepoReleases } from "../../shared/types.js";
+import type { AppCredentials } from "../app-credentials.js";
+import type { BrokerContext } from "../context.js";
+import type { PlatformSettings } from "../settings.js";
+import { crawlInstallation } from "./crawl-installation.js";
+import { listInstallations } from "./list-installations.js";
+import { createRepositoryBudget, takeFirst } from "./repository-budget.js";
+
+/**
+ * Installations crawled at once, and GraphQL queries in flight at once: together at most 40
+ * requests in flight, under the platform's 100 concurrent requests (secondary rate limits).
+ */
+export const INSTALLATION_CONCURRENCY = 20;
+export const QUERY_CONCURRENCY = 20;
+
+export interface CrawlResult {
+  repos: RepoReleases[];
+  /** A cap was reached, or an installation failed: the list is incomplete. */
+  truncated: boolean;
+  /** Installations that failed (their repositories are absent). */
+  failedInstallations: number[];
+}
+
+export interface CrawlInput {
+  ctx: BrokerContext;
+  platform: PlatformSettings;
+  app: AppCredentials;
+  maxInstallations: number;
+  maxRepositories: number;
+  requestId?: string;
+}
+
+/**
+ * Every installation of the App (up to the cap), concurrently with a bound; in each, a read-only
+ * token, the repositories and their newest releases. Repositories are kept in installation order
+ * up to the repository cap, then sorted by name so the answer does not depend on timing.
+ */
+export async function crawlReleases(input: CrawlInput): Promise<CrawlResult> {
+  const { ctx, platform, app } = input;
+  const started = ctx.now();
+  const request = ctx.requestFor(platform);
+  const appJwt = await ctx.appJwt.jwtFor(app);
+  let listing: Awaited<ReturnType<typeof listInstallations>>;
+  try {
+    listing = await listInstallations({ request, appJwt, max: input.maxInstallations, retry: ctx.retry });
+  } catch (error) {
+    if ((error as { cause?: { status?: unknown } }).cause?.status === 401) ctx.appJwt.forget(app);
+    throw error;
+  }
+
+  const budget = createRepositoryBudget(input.maxRepositories);
+  const installationLimit = pLimit(INSTALLATION_CONCURRENCY);
+  const queryLimit = pLimit(QUERY_CONCURRENCY);
+  const crawled = await Promise.all(
+    listing.installations.map((installation, index) =>
+      installationLimit(async () => {
+        if (installation.suspended) {
+          ctx.log.info({ installation_id: installation.id, account: installation.account }, "releases crawl: installation suspended, skipped");
+          return { status: "ok" as const, repos: [], more: false };
+        }
+        return crawlInstallation({
+          ctx,
+          platform,
+          appJwt,
+          installation,
+          room: budget.roomFor(index),
+          onListed: (count) => budget.record(index, count),
+          queryLimit: (run) => queryLimit(run),
+          requestId: input.requestId,
+        });
+      }),
+    ),
+  );
+
+  const failedInstallations = listing.installations.filter((_, i) => crawled[i]!.status === "failed").map((inst) => inst.id);
+  const kept = takeFirst(crawled.map((c) => (c.status === "ok" ? c.repos : [])), input.maxRepositories);
+  const capReached = listing.truncated || kept.cut || crawled.some((c) => c.status === "skipped" || (c.status === "ok" && c.more));
+  const repos = kept.items.sort(byRepository);
+  const truncated = capReached || failedInstallations.length > 0;
+  ctx.log.info(
+    {
+      installations: listing.installations.length,
+      repositories: repos.length,
+      failed_installations: failedInstallations,
+      cap_reached: capReached,
+      duration_ms: ctx.now() - started,
+      request_id: input.requestId,
+    },
+    "releases crawl finished",
+  );
+  return { repos, truncated, failedInstallations };
+}
+
+function byRepository(a: RepoReleases, b: RepoReleases): number {
+  const left = a.repo.toLowerCase();
+  const right = b.repo.toLowerCase();
+  return left < right ? -1 : left > right ? 1 : a.repo < b.repo ? -1 : a.repo > b.repo ? 1 : 0;
+}

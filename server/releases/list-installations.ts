@@ -1,0 +1,58 @@
+import { BrokerError } from "../../shared/broker-error.js";
+import type { OctokitRequest, RetryPolicy } from "../github/platform-request.js";
+import { statusOf } from "../github/platform-request.js";
+import { collectPages, parseJsonBody, PER_PAGE, RAW_BODY } from "./collect-pages.js";
+
+export interface CrawlInstallation {
+  id: number;
+  account: string;
+  /** What the installation was granted: the crawl's token asks for no more than this. */
+  permissions: Record<string, string>;
+  suspended: boolean;
+}
+
+/**
+ * `GET /app/installations` with the App JWT, every page, up to `max` installations. More than
+ * `max` → `truncated`. Without this listing there is no aggregate at all, so a failure here fails
+ * the request (500 internal_error: the spec gives /releases no upstream-failure code).
+ * https://docs.github.com/rest/apps/apps#list-installations-for-the-authenticated-app
+ */
+export async function listInstallations(input: {
+  request: OctokitRequest;
+  appJwt: string;
+  max: number;
+  retry?: RetryPolicy;
+}): Promise<{ installations: CrawlInstallation[]; truncated: boolean }> {
+  try {
+    const { items, more } = await collectPages({
+      limit: input.max,
+      retry: input.retry,
+      fetchPage: async (page) => {
+        const response = await input.request("GET /app/installations", {
+          per_page: PER_PAGE,
+          page,
+          headers: { authorization: `Bearer ${input.appJwt}` },
+          request: RAW_BODY,
+        });
+        const data = await parseJsonBody(response.data);
+        if (!Array.isArray(data)) throw new BrokerError("internal_error", { detail: "installation listing is not an array" });
+        return { items: data.map(readInstallation), link: response.headers.link };
+      },
+    });
+    return { installations: items, truncated: more };
+  } catch (error) {
+    if (error instanceof BrokerError) throw error;
+    throw new BrokerError("internal_error", { detail: `installation listing failed: status ${statusOf(error) ?? "network"}`, cause: error });
+  }
+}
+
+function readInstallation(raw: unknown): CrawlInstallation {
+  const { id, account, permissions, suspended_at } = (raw ?? {}) as { id?: unknown; account?: { login?: unknown } | null; permissions?: unknown; suspended_at?: unknown };
+  if (!Number.isSafeInteger(id) || (id as number) <= 0) throw new BrokerError("internal_error", { detail: "installation without an id" });
+  return {
+    id: id as number,
+    account: typeof account?.login === "string" ? account.login : `installation ${String(id)}`,
+    permissions: permissions && typeof permissions === "object" && !Array.isArray(permissions) ? { ...(permissions as Record<string, string>) } : {},
+    suspended: suspended_at !== null && suspended_at !== undefined,
+  };
+}
