@@ -3,8 +3,9 @@
 // A scenario is a module in bench/scenarios/ exporting `description` and `run()` → rows of
 // { metric, value, target, ok } (ok: true, false, or null for information only).
 import * as releases from "./scenarios/releases.js";
+import * as token from "./scenarios/token.js";
 
-const SCENARIOS = { releases };
+const SCENARIOS = { releases, token };
 
 const requested = process.argv.slice(2);
 const unknown = requested.filter((name) => !(name in SCENARIOS));

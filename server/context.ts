@@ -1,5 +1,6 @@
 import { createAppJwtSigner } from "./github/app-jwt.js";
 import { createInstallationCache } from "./github/installation-cache.js";
+import { createPlatformClient, type PlatformClient } from "./github/platform-client.js";
 import { createPlatformRequest, DEFAULT_RETRY, type OctokitRequest, type RetryPolicy } from "./github/platform-request.js";
 import { createStoreRegistry } from "./kv/key-value-store.js";
 import { createLogger, type Logger } from "./log.js";
@@ -78,6 +79,16 @@ export function createContext(deps: BrokerDeps = {}) {
     return request;
   };
 
+  const clients = new Map<string, PlatformClient>();
+  const clientFor = (platform: PlatformSettings): PlatformClient => {
+    let client = clients.get(platform.apiBase);
+    if (!client) {
+      client = createPlatformClient({ apiBase: platform.apiBase, fetch: fetchImpl, timeoutMs: timing.upstreamTimeoutMs });
+      clients.set(platform.apiBase, client);
+    }
+    return client;
+  };
+
   return {
     now,
     fetch: fetchImpl,
@@ -88,6 +99,7 @@ export function createContext(deps: BrokerDeps = {}) {
     stores,
     keySetFor,
     requestFor,
+    clientFor,
     appJwt: createAppJwtSigner(now),
     installations: createInstallationCache({ now, ttlMs: timing.installationTtlMs }),
     async close(): Promise<void> {

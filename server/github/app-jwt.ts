@@ -5,28 +5,28 @@ import type { AppCredentials } from "../app-credentials.js";
  * App JWTs, signed by @octokit/auth-app (iat = now − 30 s, exp = iat + 600 s) and reused until a
  * minute before they expire, so steady-state exchanges sign nothing.
  *
- * Cache (README "Caches"): key = App ID + private key, value = the JWT, until exp − 60 s.
+ * Cache (README "Caches"): key = the App's parsed credentials, value = the JWT, until exp − 60 s.
  * Only the App JWT comes from auth-app: its installation-token path shares in-flight mints across
  * callers through a module-level map whose key ignores `refresh`, the App and the host, so two
  * concurrent jobs could be handed one token (and one job's revocation would kill the other's).
  */
 export function createAppJwtSigner(now: () => number) {
-  const cache = new Map<string, { jwt: string; reuseUntil: number }>();
+  // Keyed by the credentials object: the settings reader hands out the same one for as long as
+  // HOST_APP_ID / HOST_APP_PRIVATE_KEY are unchanged, and a new one (so a new JWT) when they change.
+  const cache = new WeakMap<AppCredentials, { jwt: string; reuseUntil: number }>();
   let signed = 0;
   return {
     async jwtFor(app: AppCredentials): Promise<string> {
-      const key = `${app.appId}\u0000${app.privateKeyPem}`;
-      const hit = cache.get(key);
+      const hit = cache.get(app);
       if (hit && now() < hit.reuseUntil) return hit.jwt;
       const { token, expiresAt } = await createAppAuth({ appId: app.appId, privateKey: app.privateKeyPem })({ type: "app" });
       signed += 1;
-      if (cache.size > 16) cache.clear(); // only ever a handful of Apps: bound it anyway
-      cache.set(key, { jwt: token, reuseUntil: Date.parse(expiresAt) - 60_000 });
+      cache.set(app, { jwt: token, reuseUntil: Date.parse(expiresAt) - 60_000 });
       return token;
     },
     /** Drop a JWT the platform refused (e.g. clock skew), so the next call signs afresh. */
     forget(app: AppCredentials): void {
-      cache.delete(`${app.appId}\u0000${app.privateKeyPem}`);
+      cache.delete(app);
     },
     get signedCount(): number {
       return signed;

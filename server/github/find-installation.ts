@@ -1,6 +1,7 @@
 import { RequestError } from "@octokit/request-error";
 import { BrokerError } from "../../shared/broker-error.js";
-import { DEFAULT_RETRY, statusOf, withRetry, type OctokitRequest, type RetryPolicy } from "./platform-request.js";
+import type { PlatformClient } from "./platform-client.js";
+import { DEFAULT_RETRY, statusOf, withRetry, type RetryPolicy } from "./platform-request.js";
 
 export interface Installation {
   id: number;
@@ -9,7 +10,7 @@ export interface Installation {
 }
 
 export interface InstallationLookup {
-  request: OctokitRequest;
+  client: PlatformClient;
   appJwt: string;
   retry?: RetryPolicy;
   /** ENT_APP_INSTALLATION_ID: skip the per-repository lookup, read that installation instead. */
@@ -26,16 +27,13 @@ export async function findInstallation(lookup: InstallationLookup): Promise<Inst
   let data: unknown;
   try {
     const response = await withRetry(lookup.retry ?? DEFAULT_RETRY, () =>
-      lookup.installationId
-        ? lookup.request("GET /app/installations/{installation_id}", {
-            installation_id: lookup.installationId,
-            headers: { authorization: `Bearer ${lookup.appJwt}` },
-          })
-        : lookup.request("GET /repos/{owner}/{repo}/installation", {
-            owner: lookup.owner,
-            repo: lookup.repo,
-            headers: { authorization: `Bearer ${lookup.appJwt}` },
-          }),
+      lookup.client({
+        method: "GET",
+        path: lookup.installationId
+          ? `/app/installations/${lookup.installationId}`
+          : `/repos/${encodeURIComponent(lookup.owner)}/${encodeURIComponent(lookup.repo)}/installation`,
+        bearer: lookup.appJwt,
+      }),
     );
     data = response.data;
   } catch (error) {

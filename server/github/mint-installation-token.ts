@@ -1,10 +1,11 @@
 import { RequestError } from "@octokit/request-error";
 import { BrokerError } from "../../shared/broker-error.js";
 import type { Permissions } from "../../shared/token-permissions.js";
-import { DEFAULT_RETRY, statusOf, withRetry, type OctokitRequest, type RetryPolicy } from "./platform-request.js";
+import type { PlatformClient } from "./platform-client.js";
+import { DEFAULT_RETRY, statusOf, withRetry, type RetryPolicy } from "./platform-request.js";
 
 export interface MintInput {
-  request: OctokitRequest;
+  client: PlatformClient;
   appJwt: string;
   installationId: number;
   /**
@@ -33,11 +34,14 @@ export async function mintInstallationToken(input: MintInput): Promise<MintedTok
   let data: unknown;
   try {
     const response = await withRetry(input.retry ?? DEFAULT_RETRY, () =>
-      input.request("POST /app/installations/{installation_id}/access_tokens", {
-        installation_id: input.installationId,
-        ...(input.repositoryName === undefined ? {} : { repositories: [input.repositoryName] }),
-        permissions: input.permissions,
-        headers: { authorization: `Bearer ${input.appJwt}` },
+      input.client({
+        method: "POST",
+        path: `/app/installations/${input.installationId}/access_tokens`,
+        bearer: input.appJwt,
+        body: {
+          ...(input.repositoryName === undefined ? {} : { repositories: [input.repositoryName] }),
+          permissions: input.permissions,
+        },
       }),
     );
     data = response.data;

@@ -22,17 +22,17 @@ export interface RepositoryTokenInput {
  */
 export async function mintRepositoryToken(ctx: BrokerContext, input: RepositoryTokenInput): Promise<{ installation: Installation; minted: MintedToken }> {
   const { platform, app, owner, repo } = input;
-  const request = ctx.requestFor(platform);
+  const client = ctx.clientFor(platform);
   const appJwt = await ctx.appJwt.jwtFor(app);
   const cacheKey = ctx.installations.key(platform.apiBase, app.appId, `${owner}/${repo}`);
   let installation = ctx.installations.get(cacheKey);
   if (!installation) {
-    installation = await findInstallation({ request, appJwt, retry: ctx.retry, installationId: platform.installationId, owner, repo });
+    installation = await findInstallation({ client, appJwt, retry: ctx.retry, installationId: platform.installationId, owner, repo });
     ctx.installations.set(cacheKey, installation);
   }
   try {
     const minted = await mintInstallationToken({
-      request,
+      client,
       appJwt,
       installationId: installation.id,
       repositoryName: repo,

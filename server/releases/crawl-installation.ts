@@ -48,7 +48,7 @@ export async function crawlInstallation(input: InstallationCrawlInput): Promise<
   let listed: Awaited<ReturnType<typeof listRepositories>>;
   try {
     const minted = await mintInstallationToken({
-      request,
+      client: ctx.clientFor(platform),
       appJwt: input.appJwt,
       installationId: installation.id,
       permissions: intersectPermissions(CRAWL_PERMISSIONS, installation.permissions),

@@ -19,7 +19,7 @@ export const PUSH_PERMISSIONS = { contents: "write", pull_requests: "write" } as
 export async function mintForPush(ctx: BrokerContext, platform: PlatformSettings, app: AppCredentials, push: BranchPush): Promise<MintedToken> {
   try {
     return await mintInstallationToken({
-      request: ctx.requestFor(platform),
+      client: ctx.clientFor(platform),
       appJwt: await ctx.appJwt.jwtFor(app),
       installationId: push.installationId,
       repositoryName: push.name,

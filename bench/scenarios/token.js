@@ -10,6 +10,8 @@ import { importPKCS8, SignJWT } from "jose";
 import { createPrivateKey } from "node:crypto";
 
 const here = (path) => fileURLToPath(new URL(path, import.meta.url));
+
+export const description = "POST /token under autocannon (64 connections): broker vs a minimal floor server, both against the simulator in its own process";
 const TICKS_PER_SECOND = 100; // Linux USER_HZ
 
 function processTimes(pid) {
@@ -44,7 +46,7 @@ async function freePort() {
 
 async function startBroker(env) {
   const port = await freePort();
-  const child = spawn(process.execPath, [here("../build/server/main.js")], {
+  const child = spawn(process.execPath, [here("../../build/server/main.js")], {
     env: { PATH: process.env.PATH, PORT: String(port), LOG_LEVEL: process.env.BENCH_LOG_LEVEL || "info", ...env },
     // The log is drained into nothing: the broker pays for writing it, as in production.
     stdio: ["ignore", "ignore", "inherit"],
@@ -67,7 +69,7 @@ async function startFloor(floor) {
   const key = await importPKCS8(createPrivateKey(floor.appKeyPem).export({ type: "pkcs8", format: "pem" }), "RS256");
   const now = Math.floor(Date.now() / 1000);
   const appJwt = await new SignJWT({}).setProtectedHeader({ alg: "RS256" }).setIssuer(String(floor.appId)).setIssuedAt(now - 30).setExpirationTime(now + 570).sign(key);
-  const child = fork(here("./token-floor-server.js"), [], { env: { ...process.env, FLOOR_CONFIG: JSON.stringify({ ...floor, appJwt }) }, stdio: "inherit" });
+  const child = fork(here("../token-floor-server.js"), [], { env: { ...process.env, FLOOR_CONFIG: JSON.stringify({ ...floor, appJwt }) }, stdio: "inherit" });
   const { port } = await ask(child, null, "ready");
   return { child, url: `http://127.0.0.1:${port}`, stop: () => child.send("exit") };
 }
@@ -125,10 +127,10 @@ async function measure(target, sim, tokens, options) {
   };
 }
 
-export async function runTokenScenario(options = {}) {
+export async function run(options = {}) {
   const seconds = Number(process.env.BENCH_SECONDS || options.seconds || 15);
   const connections = Number(options.connections || 64);
-  const sim = fork(here("./token-simulator-process.js"), [], { stdio: "inherit" });
+  const sim = fork(here("../token-simulator-process.js"), [], { stdio: "inherit" });
   const ready = await ask(sim, null, "ready");
   const broker = await startBroker(ready.env);
   const floor = await startFloor(ready.floor);
@@ -136,29 +138,24 @@ export async function runTokenScenario(options = {}) {
     const b = await measure(broker, sim, ready.tokens, { seconds, connections });
     const f = await measure(floor, sim, ready.tokens, { seconds, connections });
     const n = (x, d = 1) => x.toFixed(d);
-    const rows = [
-      ["requests/s", n(b.rps, 0), n(f.rps, 0), n(b.rps / f.rps, 2)],
-      ["latency p50 (ms)", n(b.p50), n(f.p50), n(b.p50 / f.p50, 2)],
-      ["latency p99 (ms)", n(b.p99), n(f.p99), n(b.p99 / f.p99, 2)],
-      ["2xx / failed", `${b.ok} / ${b.failed}`, `${f.ok} / ${f.failed}`, ""],
-      ["CPU ms per request", n(b.cpuPerRequest, 3), n(f.cpuPerRequest, 3), n(b.cpuPerRequest / f.cpuPerRequest, 2)],
-      ["RSS at start (MB)", n(b.rssStart), n(f.rssStart), ""],
-      ["RSS after warm-up → after run (MB)", `${n(b.rssBefore)} → ${n(b.rssAfter)}`, `${n(f.rssBefore)} → ${n(f.rssAfter)}`, `broker +${n(b.rssAfter - b.rssBefore)} MB`],
-      ["upstream requests / exchange", n(b.upstreamPerExchange, 3), n(f.upstreamPerExchange, 3), ""],
-      ["upstream requests other than mints", String(b.otherUpstream), String(f.otherUpstream), ""],
-      ["App JWTs signed during run", String(b.appJwts), "(pre-signed)", ""],
-      ["JWKS fetches during run", String(b.jwks), "(in memory)", ""],
+    const pair = (x, y) => `${x} / ${y}`;
+    const info = (metric, value) => ({ metric, value, target: "", ok: null });
+    const growth = b.rssAfter - b.rssBefore;
+    return [
+      info(`${seconds} s per target, ${connections} connections; values are broker / floor`, ""),
+      info("requests/s", pair(n(b.rps, 0), n(f.rps, 0))),
+      { metric: "throughput: broker ÷ floor", value: n(b.rps / f.rps, 2), target: "≥ 0.75", ok: b.rps / f.rps >= 0.75 },
+      info("latency p50 (ms)", pair(n(b.p50), n(f.p50))),
+      info("latency p99 (ms)", pair(n(b.p99), n(f.p99))),
+      info("answers 2xx / other", pair(`${b.ok}/${b.failed}`, `${f.ok}/${f.failed}`)),
+      info("CPU ms per request", pair(n(b.cpuPerRequest, 3), n(f.cpuPerRequest, 3))),
+      { metric: "upstream requests per exchange (broker)", value: n(b.upstreamPerExchange, 3), target: "1", ok: Math.abs(b.upstreamPerExchange - 1) < 0.001 },
+      info("upstream requests other than mints (broker)", String(b.otherUpstream)),
+      info("App JWTs signed / JWKS fetches during the run (broker)", `${b.appJwts} / ${b.jwks}`),
+      info("RSS at start (MB)", pair(n(b.rssStart), n(f.rssStart))),
+      info("RSS after warm-up → after run (MB)", pair(`${n(b.rssBefore)}→${n(b.rssAfter)}`, `${n(f.rssBefore)}→${n(f.rssAfter)}`)),
+      { metric: "broker RSS growth during the run (MB)", value: n(growth), target: "< 30", ok: growth < 30 },
     ];
-    return {
-      title: `token: POST /token, ${connections} connections, ${seconds} s per target (broker, then floor)`,
-      header: ["metric", "broker", "floor", "broker ÷ floor"],
-      rows,
-      targets: [
-        ["throughput ≥ 0.75 × floor", b.rps / f.rps >= 0.75],
-        ["1 upstream request per exchange", Math.abs(b.upstreamPerExchange - 1) < 0.001],
-        ["RSS growth during the run < 30 MB", b.rssAfter - b.rssBefore < 30],
-      ],
-    };
   } finally {
     broker.stop();
     floor.stop();

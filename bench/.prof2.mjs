@@ -1,0 +1,11 @@
+import { fork, spawn } from "node:child_process";
+import autocannon from "autocannon";
+const sim = fork("./bench/token-simulator-process.js", [], { stdio: "inherit" });
+const ready = await new Promise((r) => sim.once("message", (m) => m.type === "ready" && r(m)));
+const child = spawn(process.execPath, ["--cpu-prof", `--cpu-prof-dir=/tmp/prof-broker`, "build/server/main.js"], { env: { PATH: process.env.PATH, PORT: "18282", ...ready.env }, stdio: ["ignore", "ignore", "inherit"] });
+await new Promise((r) => setTimeout(r, 2000));
+let i = 0;
+const res = await autocannon({ url: `http://127.0.0.1:18282/token`, method: "POST", connections: 64, duration: 8, headers: { "content-type": "application/json" }, requests: [{ setupRequest: (q) => ({ ...q, body: JSON.stringify({ oidcToken: ready.tokens[i++ % ready.tokens.length], owner: "octo-org", repo: "app" }) }) }] });
+child.kill("SIGINT"); await new Promise((r) => child.once("exit", r));
+console.log(res.requests.total);
+sim.send("exit");

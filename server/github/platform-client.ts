@@ -1,0 +1,67 @@
+import { RequestError } from "@octokit/request-error";
+import { API_VERSION, fetchWithTimeout } from "./platform-request.js";
+
+export interface PlatformCall {
+  method: "GET" | "POST" | "DELETE";
+  /** Path under the API base, already encoded. */
+  path: string;
+  /** App JWT or installation token. */
+  bearer: string;
+  body?: unknown;
+}
+
+export interface PlatformAnswer {
+  status: number;
+  headers: Record<string, string>;
+  data: unknown;
+}
+
+export type PlatformClient = (call: PlatformCall) => Promise<PlatformAnswer>;
+
+/**
+ * A lean REST client for the calls on the /token hot path (installation lookup, mint): one fetch,
+ * one JSON.parse, nothing else. Octokit's request path (endpoint merging, a BigInt-safe JSON
+ * parser) cost as much per exchange as the rest of the broker's own work. Failures are thrown as
+ * Octokit's RequestError — status, response headers, credentials redacted — so retries and error
+ * mapping treat every platform call alike; a network error or timeout has no response, as in Octokit.
+ */
+export function createPlatformClient(options: { apiBase: string; fetch: typeof fetch; timeoutMs: number }): PlatformClient {
+  const timed = fetchWithTimeout(options.fetch, options.timeoutMs);
+  return async ({ method, path, bearer, body }) => {
+    const url = `${options.apiBase}${path}`;
+    const request = { method, url, headers: {} };
+    const headers: Record<string, string> = {
+      accept: "application/vnd.github+json",
+      authorization: `Bearer ${bearer}`,
+      "user-agent": "tokensmith",
+      "x-github-api-version": API_VERSION,
+    };
+    if (body !== undefined) headers["content-type"] = "application/json; charset=utf-8";
+    let response: Response;
+    let text: string;
+    try {
+      response = await timed(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: "error" });
+      text = await response.text();
+    } catch (error) {
+      throw new RequestError(error instanceof Error ? error.message : "request failed", 500, { request, cause: error });
+    }
+    let data: unknown = text;
+    try {
+      data = text === "" ? undefined : JSON.parse(text);
+    } catch {
+      // Not JSON: the caller sees the text and judges the shape.
+    }
+    const answerHeaders: Record<string, string> = {};
+    response.headers.forEach((value, name) => {
+      answerHeaders[name] = value;
+    });
+    if (response.status >= 400) {
+      const message = (data as { message?: unknown } | undefined)?.message;
+      throw new RequestError(typeof message === "string" ? message : `HTTP ${response.status}`, response.status, {
+        request,
+        response: { status: response.status, url, headers: answerHeaders, data },
+      });
+    }
+    return { status: response.status, headers: answerHeaders, data };
+  };
+}
