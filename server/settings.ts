@@ -136,15 +136,19 @@ function positiveInteger(raw: string | undefined): number | null {
 
 /** Reads the environment per call; re-parses only when one of the raw strings changed. */
 export function createSettingsReader(readEnv: () => Env): () => Settings {
-  let lastKey: string | undefined;
+  const lastRaw: Array<string | undefined> = [];
   let last: Settings | undefined;
   return () => {
     const env = readEnv();
-    const key = JSON.stringify(SETTING_NAMES.map((name) => env[name] ?? null));
-    if (key !== lastKey || !last) {
-      last = parseSettings(env);
-      lastKey = key;
+    let changed = last === undefined;
+    for (let i = 0; i < SETTING_NAMES.length; i += 1) {
+      const raw = env[SETTING_NAMES[i]!];
+      if (raw !== lastRaw[i]) {
+        lastRaw[i] = raw;
+        changed = true;
+      }
     }
-    return last;
+    if (changed) last = parseSettings(env);
+    return last!;
   };
 }
