@@ -46,6 +46,8 @@ export async function listOpenPullRequests(platform: Platform, push: BranchPush)
         headers: { authorization: `token ${platform.token}` },
       }),
     );
+    // An answer that is not a list is unusable, not "no pull requests": fail the listing.
+    if (!Array.isArray(response.data)) throw new BrokerError("internal_error", { detail: "pull request listing is not a JSON array" });
     for (const pull of response.data as Array<{ number?: unknown; state?: unknown; head?: { sha?: unknown }; base?: { ref?: unknown } }>) {
       if (typeof pull.number !== "number" || typeof pull.head?.sha !== "string") continue;
       if (pull.state !== "open" || pull.base?.ref !== push.branch) continue;
@@ -85,7 +87,7 @@ export async function updatePullRequests(platform: Platform, push: BranchPush, p
             { repository: push.repository, number: pull.number, status, platform_message: typeof data?.message === "string" ? data.message.slice(0, 300) : undefined, request_id: platform.requestId },
             "update-branch failed",
           );
-          outcome.failed.push({ number: pull.number, status, error: failureWord(status) });
+          outcome.failed.push({ number: pull.number, status, error: isRateLimit(error) ? "rate_limited" : failureWord(status) });
         }
       }),
     ),
@@ -104,6 +106,12 @@ export function failureWord(status: number): string {
   if (status === 429) return "rate_limited";
   if (status >= 500) return "platform_error";
   return "update_failed";
+}
+
+/** A 403 or 429 that says it is a rate limit (primary or secondary), not a refusal. */
+function isRateLimit(error: unknown): boolean {
+  const headers = (error as { response?: { headers?: Record<string, string | undefined> } }).response?.headers ?? {};
+  return headers["retry-after"] !== undefined || headers["x-ratelimit-remaining"] === "0";
 }
 
 /** A listing that failed after its retries: the delivery is not acted on (a redelivery may be). */
