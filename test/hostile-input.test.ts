@@ -3,6 +3,7 @@
 // no 500 other than the documented one, and the broker keeps serving afterwards.
 import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { connect } from "node:net";
 import fc from "fast-check";
 import { ERROR_CODES, isErrorCode } from "../shared/error-codes.js";
 import { postJson, startBroker, type TestBroker } from "./support/broker.js";
@@ -139,6 +140,49 @@ describe("hostile input", () => {
       expect(answer.status).toBe(413);
       expect(JSON.parse(answer.text)).toEqual({ error: "payload_too_large" });
     }
+  });
+
+  it.each(["/token", "/sign", "/webhook"])("refuses a declared 100 MB body on %s after a few bytes, without waiting for the rest", async (path) => {
+    const { port } = new URL(broker.url);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), "127.0.0.1", () => {
+        socket.write(
+          `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAuthorization: Bearer ${SECRET}\r\n` +
+            `X-Hub-Signature-256: sha256=00\r\nContent-Length: ${100 * 1024 * 1024}\r\n\r\n{"oidcToken":"`,
+        );
+      });
+      let text = "";
+      socket.on("data", (chunk) => (text += String(chunk)));
+      socket.on("close", () => resolve(text)); // the broker closes: it does not wait for 100 MB
+      socket.on("error", reject);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 413 /);
+    expect(answer).toContain('{"error":"payload_too_large"}');
+  });
+
+  it("refuses a chunked /token body as soon as it passes 64 KiB, while the client is still sending", async () => {
+    const { port } = new URL(broker.url);
+    const chunk = `4000\r\n${"x".repeat(0x4000)}\r\n`; // 16 KiB chunks
+    const { answer, sent } = await new Promise<{ answer: string; sent: number }>((resolve, reject) => {
+      let sent = 0;
+      let text = "";
+      const socket = connect(Number(port), "127.0.0.1", () => {
+        socket.write("POST /token HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n");
+        const pump = () => {
+          while (text === "" && sent < 4096 * 0x4000 && socket.writable) {
+            sent += 0x4000;
+            if (!socket.write(chunk)) return void socket.once("drain", pump);
+          }
+        };
+        pump();
+      });
+      socket.on("data", (data) => (text += String(data)));
+      socket.on("close", () => resolve({ answer: text, sent }));
+      socket.on("error", () => resolve({ answer: text, sent })); // a reset after the answer is fine
+      setTimeout(() => reject(new Error("no answer")), 10_000).unref();
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 413 /);
+    expect(sent).toBeLessThan(4096 * 0x4000); // it stopped reading: the client could not send all 64 MiB
   });
 
   it("is still serving a real exchange afterwards", async () => {
