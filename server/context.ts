@@ -69,25 +69,20 @@ export function createContext(deps: BrokerDeps = {}) {
     return source;
   };
 
-  const requests = new Map<string, OctokitRequest>();
-  const requestFor = (platform: PlatformSettings): OctokitRequest => {
-    let request = requests.get(platform.apiBase);
-    if (!request) {
-      request = createPlatformRequest({ apiBase: platform.apiBase, fetch: fetchImpl, timeoutMs: timing.upstreamTimeoutMs });
-      requests.set(platform.apiBase, request);
-    }
-    return request;
+  // One Octokit request (GraphQL, listings) and one lean client (lookup, mint) per API base.
+  const perApiBase = <T>(create: (options: { apiBase: string; fetch: typeof fetch; timeoutMs: number }) => T) => {
+    const made = new Map<string, T>();
+    return (platform: PlatformSettings): T => {
+      let one = made.get(platform.apiBase);
+      if (one === undefined) {
+        one = create({ apiBase: platform.apiBase, fetch: fetchImpl, timeoutMs: timing.upstreamTimeoutMs });
+        made.set(platform.apiBase, one);
+      }
+      return one;
+    };
   };
-
-  const clients = new Map<string, PlatformClient>();
-  const clientFor = (platform: PlatformSettings): PlatformClient => {
-    let client = clients.get(platform.apiBase);
-    if (!client) {
-      client = createPlatformClient({ apiBase: platform.apiBase, fetch: fetchImpl, timeoutMs: timing.upstreamTimeoutMs });
-      clients.set(platform.apiBase, client);
-    }
-    return client;
-  };
+  const requestFor = perApiBase<OctokitRequest>(createPlatformRequest);
+  const clientFor = perApiBase<PlatformClient>(createPlatformClient);
 
   return {
     now,

@@ -70,22 +70,31 @@ export function jsonObjectBody(limit: number): RequestHandler {
   return (req, res, next) => {
     readBody(req, limit).then(
       (bytes) => {
-        if (bytes.length === 0) return next(new BrokerError("invalid_json", { detail: "empty body" }));
-        let body: unknown;
         try {
-          body = JSON.parse(bytes.toString("utf8"));
-        } catch {
-          return next(new BrokerError("invalid_json"));
+          req.body = parseJsonObject(bytes);
+        } catch (error) {
+          return next(error);
         }
-        if (body === null || typeof body !== "object" || Array.isArray(body)) {
-          return next(new BrokerError("invalid_request", { detail: "body is not a JSON object" }));
-        }
-        req.body = body;
         next();
       },
       (error: unknown) => next(refuse(res, error)),
     );
   };
+}
+
+/** Bytes as a JSON object: 400 invalid_json when they are not JSON (or empty), invalid_request when not an object. */
+export function parseJsonObject(bytes: Buffer): Record<string, unknown> {
+  if (bytes.length === 0) throw new BrokerError("invalid_json", { detail: "empty body" });
+  let value: unknown;
+  try {
+    value = JSON.parse(bytes.toString("utf8"));
+  } catch {
+    throw new BrokerError("invalid_json");
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw new BrokerError("invalid_request", { detail: "body is not a JSON object" });
+  }
+  return value as Record<string, unknown>;
 }
 
 /** After refusing a body part-way, close the connection rather than read the rest of it. */

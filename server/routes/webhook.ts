@@ -2,7 +2,7 @@ import type { RequestHandler } from "express";
 import { BrokerError } from "../../shared/broker-error.js";
 import type { WebhookIgnoredResponse, WebhookPushResponse } from "../../shared/types.js";
 import type { BrokerContext } from "../context.js";
-import { MIB, rawBody } from "../http/json-body.js";
+import { MIB, parseJsonObject, rawBody } from "../http/json-body.js";
 import { requireApp } from "../token/trust.js";
 import { createDeliveryLog, type DeliveryLog } from "../webhook/deliveries.js";
 import { mintForPush } from "../webhook/mint-for-push.js";
@@ -33,16 +33,11 @@ function verifyDelivery(ctx: BrokerContext): RequestHandler {
     if (!secret) return next(new BrokerError("webhook_disabled"));
     const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
     if (!verifySignature(secret, raw, req.get("x-hub-signature-256"))) return next(new BrokerError("invalid_signature"));
-    let payload: unknown;
     try {
-      payload = JSON.parse(raw.toString("utf8"));
-    } catch {
-      return next(new BrokerError("invalid_json"));
+      req.body = parseJsonObject(raw);
+    } catch (error) {
+      return next(error);
     }
-    if (payload === null || typeof payload !== "object" || Array.isArray(payload)) {
-      return next(new BrokerError("invalid_request", { detail: "delivery is not a JSON object" }));
-    }
-    req.body = payload;
     next();
   };
 }
