@@ -26,6 +26,7 @@ export function createApp(deps: BrokerDeps = {}): BrokerApp {
   app.set("etag", false);
   app.set("case sensitive routing", true);
   app.set("strict routing", true);
+  app.set("query parser", false); // no route reads a query string
 
   app.use(requestLog(ctx.log, ctx.now));
   app.all("/token", onlyMethod("POST"), jsonObjectBody(64 * KIB), tokenRoute(ctx));

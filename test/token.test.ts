@@ -79,6 +79,8 @@ describe("POST /token success", () => {
     const tokens = new Set(answers.map((a) => a.body.token));
     expect(answers.every((a) => a.status === 200)).toBe(true);
     expect(tokens.size).toBe(4);
+    // A fresh broker: all four missed the App JWT cache together and shared one signature.
+    expect(broker.app.broker.appJwt.signedCount).toBe(1);
   });
 
   it("does not assume a token length (long stateless tokens pass through)", async () => {

@@ -100,31 +100,53 @@ async function load(url, tokens, { seconds, connections }) {
   };
 }
 
-async function measure(target, sim, tokens, options) {
-  // Warm-up at full load: fills the broker's caches (key set, App JWT, installation) and lets the
-  // heap grow to its working size (it levels off within about ten seconds at 64 connections), so
-  // "after − before" is growth during the run — what a leak would show — not start-up.
-  const atStart = processTimes(target.child.pid);
-  await load(target.url, tokens, { seconds: Number(process.env.BENCH_WARMUP_SECONDS || 10), connections: options.connections });
+/** One timed round against one target, the simulator's counters reset first. */
+async function round(target, sim, tokens, options) {
+  // Requests still in flight when the previous round stopped land within moments: let them.
+  await new Promise((resolve) => setTimeout(resolve, 500));
   await ask(sim, "reset", "reset");
   const before = processTimes(target.child.pid);
   const run = await load(target.url, tokens, options);
   const after = processTimes(target.child.pid);
   const { stats } = await ask(sim, "stats", "stats");
-  const exchanges = run.ok + run.failed;
+  return { ...run, cpuMs: after.cpuMs - before.cpuMs, rssMb: after.rssMb, stats };
+}
+
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+
+/** Totals over a target's rounds. */
+function summarise(rounds, warm) {
+  const sum = (pick) => rounds.reduce((total, r) => total + pick(r), 0);
+  const exchanges = sum((r) => r.ok + r.failed);
+  const mints = sum((r) => r.stats.mints);
   return {
-    ...run,
-    cpuPerRequest: (after.cpuMs - before.cpuMs) / Math.max(1, exchanges),
-    rssStart: atStart.rssMb,
-    rssBefore: before.rssMb,
-    rssAfter: after.rssMb,
-    // Every exchange mints exactly once; requests still in flight when the load stops were minted
+    rps: median(rounds.map((r) => r.rps)),
+    p50: median(rounds.map((r) => r.p50)),
+    p99: median(rounds.map((r) => r.p99)),
+    ok: sum((r) => r.ok),
+    failed: sum((r) => r.failed),
+    cpuPerRequest: sum((r) => r.cpuMs) / Math.max(1, exchanges),
+    // Every exchange mints exactly once; requests still in flight when a round stops were minted
     // but not counted by autocannon, so the mints are the true count of exchanges.
-    upstreamPerExchange: stats.total / Math.max(1, stats.mints),
-    otherUpstream: stats.other,
-    appJwts: stats.appJwts,
-    jwks: stats.jwks,
+    upstreamPerExchange: sum((r) => r.stats.total) / Math.max(1, mints),
+    otherUpstream: sum((r) => r.stats.other),
+    appJwts: Math.max(...rounds.map((r) => r.stats.appJwts)),
+    jwks: sum((r) => r.stats.jwks),
+    rssStart: warm.start,
+    rssBefore: warm.after,
+    rssAfter: rounds.at(-1).rssMb,
   };
+}
+
+/**
+ * Warm-up at full load: fills the broker's caches (key set, App JWT, installation) and lets the
+ * heap grow to its working size (it levels off within about ten seconds at 64 connections), so
+ * "after − before" is growth during the measured rounds — what a leak would show — not start-up.
+ */
+async function warmUp(target, tokens, connections) {
+  const start = processTimes(target.child.pid).rssMb;
+  await load(target.url, tokens, { seconds: Number(process.env.BENCH_WARMUP_SECONDS || 10), connections });
+  return { start, after: processTimes(target.child.pid).rssMb };
 }
 
 export async function run(options = {}) {
@@ -135,26 +157,37 @@ export async function run(options = {}) {
   const broker = await startBroker(ready.env);
   const floor = await startFloor(ready.floor);
   try {
-    const b = await measure(broker, sim, ready.tokens, { seconds, connections });
-    const f = await measure(floor, sim, ready.tokens, { seconds, connections });
+    // Rounds alternate broker and floor, so drift in the machine's other load or in the simulator
+    // falls on both alike; the ratio is the median of the per-round ratios.
+    const warm = { broker: await warmUp(broker, ready.tokens, connections), floor: await warmUp(floor, ready.tokens, connections) };
+    const rounds = { broker: [], floor: [] };
+    const ROUNDS = 3;
+    for (let i = 0; i < ROUNDS; i += 1) {
+      for (const [name, target] of [["broker", broker], ["floor", floor]]) {
+        rounds[name].push(await round(target, sim, ready.tokens, { seconds: seconds / ROUNDS, connections }));
+      }
+    }
+    const b = summarise(rounds.broker, warm.broker);
+    const f = summarise(rounds.floor, warm.floor);
+    const ratio = median(rounds.broker.map((r, i) => r.rps / rounds.floor[i].rps));
     const n = (x, d = 1) => x.toFixed(d);
     const pair = (x, y) => `${x} / ${y}`;
     const info = (metric, value) => ({ metric, value, target: "", ok: null });
     const growth = b.rssAfter - b.rssBefore;
     return [
-      info(`${seconds} s per target, ${connections} connections; values are broker / floor`, ""),
-      info("requests/s", pair(n(b.rps, 0), n(f.rps, 0))),
-      { metric: "throughput: broker ÷ floor", value: n(b.rps / f.rps, 2), target: "≥ 0.75", ok: b.rps / f.rps >= 0.75 },
-      info("latency p50 (ms)", pair(n(b.p50), n(f.p50))),
-      info("latency p99 (ms)", pair(n(b.p99), n(f.p99))),
+      info(`${seconds} s per target in 3 alternating rounds, ${connections} connections; values are broker / floor`, ""),
+      info("requests/s (median round)", pair(n(b.rps, 0), n(f.rps, 0))),
+      info("broker ÷ floor per round", rounds.broker.map((r, i) => n(r.rps / rounds.floor[i].rps, 2)).join(", ")),
+      { metric: "throughput: broker ÷ floor (median round)", value: n(ratio, 2), target: "≥ 0.75", ok: ratio >= 0.75 },
+      info("latency p50 / p99 (ms, median round)", pair(`${n(b.p50)}/${n(b.p99)}`, `${n(f.p50)}/${n(f.p99)}`)),
       info("answers 2xx / other", pair(`${b.ok}/${b.failed}`, `${f.ok}/${f.failed}`)),
       info("CPU ms per request", pair(n(b.cpuPerRequest, 3), n(f.cpuPerRequest, 3))),
       { metric: "upstream requests per exchange (broker)", value: n(b.upstreamPerExchange, 3), target: "1", ok: Math.abs(b.upstreamPerExchange - 1) < 0.001 },
       info("upstream requests other than mints (broker)", String(b.otherUpstream)),
       info("App JWTs signed / JWKS fetches during the run (broker)", `${b.appJwts} / ${b.jwks}`),
       info("RSS at start (MB)", pair(n(b.rssStart), n(f.rssStart))),
-      info("RSS after warm-up → after run (MB)", pair(`${n(b.rssBefore)}→${n(b.rssAfter)}`, `${n(f.rssBefore)}→${n(f.rssAfter)}`)),
-      { metric: "broker RSS growth during the run (MB)", value: n(growth), target: "< 30", ok: growth < 30 },
+      info("RSS after warm-up → after the rounds (MB)", pair(`${n(b.rssBefore)}→${n(b.rssAfter)}`, `${n(f.rssBefore)}→${n(f.rssAfter)}`)),
+      { metric: "broker RSS growth during the rounds (MB)", value: n(growth), target: "< 30", ok: growth < 30 },
     ];
   } finally {
     broker.stop();

@@ -14,15 +14,25 @@ export function createAppJwtSigner(now: () => number) {
   // Keyed by the credentials object: the settings reader hands out the same one for as long as
   // HOST_APP_ID / HOST_APP_PRIVATE_KEY are unchanged, and a new one (so a new JWT) when they change.
   const cache = new WeakMap<AppCredentials, { jwt: string; reuseUntil: number }>();
+  // Requests that miss the cache together share one signature (at start-up, 64 would sign 64).
+  const signing = new WeakMap<AppCredentials, Promise<string>>();
   let signed = 0;
+  const sign = async (app: AppCredentials): Promise<string> => {
+    const { token, expiresAt } = await createAppAuth({ appId: app.appId, privateKey: app.privateKeyPem })({ type: "app" });
+    signed += 1;
+    cache.set(app, { jwt: token, reuseUntil: Date.parse(expiresAt) - 60_000 });
+    return token;
+  };
   return {
-    async jwtFor(app: AppCredentials): Promise<string> {
+    jwtFor(app: AppCredentials): Promise<string> {
       const hit = cache.get(app);
-      if (hit && now() < hit.reuseUntil) return hit.jwt;
-      const { token, expiresAt } = await createAppAuth({ appId: app.appId, privateKey: app.privateKeyPem })({ type: "app" });
-      signed += 1;
-      cache.set(app, { jwt: token, reuseUntil: Date.parse(expiresAt) - 60_000 });
-      return token;
+      if (hit && now() < hit.reuseUntil) return Promise.resolve(hit.jwt);
+      let pending = signing.get(app);
+      if (!pending) {
+        pending = sign(app).finally(() => signing.delete(app));
+        signing.set(app, pending);
+      }
+      return pending;
     },
     /** Drop a JWT the platform refused (e.g. clock skew), so the next call signs afresh. */
     forget(app: AppCredentials): void {

@@ -51,17 +51,27 @@ export function createPlatformClient(options: { apiBase: string; fetch: typeof f
     } catch {
       // Not JSON: the caller sees the text and judges the shape.
     }
-    const answerHeaders: Record<string, string> = {};
-    response.headers.forEach((value, name) => {
-      answerHeaders[name] = value;
-    });
+    const headersOf = () => {
+      const copy: Record<string, string> = {};
+      response.headers.forEach((value, name) => {
+        copy[name] = value;
+      });
+      return copy;
+    };
     if (response.status >= 400) {
       const message = (data as { message?: unknown } | undefined)?.message;
       throw new RequestError(typeof message === "string" ? message : `HTTP ${response.status}`, response.status, {
         request,
-        response: { status: response.status, url, headers: answerHeaders, data },
+        response: { status: response.status, url, headers: headersOf(), data },
       });
     }
-    return { status: response.status, headers: answerHeaders, data };
+    // Copied only if a caller reads them (the hot path does not).
+    return {
+      status: response.status,
+      get headers() {
+        return headersOf();
+      },
+      data,
+    };
   };
 }
