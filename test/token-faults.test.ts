@@ -128,6 +128,16 @@ describe("the mint's 4xx", () => {
     expect(count(LOOKUP)).toBe(1);
   });
 
+  it("a 401 on the installation lookup (App JWT refused) signs a fresh App JWT next time", async () => {
+    expect((await exchange()).status).toBe(200);
+    broker.app.broker.installations.drop(broker.app.broker.installations.key(fx.sim.apiBase, String(fx.app.id), "octo-org/app"));
+    const signed = broker.app.broker.appJwt.signedCount;
+    fx.sim.faults.add({ method: "GET", path: LOOKUP, times: 1, respond: { status: 401, body: { message: "A JSON web token could not be decoded" } } });
+    expect((await exchange()).status).toBe(500);
+    expect((await exchange()).status).toBe(200);
+    expect(broker.app.broker.appJwt.signedCount).toBe(signed + 1);
+  });
+
   it("a 401 (App JWT refused) signs a fresh App JWT next time", async () => {
     expect((await exchange()).status).toBe(200);
     const signed = broker.app.broker.appJwt.signedCount;

@@ -1,4 +1,5 @@
 import { createAppAuth } from "@octokit/auth-app";
+import { RequestError } from "@octokit/request-error";
 import type { AppCredentials } from "../app-credentials.js";
 
 /**
@@ -34,9 +35,14 @@ export function createAppJwtSigner(now: () => number) {
       }
       return pending;
     },
-    /** Drop a JWT the platform refused (e.g. clock skew), so the next call signs afresh. */
-    forget(app: AppCredentials): void {
-      cache.delete(app);
+    /**
+     * After a failed App-JWT call: if the platform refused the JWT itself (401, e.g. our clock and
+     * its clock disagree), drop it so the next call signs afresh. Looks through a BrokerError to
+     * the platform error it wraps.
+     */
+    noteFailure(app: AppCredentials, error: unknown): void {
+      const platformError = error instanceof RequestError ? error : (error as { cause?: unknown } | null)?.cause;
+      if (platformError instanceof RequestError && platformError.status === 401 && platformError.response) cache.delete(app);
     },
     get signedCount(): number {
       return signed;

@@ -1,4 +1,3 @@
-import { BrokerError } from "../../shared/broker-error.js";
 import type { Permissions } from "../../shared/token-permissions.js";
 import type { AppCredentials } from "../app-credentials.js";
 import type { BrokerContext } from "../context.js";
@@ -27,7 +26,12 @@ export async function mintRepositoryToken(ctx: BrokerContext, input: RepositoryT
   const cacheKey = ctx.installations.key(platform.apiBase, app.appId, `${owner}/${repo}`);
   let installation = ctx.installations.get(cacheKey);
   if (!installation) {
-    installation = await findInstallation({ client, appJwt, retry: ctx.retry, installationId: platform.installationId, owner, repo });
+    try {
+      installation = await findInstallation({ client, appJwt, retry: ctx.retry, installationId: platform.installationId, owner, repo });
+    } catch (error) {
+      ctx.appJwt.noteFailure(app, error);
+      throw error;
+    }
     ctx.installations.set(cacheKey, installation);
   }
   try {
@@ -42,7 +46,7 @@ export async function mintRepositoryToken(ctx: BrokerContext, input: RepositoryT
     return { installation, minted };
   } catch (error) {
     ctx.installations.drop(cacheKey);
-    if (error instanceof BrokerError && (error.cause as { status?: number } | undefined)?.status === 401) ctx.appJwt.forget(app);
+    ctx.appJwt.noteFailure(app, error);
     throw error;
   }
 }

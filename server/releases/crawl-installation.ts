@@ -1,5 +1,6 @@
 import { BrokerError } from "../../shared/broker-error.js";
 import type { RepoReleases } from "../../shared/types.js";
+import type { AppCredentials } from "../app-credentials.js";
 import type { BrokerContext } from "../context.js";
 import { intersectPermissions } from "../github/intersect-permissions.js";
 import { mintInstallationToken } from "../github/mint-installation-token.js";
@@ -21,6 +22,7 @@ export type InstallationCrawl =
 export interface InstallationCrawlInput {
   ctx: BrokerContext;
   platform: PlatformSettings;
+  app: AppCredentials;
   appJwt: string;
   installation: CrawlInstallation;
   /** Most repositories worth listing (see repository-budget.ts). */
@@ -56,6 +58,7 @@ export async function crawlInstallation(input: InstallationCrawlInput): Promise<
     });
     token = minted.token;
   } catch (error) {
+    ctx.appJwt.noteFailure(input.app, error);
     log.warn({ step: "mint", err: describe(error) }, "releases crawl: installation skipped, no token");
     return { status: "failed" };
   }

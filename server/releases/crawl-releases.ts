@@ -45,7 +45,7 @@ export async function crawlReleases(input: CrawlInput): Promise<CrawlResult> {
   try {
     listing = await listInstallations({ request, appJwt, max: input.maxInstallations, retry: ctx.retry });
   } catch (error) {
-    if ((error as { cause?: { status?: unknown } }).cause?.status === 401) ctx.appJwt.forget(app);
+    ctx.appJwt.noteFailure(app, error);
     throw error;
   }
 
@@ -62,6 +62,7 @@ export async function crawlReleases(input: CrawlInput): Promise<CrawlResult> {
         return crawlInstallation({
           ctx,
           platform,
+          app,
           appJwt,
           installation,
           room: budget.roomFor(index),

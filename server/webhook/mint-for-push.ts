@@ -27,7 +27,7 @@ export async function mintForPush(ctx: BrokerContext, platform: PlatformSettings
       retry: ctx.retry,
     });
   } catch (error) {
-    if ((error as { cause?: { status?: number } }).cause?.status === 401) ctx.appJwt.forget(app);
+    ctx.appJwt.noteFailure(app, error);
     const detail = error instanceof BrokerError ? error.message : "unexpected failure";
     throw new BrokerError("installation_token_failed", { detail, cause: error });
   }
