@@ -1,7 +1,7 @@
 import { createAppJwtSigner } from "./github/app-jwt.js";
 import { createInstallationCache } from "./github/installation-cache.js";
 import { createPlatformClient, type PlatformClient } from "./github/platform-client.js";
-import { createPlatformRequest, DEFAULT_RETRY, type OctokitRequest, type RetryPolicy } from "./github/platform-request.js";
+import { createPlatformRequest, DEFAULT_RETRY, type OctokitRequest, type RetryInfo, type RetryPolicy } from "./github/platform-request.js";
 import { createStoreRegistry } from "./kv/key-value-store.js";
 import { createLogger, type Logger } from "./log.js";
 import { createKeySetSource, type KeySetSource } from "./oidc/key-set-source.js";
@@ -89,7 +89,8 @@ export function createContext(deps: BrokerDeps = {}) {
     fetch: fetchImpl,
     log,
     timing,
-    retry: deps.retry ?? DEFAULT_RETRY,
+    // Every retried platform call, one line each (STYLE.md: each attempt logged).
+    retry: { ...(deps.retry ?? DEFAULT_RETRY), onRetry: (info: RetryInfo) => log.warn({ ...info, status: info.status ?? "network" }, "platform call retried") },
     settings,
     stores,
     keySetFor,

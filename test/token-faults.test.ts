@@ -51,11 +51,13 @@ describe.each([
     expect(count(path)).toBe(3);
   });
 
-  it("a transient 503 is retried and the exchange succeeds", async () => {
+  it("a transient 503 is retried, the retry logged, and the exchange succeeds", async () => {
     fx.sim.faults.add({ method, path, times: 1, respond: { status: 503, body: { message: "Service Unavailable" } } });
     const res = await exchange();
     expect(res.status).toBe(200);
     expect(count(path)).toBe(2);
+    const retried = broker.logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === "platform call retried");
+    expect(retried).toEqual([expect.objectContaining({ call: path === MINT ? "mint" : "installation lookup", attempt: 1, status: 503 })]);
   });
 
   it("a hang past the upstream timeout is abandoned and retried", async () => {

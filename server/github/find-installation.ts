@@ -26,7 +26,7 @@ export interface InstallationLookup {
 export async function findInstallation(lookup: InstallationLookup): Promise<Installation> {
   let data: unknown;
   try {
-    const response = await withRetry(lookup.retry ?? DEFAULT_RETRY, () =>
+    const response = await withRetry(lookup.retry ?? DEFAULT_RETRY, "installation lookup", () =>
       lookup.client({
         method: "GET",
         path: lookup.installationId

@@ -33,7 +33,7 @@ export interface MintedToken {
 export async function mintInstallationToken(input: MintInput): Promise<MintedToken> {
   let data: unknown;
   try {
-    const response = await withRetry(input.retry ?? DEFAULT_RETRY, () =>
+    const response = await withRetry(input.retry ?? DEFAULT_RETRY, "mint", () =>
       input.client({
         method: "POST",
         path: `/app/installations/${input.installationId}/access_tokens`,

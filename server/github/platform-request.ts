@@ -69,6 +69,18 @@ export interface RetryPolicy {
   /** Longest wait for a rate limit's reset or retry-after; a longer one fails now. */
   maxWaitMs: number;
   sleep?: (ms: number) => Promise<void>;
+  /** Told of every retry before its wait (the broker logs each one). */
+  onRetry?: (info: RetryInfo) => void;
+}
+
+export interface RetryInfo {
+  /** Which call, e.g. "mint". */
+  call: string;
+  /** The attempt that failed (1 = the first). */
+  attempt: number;
+  /** The platform's status; undefined for a network error or timeout. */
+  status: number | undefined;
+  waitMs: number;
 }
 
 export const DEFAULT_RETRY: RetryPolicy = { attempts: 3, baseDelayMs: 200, maxWaitMs: 5000 };
@@ -77,7 +89,7 @@ export const DEFAULT_RETRY: RetryPolicy = { attempts: 3, baseDelayMs: 200, maxWa
  * Retries what can succeed on retry (DESIGN.md): network errors and timeouts, 5xx, and rate limits
  * after their wait. Never another 4xx. Call it only for safe requests (GETs, the idempotent mint).
  */
-export async function withRetry<T>(policy: RetryPolicy, run: () => Promise<T>, onRetry?: (info: { attempt: number; status: number | undefined; waitMs: number }) => void): Promise<T> {
+export async function withRetry<T>(policy: RetryPolicy, call: string, run: () => Promise<T>): Promise<T> {
   const sleep = policy.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   for (let attempt = 1; ; attempt += 1) {
     try {
@@ -85,7 +97,7 @@ export async function withRetry<T>(policy: RetryPolicy, run: () => Promise<T>, o
     } catch (error) {
       const waitMs = retryDelay(error, attempt, policy);
       if (waitMs === null || attempt >= policy.attempts) throw error;
-      onRetry?.({ attempt, status: statusOf(error), waitMs });
+      policy.onRetry?.({ call, attempt, status: statusOf(error), waitMs });
       await sleep(waitMs);
     }
   }

@@ -32,7 +32,7 @@ export async function collectPages<T>(options: {
 }): Promise<{ items: T[]; more: boolean }> {
   const items: T[] = [];
   for (let page = 1; ; page += 1) {
-    const answer = await withRetry(options.retry ?? DEFAULT_RETRY, () => options.fetchPage(page));
+    const answer = await withRetry(options.retry ?? DEFAULT_RETRY, `listing page ${page}`, () => options.fetchPage(page));
     items.push(...answer.items);
     const hasNext = /<[^>]*>;\s*rel="next"/.test(answer.link ?? "");
     if (items.length >= options.limit) return { items: items.slice(0, options.limit), more: hasNext || items.length > options.limit };

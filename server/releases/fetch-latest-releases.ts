@@ -19,7 +19,7 @@ export async function fetchLatestReleases(input: {
   const graphql = withCustomRequest(input.request);
   const count = input.repositories.length;
   try {
-    const data = await withRetry(input.retry ?? DEFAULT_RETRY, () =>
+    const data = await withRetry(input.retry ?? DEFAULT_RETRY, "latest releases query", () =>
       graphql<Record<string, unknown>>({ query, url: input.graphqlUrl, headers: { authorization: `token ${input.token}` }, ...variables }),
     );
     return readLatestReleases(count, data);

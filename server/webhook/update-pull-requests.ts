@@ -35,7 +35,7 @@ interface Platform {
 export async function listOpenPullRequests(platform: Platform, push: BranchPush): Promise<OpenPullRequest[]> {
   const found: OpenPullRequest[] = [];
   for (let page = 1; page <= MAX_PAGES; page += 1) {
-    const response = await withRetry(platform.retry, () =>
+    const response = await withRetry(platform.retry, "pull request listing", () =>
       platform.request("GET /repos/{owner}/{repo}/pulls", {
         owner: push.owner,
         repo: push.name,
