@@ -1,4 +1,5 @@
 import type { Permissions } from "../../shared/token-permissions.js";
+import { own } from "../http/fields.js";
 
 /**
  * What to ask the platform for: the requested permissions cut down to what the installation holds.
@@ -7,10 +8,10 @@ import type { Permissions } from "../../shared/token-permissions.js";
  * `read` where only read was granted. If nothing is left, ask for `metadata: read` (which every
  * installation holds): an empty request would mean "every permission the installation has".
  */
-export function intersectPermissions(requested: Permissions, granted: Readonly<Record<string, unknown>>): Permissions {
+export function intersectPermissions(requested: Permissions, granted: Record<string, unknown>): Permissions {
   const result: Permissions = {};
   for (const [name, level] of Object.entries(requested)) {
-    const held = Object.prototype.hasOwnProperty.call(granted, name) ? granted[name] : undefined;
+    const held = own(granted, name);
     if (held === "write" || held === "admin") result[name] = level;
     else if (held === "read") result[name] = "read";
   }

@@ -1,5 +1,6 @@
 import { BrokerError } from "../../shared/broker-error.js";
 import type { FileAddition, FileDeletion } from "../../shared/types.js";
+import { isObject, own } from "../http/fields.js";
 
 /** A /sign body that passed every check of spec 4.2, ready for createCommitOnBranch. */
 export interface SignCommand {
@@ -100,13 +101,4 @@ function validName(part: string | undefined): boolean {
 
 function absent(value: unknown): boolean {
   return value === undefined || value === null || value === "";
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-/** Own properties only: a `__proto__` or `constructor` key cannot stand in for a field. */
-function own(body: Record<string, unknown>, key: string): unknown {
-  return Object.prototype.hasOwnProperty.call(body, key) ? body[key] : undefined;
 }

@@ -1,5 +1,6 @@
 import { BrokerError } from "../../shared/broker-error.js";
 import type { TokenRequest } from "../../shared/types.js";
+import { own } from "../http/fields.js";
 
 /**
  * Body of POST /token (spec 2.1). `oidcToken`, `owner`, `repo` absent or empty →
@@ -31,9 +32,4 @@ export function readTokenRequest(body: Record<string, unknown>): TokenRequest {
     runId: optional("runId"),
     sha: optional("sha"),
   };
-}
-
-/** Own properties only: a `__proto__` or `constructor` key cannot stand in for a field. */
-function own(body: Record<string, unknown>, key: string): unknown {
-  return Object.prototype.hasOwnProperty.call(body, key) ? body[key] : undefined;
 }

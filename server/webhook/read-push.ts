@@ -1,4 +1,5 @@
 import { BrokerError } from "../../shared/broker-error.js";
+import { isObject, own } from "../http/fields.js";
 
 /** A push the broker acts on: a branch that still exists, in a repository of one installation. */
 export interface BranchPush {
@@ -37,12 +38,4 @@ export function readPush(payload: Record<string, unknown>): BranchPush | { skipp
   }
   const [owner, name] = fullName.split("/") as [string, string];
   return { owner, name, repository: fullName, branch: ref.slice("refs/heads/".length), installationId };
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function own(body: Record<string, unknown>, key: string): unknown {
-  return Object.prototype.hasOwnProperty.call(body, key) ? body[key] : undefined;
 }
