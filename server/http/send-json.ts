@@ -1,6 +1,6 @@
 import type { ServerResponse } from "node:http";
 
-/** Writes a JSON answer straight to the response (Express's res.json does more than a broker needs). */
+/** Every JSON answer of every route, written straight to the response (Express's res.json does more than a broker needs). */
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
   res.statusCode = status;

@@ -1,6 +1,7 @@
 import type { RequestHandler } from "express";
 import type { BrokerContext } from "../context.js";
 import { requireTriggerSecret } from "../http/bearer.js";
+import { sendJson } from "../http/send-json.js";
 import { createReleasesService } from "../releases/releases-service.js";
 import { requireApp } from "../token/trust.js";
 
@@ -17,7 +18,7 @@ export function releasesRoute(ctx: BrokerContext): RequestHandler[] {
       const app = requireApp(settings.main);
       const answer = await service.releases(settings, app, res.locals.requestId as string | undefined);
       res.setHeader("Cache-Control", "no-store");
-      res.status(200).json(answer);
+      sendJson(res, 200, answer);
     },
   ];
 }

@@ -5,6 +5,7 @@ import type { BrokerContext } from "../context.js";
 import { mintRepositoryToken } from "../github/repository-token.js";
 import { requireTriggerSecret } from "../http/bearer.js";
 import { jsonObjectBody, MIB } from "../http/json-body.js";
+import { sendJson } from "../http/send-json.js";
 import { fingerprint } from "../log.js";
 import { createCommit } from "../sign/create-commit.js";
 import { readSignRequest } from "../sign/read-sign-request.js";
@@ -63,6 +64,6 @@ function sign(ctx: BrokerContext): RequestHandler {
     );
     const answer: SignResponse = { ok: true, commit };
     res.setHeader("Cache-Control", "no-store");
-    res.status(200).json(answer);
+    sendJson(res, 200, answer);
   };
 }

@@ -3,6 +3,7 @@ import { BrokerError } from "../../shared/broker-error.js";
 import type { WebhookIgnoredResponse, WebhookPushResponse } from "../../shared/types.js";
 import type { BrokerContext } from "../context.js";
 import { MIB, parseJsonObject, rawBody } from "../http/json-body.js";
+import { sendJson } from "../http/send-json.js";
 import { requireApp } from "../token/trust.js";
 import { createDeliveryLog, type DeliveryLog } from "../webhook/deliveries.js";
 import { mintForPush } from "../webhook/mint-for-push.js";
@@ -48,7 +49,7 @@ function handleDelivery(ctx: BrokerContext, deliveries: DeliveryLog): RequestHan
     if (!/^[a-z0-9_.-]{1,100}$/i.test(event)) throw new BrokerError("invalid_request", { detail: "no X-GitHub-Event" });
     const deliveryId = req.get("x-github-delivery");
     const requestId = res.locals.requestId as string | undefined;
-    const answer = (body: WebhookIgnoredResponse | WebhookPushResponse) => res.status(200).json(body);
+    const answer = (body: WebhookIgnoredResponse | WebhookPushResponse) => sendJson(res, 200, body);
 
     if (event !== "push") {
       ctx.log.info({ event, delivery: deliveryId, request_id: requestId }, "webhook event ignored");
