@@ -2,30 +2,17 @@
 // INPUT_* variables, GITHUB_OUTPUT / GITHUB_STATE files and STATE_* variables (support/action-runner.ts),
 // the simulator's ID-token endpoint, and the real broker in-process.
 import { readFileSync } from "node:fs";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
-import { startBroker, type TestBroker } from "./support/broker.js";
-import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
+import { afterEach, describe, expect, it } from "@jest/globals";
+import { expectNoSecrets } from "./support/fixtures.js";
+import { brokerPerTest } from "./support/broker-per-test.js";
 import { DEFAULT_SHA } from "./support/simulator/index.js";
 import { ACTION_YML, actionInputs, runStep, type StepResult } from "./support/action-runner.js";
 import { closedPortUrl, startStubServer, type StubServer } from "./support/action-stub-server.js";
 
-let fx: TokenFixture;
-let broker: TestBroker;
 let stubs: StubServer[] = [];
 
-beforeAll(async () => {
-  fx = await tokenFixture();
-});
-afterAll(async () => {
-  await fx.sim.close();
-});
-beforeEach(async () => {
-  fx.sim.clearRequests();
-  fx.sim.faults.clear();
-  broker = await startBroker({ ...fx.env });
-});
+const t = brokerPerTest();
 afterEach(async () => {
-  await broker.close();
   await Promise.all(stubs.map((stub) => stub.close()));
   stubs = [];
 });
@@ -35,23 +22,23 @@ const jobEnv = () => ({
   GITHUB_REF: "refs/heads/main",
   GITHUB_RUN_ID: "4242",
   GITHUB_SHA: DEFAULT_SHA,
-  GITHUB_API_URL: fx.sim.apiBase,
-  ACTIONS_ID_TOKEN_REQUEST_URL: fx.sim.actions.requestUrl,
-  ACTIONS_ID_TOKEN_REQUEST_TOKEN: fx.sim.actions.requestToken,
+  GITHUB_API_URL: t.fx.sim.apiBase,
+  ACTIONS_ID_TOKEN_REQUEST_URL: t.fx.sim.actions.requestUrl,
+  ACTIONS_ID_TOKEN_REQUEST_TOKEN: t.fx.sim.actions.requestToken,
   // Operator/test tuning of the backoff base (see action/main.ts): keeps the retry test quick.
   TOKENSMITH_RETRY_BASE_MS: "10",
 });
 
 const runMain = (inputs: Record<string, string> = {}, env: Record<string, string | undefined> = {}) =>
-  runStep("main", { inputs: { "auth-mode": "public-app", "broker-url": broker.url, ...inputs }, env: { ...jobEnv(), ...env } });
+  runStep("main", { inputs: { "auth-mode": "public-app", "broker-url": t.broker.url, ...inputs }, env: { ...jobEnv(), ...env } });
 
 const tokenCalls = () =>
-  broker.logs
+  t.broker.logs
     .map((line) => JSON.parse(line) as { msg?: string; route?: string; status?: number; code?: string })
     .filter((entry) => entry.msg === "request" && entry.route === "/token")
     .map((entry) => (entry.code ? `${entry.status} ${entry.code}` : String(entry.status)));
 
-const revocations = () => fx.sim.requests.filter((r) => r.method === "DELETE" && r.path === "/installation/token");
+const revocations = () => t.fx.sim.requests.filter((r) => r.method === "DELETE" && r.path === "/installation/token");
 
 /** `::add-mask::X` comes before any other line that contains X, and X appears nowhere else in the log. */
 function expectMaskedFirst(step: StepResult, secret: string): void {
@@ -89,7 +76,7 @@ describe("the bundled main and post steps", () => {
     const main = await runMain();
     expect(main.exitCode).toBe(0);
     const token = main.outputs.token!;
-    expect(fx.sim.tokens.get(token)?.repositories).toEqual(["app"]);
+    expect(t.fx.sim.tokens.get(token)?.repositories).toEqual(["app"]);
     expect(main.outputs.repository).toBe("octo-org/app");
     expect(main.outputs["expires-at"]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
     expectMaskedFirst(main, token);
@@ -102,7 +89,7 @@ describe("the bundled main and post steps", () => {
     expect(post.exitCode).toBe(0);
     expect(revocations()).toHaveLength(1);
     expect(revocations()[0]!.auth).toEqual({ kind: "installation", token });
-    expect(fx.sim.tokens.get(token)!.revoked).toBe(true);
+    expect(t.fx.sim.tokens.get(token)!.revoked).toBe(true);
     expect(post.lines).toEqual(["tokensmith: token revoked"]);
   });
 
@@ -114,15 +101,15 @@ describe("the bundled main and post steps", () => {
     const post = await runStep("post", { inputs: { "skip-token-revoke": "true" }, env: jobEnv(), state: main.state });
     expect(post.exitCode).toBe(0);
     expect(revocations()).toHaveLength(0);
-    expect(fx.sim.tokens.get(token)!.revoked).toBe(false);
+    expect(t.fx.sim.tokens.get(token)!.revoked).toBe(false);
     expect(post.lines).toEqual(["tokensmith: token revocation skipped (skip-token-revoke: true)"]);
   });
 
   it("falls back when the primary is on a closed port, and succeeds", async () => {
     const primary = await closedPortUrl();
-    const main = await runMain({ "broker-url": primary, "broker-fallback-url": broker.url });
+    const main = await runMain({ "broker-url": primary, "broker-fallback-url": t.broker.url });
     expect(main.exitCode).toBe(0);
-    expect(fx.sim.tokens.has(main.outputs.token!)).toBe(true);
+    expect(t.fx.sim.tokens.has(main.outputs.token!)).toBe(true);
     expect(tokenCalls()).toEqual(["200"]);
     expect(main.lines.some((line) => line.startsWith(`tokensmith: attempt 1: ${primary} is unreachable (`))).toBe(true);
   });
@@ -140,11 +127,11 @@ describe("the bundled main and post steps", () => {
   });
 
   it("retries a 503 oidc_key_fetch_failed and succeeds", async () => {
-    fx.sim.faults.add({ method: "GET", path: "/oidc/.well-known/openid-configuration", times: 1, respond: { status: 500, body: { message: "down" } } });
+    t.fx.sim.faults.add({ method: "GET", path: "/oidc/.well-known/openid-configuration", times: 1, respond: { status: 500, body: { message: "down" } } });
     const main = await runMain();
     expect(main.exitCode).toBe(0);
     expect(tokenCalls()).toEqual(["503 oidc_key_fetch_failed", "200"]);
-    expect(main.lines).toContain(`tokensmith: attempt 1: ${broker.url} answered 503 oidc_key_fetch_failed (jwks_unavailable)`);
+    expect(main.lines).toContain(`tokensmith: attempt 1: ${t.broker.url} answered 503 oidc_key_fetch_failed (jwks_unavailable)`);
     expect(main.lines).toContain("tokensmith: retrying in 10 ms (attempt 2 of 4)");
     expect(main.lines.filter((l) => l.startsWith("::add-mask::eyJ"))).toHaveLength(2); // a fresh OIDC token per attempt
     expectMaskedFirst(main, main.outputs.token!);
@@ -155,7 +142,7 @@ describe("the bundled main and post steps", () => {
     expect(main.exitCode).toBe(1);
     expect(errorLine(main)).toContain("add `permissions: id-token: write` to the job");
     expect(tokenCalls()).toEqual([]);
-    expect(fx.sim.requests).toHaveLength(0);
+    expect(t.fx.sim.requests).toHaveLength(0);
   });
 
   it("fails with one line naming the supported modes for another auth-mode", async () => {

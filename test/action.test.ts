@@ -1,41 +1,29 @@
 // The action's logic wired together in-process: run() and post() with a recording toolkit and the
 // real HTTP client, against the real broker app (Express on an ephemeral port) and the simulator.
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
+import { afterEach, beforeEach, describe, expect, it } from "@jest/globals";
 import { createHttp } from "../action/http.js";
 import { run } from "../action/run.js";
 import { post } from "../action/revoke-token.js";
 import type { Env } from "../action/toolkit.js";
-import { startBroker, type TestBroker } from "./support/broker.js";
-import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
+import { brokerPerTest } from "./support/broker-per-test.js";
+import { expectNoSecrets } from "./support/fixtures.js";
 import { DEFAULT_SHA } from "./support/simulator/index.js";
 import { recordingToolkit, type RecordingToolkit } from "./support/action-toolkit.js";
 import { closedPortUrl, startStubServer, type StubServer } from "./support/action-stub-server.js";
 
-let fx: TokenFixture;
-let broker: TestBroker;
 const stubs: StubServer[] = [];
 const toolkits: RecordingToolkit[] = [];
 
-beforeAll(async () => {
-  fx = await tokenFixture();
-});
-afterAll(async () => {
-  await fx.sim.close();
-});
-beforeEach(async () => {
-  fx.sim.clearRequests();
-  fx.sim.faults.clear();
-  fx.sim.oidc.keyEndpoint = "ok";
-  fx.sim.actions.claims = {};
-  broker = await startBroker({ ...fx.env });
+const t = brokerPerTest();
+beforeEach(() => {
+  t.fx.sim.actions.claims = {};
 });
 afterEach(async () => {
-  await broker.close();
   await Promise.all(stubs.splice(0).map((stub) => stub.close()));
   // Nothing the action logged may show a token or a JWT it handled.
   for (const core of toolkits.splice(0)) {
     const masked = core.events.flatMap((e) => (e.type === "mask" ? [e.value] : []));
-    expectNoSecrets([...core.messages(), ...broker.logs], masked);
+    expectNoSecrets([...core.messages(), ...t.broker.logs], masked);
   }
 });
 
@@ -44,14 +32,14 @@ const jobEnv = (): Env => ({
   GITHUB_REF: "refs/heads/main",
   GITHUB_RUN_ID: "4242",
   GITHUB_SHA: DEFAULT_SHA,
-  GITHUB_API_URL: fx.sim.apiBase,
-  ACTIONS_ID_TOKEN_REQUEST_URL: fx.sim.actions.requestUrl,
-  ACTIONS_ID_TOKEN_REQUEST_TOKEN: fx.sim.actions.requestToken,
+  GITHUB_API_URL: t.fx.sim.apiBase,
+  ACTIONS_ID_TOKEN_REQUEST_URL: t.fx.sim.actions.requestUrl,
+  ACTIONS_ID_TOKEN_REQUEST_TOKEN: t.fx.sim.actions.requestToken,
 });
 
 async function runAction(inputs: Record<string, string> = {}, env: Env = {}, options: { timeoutMs?: number } = {}) {
   const fullEnv = { ...jobEnv(), ...env };
-  const core = recordingToolkit({ inputs: { "auth-mode": "public-app", "broker-url": broker.url, ...inputs }, env: fullEnv });
+  const core = recordingToolkit({ inputs: { "auth-mode": "public-app", "broker-url": t.broker.url, ...inputs }, env: fullEnv });
   toolkits.push(core);
   const sleeps: number[] = [];
   await run({
@@ -73,12 +61,12 @@ async function stub(answer: Parameters<typeof startStubServer>[0]) {
 
 /** The broker's own request log: one entry per POST /token it answered. */
 const tokenCalls = () =>
-  broker.logs
+  t.broker.logs
     .map((line) => JSON.parse(line) as { msg?: string; route?: string; status?: number; code?: string })
     .filter((entry) => entry.msg === "request" && entry.route === "/token")
     .map((entry) => (entry.code ? `${entry.status} ${entry.code}` : String(entry.status)));
 
-const idTokenRequests = () => fx.sim.requests.filter((r) => r.path === "/_actions/idtoken");
+const idTokenRequests = () => t.fx.sim.requests.filter((r) => r.path === "/_actions/idtoken");
 
 describe("main: a token for the job's repository", () => {
   it("masks the token before anything else touches it, then sets the outputs and saves the state", async () => {
@@ -88,7 +76,7 @@ describe("main: a token for the job's repository", () => {
     expect(Object.keys(outputs)).toEqual(["token", "expires-at", "repository"]);
     expect(outputs.repository).toBe("octo-org/app");
     expect(outputs["expires-at"]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
-    const issued = fx.sim.tokens.get(outputs.token!);
+    const issued = t.fx.sim.tokens.get(outputs.token!);
     expect(issued?.repositories).toEqual(["app"]);
     expect(issued?.revoked).toBe(false);
     const first = core.events.find((e) => JSON.stringify(e).includes(outputs.token!));
@@ -113,7 +101,7 @@ describe("main: a token for the job's repository", () => {
   });
 
   it("uses the oidc-audience input for the OIDC token", async () => {
-    broker.env.OIDC_AUDIENCE = "tokensmith,release-bot";
+    t.broker.env.OIDC_AUDIENCE = "tokensmith,release-bot";
     const { core } = await runAction({ "oidc-audience": "release-bot" });
     expect(core.failed()).toBeUndefined();
     expect(idTokenRequests().map((r) => r.query.audience)).toEqual(["release-bot"]);
@@ -160,9 +148,9 @@ describe("main: the fallback address, only when the primary is unreachable", () 
     ["answers a 502 that is not a verdict", async () => (await stub(() => ({ status: 502, contentType: "text/html", body: "<h1>Bad Gateway</h1>" }))).url],
     ["answers a 500 JSON body without a broker code", async () => (await stub(() => ({ status: 500, body: '{"error":"boom"}' }))).url],
   ])("falls back when the primary %s", async (_name, primary) => {
-    const { core, sleeps } = await runAction({ "broker-url": await primary(), "broker-fallback-url": broker.url });
+    const { core, sleeps } = await runAction({ "broker-url": await primary(), "broker-fallback-url": t.broker.url });
     expect(core.failed()).toBeUndefined();
-    expect(fx.sim.tokens.get(core.outputs().token!)).toBeDefined();
+    expect(t.fx.sim.tokens.get(core.outputs().token!)).toBeDefined();
     expect(tokenCalls()).toEqual(["200"]);
     expect(idTokenRequests()).toHaveLength(2); // a fresh OIDC token for each address tried
     expect(sleeps).toEqual([]);
@@ -171,7 +159,7 @@ describe("main: the fallback address, only when the primary is unreachable", () 
 
   it("falls back when the primary does not answer within the timeout", async () => {
     const hung = await stub(() => "hang");
-    const { core } = await runAction({ "broker-url": hung.url, "broker-fallback-url": broker.url }, {}, { timeoutMs: 300 });
+    const { core } = await runAction({ "broker-url": hung.url, "broker-fallback-url": t.broker.url }, {}, { timeoutMs: 300 });
     expect(core.failed()).toBeUndefined();
     expect(hung.requests).toHaveLength(1);
     expect(tokenCalls()).toEqual(["200"]);
@@ -184,7 +172,7 @@ describe("main: the fallback address, only when the primary is unreachable", () 
     expect(fallback.requests).toHaveLength(0);
     expect(sleeps).toEqual([]);
     expect(core.failed()).toBe(
-      `tokensmith: The action's oidc-audience input ("someone-else") and the broker's OIDC_AUDIENCE disagree: set oidc-audience to an audience the broker accepts, or ask its operator to add "someone-else". (error: invalid_oidc_token, reason: audience_mismatch, HTTP 401 from ${broker.url})`,
+      `tokensmith: The action's oidc-audience input ("someone-else") and the broker's OIDC_AUDIENCE disagree: set oidc-audience to an audience the broker accepts, or ask its operator to add "someone-else". (error: invalid_oidc_token, reason: audience_mismatch, HTTP 401 from ${t.broker.url})`,
     );
   });
 
@@ -221,53 +209,53 @@ describe("main: the fallback address, only when the primary is unreachable", () 
 
 describe("main: 503 oidc_key_fetch_failed is retried with backoff", () => {
   it("retries with a fresh OIDC token and succeeds once the broker reaches the issuer's keys", async () => {
-    fx.sim.faults.add({ method: "GET", path: "/oidc/.well-known/openid-configuration", times: 1, respond: { status: 500, body: { message: "down" } } });
+    t.fx.sim.faults.add({ method: "GET", path: "/oidc/.well-known/openid-configuration", times: 1, respond: { status: 500, body: { message: "down" } } });
     const { core, sleeps } = await runAction();
     expect(core.failed()).toBeUndefined();
     expect(tokenCalls()).toEqual(["503 oidc_key_fetch_failed", "200"]);
     expect(sleeps).toEqual([100]);
     const jwts = core.events.flatMap((e) => (e.type === "mask" && e.value.startsWith("eyJ") ? [e.value] : []));
     expect(new Set(jwts).size).toBe(2);
-    expect(core.messages()).toContain(`tokensmith: attempt 1: ${broker.url} answered 503 oidc_key_fetch_failed (jwks_unavailable)`);
+    expect(core.messages()).toContain(`tokensmith: attempt 1: ${t.broker.url} answered 503 oidc_key_fetch_failed (jwks_unavailable)`);
   });
 
   it("fails with the code and reason when the keys stay out of reach", async () => {
-    fx.sim.oidc.keyEndpoint = "fail";
+    t.fx.sim.oidc.keyEndpoint = "fail";
     const fallback = await stub(() => ({ status: 500, body: "{}" }));
     const { core, sleeps } = await runAction({ "broker-fallback-url": fallback.url });
     expect(tokenCalls()).toEqual(["503 oidc_key_fetch_failed", "503 oidc_key_fetch_failed", "503 oidc_key_fetch_failed"]);
     expect(fallback.requests).toHaveLength(0);
     expect(sleeps).toEqual([100, 200]);
     expect(core.failed()).toBe(
-      `tokensmith: The broker could not reach the OIDC issuer's keys; retrying usually helps. (error: oidc_key_fetch_failed, reason: jwks_unavailable, HTTP 503 from ${broker.url}) after 3 attempts`,
+      `tokensmith: The broker could not reach the OIDC issuer's keys; retrying usually helps. (error: oidc_key_fetch_failed, reason: jwks_unavailable, HTTP 503 from ${t.broker.url}) after 3 attempts`,
     );
   });
 });
 
 describe("main: a verdict becomes one line with the fix", () => {
   it("repo_not_allowed: the broker's operator must add the repository", async () => {
-    broker.env.ALLOWED_REPOSITORIES = "octo-org/other";
+    t.broker.env.ALLOWED_REPOSITORIES = "octo-org/other";
     const { core } = await runAction();
     expect(core.failed()).toBe(
-      `tokensmith: octo-org/app is not in the broker's ALLOWED_REPOSITORIES: the broker's operator must add it. (error: repo_not_allowed, HTTP 403 from ${broker.url})`,
+      `tokensmith: octo-org/app is not in the broker's ALLOWED_REPOSITORIES: the broker's operator must add it. (error: repo_not_allowed, HTTP 403 from ${t.broker.url})`,
     );
   });
 
   it("app_not_installed: install the App on owner/repo", async () => {
-    fx.sim.actions.claims = { repository: "octo-org/elsewhere", repository_owner: "octo-org" };
+    t.fx.sim.actions.claims = { repository: "octo-org/elsewhere", repository_owner: "octo-org" };
     const { core } = await runAction({}, { GITHUB_REPOSITORY: "octo-org/elsewhere" });
     expect(tokenCalls()).toEqual(["404 app_not_installed"]);
     expect(core.failed()).toBe(
-      `tokensmith: The broker's GitHub App is not installed on octo-org/elsewhere: install it on octo-org/elsewhere (organisation or repository settings → GitHub Apps). (error: app_not_installed, HTTP 404 from ${broker.url})`,
+      `tokensmith: The broker's GitHub App is not installed on octo-org/elsewhere: install it on octo-org/elsewhere (organisation or repository settings → GitHub Apps). (error: app_not_installed, HTTP 404 from ${t.broker.url})`,
     );
   });
 
   it("app_unconfigured: a 503 that retrying cannot change fails at once", async () => {
-    broker.env.HOST_APP_ID = undefined;
+    t.broker.env.HOST_APP_ID = undefined;
     const { core, sleeps } = await runAction();
     expect(tokenCalls()).toEqual(["503 app_unconfigured"]);
     expect(sleeps).toEqual([]);
-    expect(core.failed()).toBe(`tokensmith: The broker's operator must set HOST_APP_ID and HOST_APP_PRIVATE_KEY. (error: app_unconfigured, HTTP 503 from ${broker.url})`);
+    expect(core.failed()).toBe(`tokensmith: The broker's operator must set HOST_APP_ID and HOST_APP_PRIVATE_KEY. (error: app_unconfigured, HTTP 503 from ${t.broker.url})`);
   });
 });
 
@@ -277,9 +265,9 @@ describe("post: revoking the token", () => {
     const token = main.core.outputs().token!;
     const core = recordingToolkit({ inputs: { "skip-token-revoke": inputs["skip-token-revoke"] ?? "false" }, state: main.core.states() });
     toolkits.push(core);
-    fx.sim.clearRequests();
+    t.fx.sim.clearRequests();
     await post({ core, env: { ...jobEnv(), ...env }, http: createHttp({ timeoutMs: 2000 }), now });
-    const deletes = fx.sim.requests.filter((r) => r.method === "DELETE" && r.path === "/installation/token");
+    const deletes = t.fx.sim.requests.filter((r) => r.method === "DELETE" && r.path === "/installation/token");
     return { core, token, deletes };
   }
 
@@ -287,14 +275,14 @@ describe("post: revoking the token", () => {
     const { core, token, deletes } = await mainThenPost();
     expect(deletes).toHaveLength(1);
     expect(deletes[0]!.auth).toEqual({ kind: "installation", token });
-    expect(fx.sim.tokens.get(token)!.revoked).toBe(true);
+    expect(t.fx.sim.tokens.get(token)!.revoked).toBe(true);
     expect(core.messages()).toEqual(["tokensmith: token revoked"]);
   });
 
   it("skip-token-revoke: true leaves the token alive", async () => {
     const { core, token, deletes } = await mainThenPost({ "skip-token-revoke": "true" });
     expect(deletes).toHaveLength(0);
-    expect(fx.sim.tokens.get(token)!.revoked).toBe(false);
+    expect(t.fx.sim.tokens.get(token)!.revoked).toBe(false);
     expect(core.messages()).toEqual(["tokensmith: token revocation skipped (skip-token-revoke: true)"]);
   });
 
@@ -307,14 +295,14 @@ describe("post: revoking the token", () => {
   it("does nothing when main saved no token", async () => {
     const core = recordingToolkit({ inputs: { "skip-token-revoke": "false" } });
     await post({ core, env: jobEnv(), http: createHttp({ timeoutMs: 2000 }), now: Date.now });
-    expect(fx.sim.requests).toHaveLength(0);
+    expect(t.fx.sim.requests).toHaveLength(0);
     expect(core.messages()).toEqual(["tokensmith: no token to revoke"]);
   });
 
   it("warns with the platform's status and message when the revocation fails, and never fails the job", async () => {
     const main = await runAction();
     const token = main.core.outputs().token!;
-    fx.sim.tokens.get(token)!.revoked = true; // already dead: the platform answers 401
+    t.fx.sim.tokens.get(token)!.revoked = true; // already dead: the platform answers 401
     const core = recordingToolkit({ inputs: { "skip-token-revoke": "false" }, state: main.core.states() });
     toolkits.push(core);
     await post({ core, env: jobEnv(), http: createHttp({ timeoutMs: 2000 }), now: Date.now });
@@ -326,9 +314,9 @@ describe("post: revoking the token", () => {
     const main = await runAction();
     const core = recordingToolkit({ inputs: { "skip-token-revoke": "yes" }, state: main.core.states() });
     toolkits.push(core);
-    fx.sim.clearRequests();
+    t.fx.sim.clearRequests();
     await post({ core, env: jobEnv(), http: createHttp({ timeoutMs: 2000 }), now: Date.now });
-    expect(fx.sim.requests).toHaveLength(0);
+    expect(t.fx.sim.requests).toHaveLength(0);
     expect(core.warnings()).toEqual(['tokensmith: skip-token-revoke must be true or false, not "yes".']);
     expect(core.failed()).toBeUndefined();
   });

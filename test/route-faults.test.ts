@@ -1,40 +1,26 @@
 // Platform faults on the write paths: GraphQL for /sign, the pull request listing and
 // update-branch for /webhook. Each ends in the route's answer within the upstream timeout, retried
 // only where DESIGN.md allows (the listing is a GET; the mutation and update-branch never are).
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import { randomUUID } from "node:crypto";
-import { postJson, startBroker, type TestBroker } from "./support/broker.js";
-import { expectNoSecrets, INSTALLED_PERMISSIONS, tokenFixture, type TokenFixture } from "./support/fixtures.js";
+import { postJson } from "./support/broker.js";
+import { INSTALLED_PERMISSIONS, type TokenFixture } from "./support/fixtures.js";
+import { brokerPerTest } from "./support/broker-per-test.js";
 import { signatureFor } from "../server/webhook/verify-signature.js";
 
 const TRIGGER = "route-faults-trigger-secret";
 const HOOK = "route-faults-webhook-secret";
 const ACCOUNT = "faults-org";
-let fx: TokenFixture;
 let installationId: number;
-let broker: TestBroker;
 let counter = 0;
-const logs: string[] = [];
 
-beforeAll(async () => {
-  fx = await tokenFixture();
-  installationId = fx.sim.addInstallation({ appId: fx.app.id, account: ACCOUNT, permissions: { ...INSTALLED_PERMISSIONS }, repositories: "all" });
-});
-afterAll(async () => {
-  await fx.sim.close();
-  expectNoSecrets(logs, [TRIGGER, HOOK, fx.app.privateKeyPem, ...fx.sim.tokens.keys()]);
-});
-beforeEach(async () => {
-  fx.sim.clearRequests();
-  fx.sim.faults.clear();
-  broker = await startBroker(
-    { ...fx.env, PROCESS_TRIGGER_SECRET: TRIGGER, HOST_WEBHOOK_SECRET: HOOK, AUTO_UPDATE_BRANCHES: "on" },
-    { timing: { upstreamTimeoutMs: 400 }, retry: { attempts: 3, baseDelayMs: 10, maxWaitMs: 1500 } },
-  );
-});
-afterEach(async () => {
-  logs.push(...broker.logs);
-  await broker.close();
+const t = brokerPerTest({
+  secrets: [TRIGGER, HOOK],
+  env: { PROCESS_TRIGGER_SECRET: TRIGGER, HOST_WEBHOOK_SECRET: HOOK, AUTO_UPDATE_BRANCHES: "on" },
+  broker: { timing: { upstreamTimeoutMs: 400 }, retry: { attempts: 3, baseDelayMs: 10, maxWaitMs: 1500 } },
+  setup: (fx) => {
+    installationId = fx.sim.addInstallation({ appId: fx.app.id, account: ACCOUNT, permissions: { ...INSTALLED_PERMISSIONS }, repositories: "all" });
+  },
 });
 
 const inSeconds = (s: number) => String(Math.floor(Date.now() / 1000) + s);
@@ -48,17 +34,17 @@ const FAULTS: Array<[string, Respond]> = [
   ["a secondary rate limit", { status: 403, headers: { "retry-after": "60" }, body: { message: "You have exceeded a secondary rate limit." } }],
   ["a primary rate limit", { status: 403, headers: { "x-ratelimit-remaining": "0", "x-ratelimit-reset": inSeconds(3600) }, body: { message: "API rate limit exceeded" } }],
 ];
-const count = (method: string, path: RegExp) => fx.sim.requests.filter((r) => r.method === method && path.test(r.path)).length;
+const count = (method: string, path: RegExp) => t.fx.sim.requests.filter((r) => r.method === method && path.test(r.path)).length;
 
 describe("/sign: faults on createCommitOnBranch", () => {
   const sign = () => {
     const branch = `release-${++counter}`;
-    const head = fx.sim.git.createBranch("octo-org/app", branch, { files: { "VERSION": "1\n" } });
-    return postJson(`${broker.url}/sign`, { repo: "octo-org/app", branch, expected_head_oid: head, message: { headline: "release" }, additions: [{ path: "VERSION", contents: Buffer.from("2\n").toString("base64") }] }, { authorization: `Bearer ${TRIGGER}` });
+    const head = t.fx.sim.git.createBranch("octo-org/app", branch, { files: { "VERSION": "1\n" } });
+    return postJson(`${t.broker.url}/sign`, { repo: "octo-org/app", branch, expected_head_oid: head, message: { headline: "release" }, additions: [{ path: "VERSION", contents: Buffer.from("2\n").toString("base64") }] }, { authorization: `Bearer ${TRIGGER}` });
   };
 
   it.each(FAULTS)("%s → 502 sign_failed, the mutation sent once", async (_name, respond) => {
-    fx.sim.faults.add({ method: "POST", path: "/graphql", respond });
+    t.fx.sim.faults.add({ method: "POST", path: "/graphql", respond });
     const res = await sign();
     expect(res.status).toBe(502);
     expect(res.body).toEqual({ error: "sign_failed" });
@@ -70,21 +56,21 @@ describe("/webhook: faults on the pull request listing and on update-branch", ()
   function repoWithPulls(pulls: number): string {
     const name = `repo-${++counter}`;
     const repository = `${ACCOUNT}/${name}`;
-    fx.sim.repository(ACCOUNT, name);
-    fx.sim.git.createBranch(repository, "main");
+    t.fx.sim.repository(ACCOUNT, name);
+    t.fx.sim.git.createBranch(repository, "main");
     for (let i = 0; i < pulls; i += 1) {
       const head = `feature-${i}`;
-      fx.sim.git.createBranch(repository, head);
-      fx.sim.git.addPullRequest(repository, { base: "main", head });
+      t.fx.sim.git.createBranch(repository, head);
+      t.fx.sim.git.addPullRequest(repository, { base: "main", head });
     }
-    fx.sim.git.push(repository, "main", { files: { "NEWS.md": `push ${counter}\n` } }); // the push being delivered
+    t.fx.sim.git.push(repository, "main", { files: { "NEWS.md": `push ${counter}\n` } }); // the push being delivered
     return repository;
   }
 
   async function push(repository: string) {
     const [owner, name] = repository.split("/");
     const raw = JSON.stringify({ ref: "refs/heads/main", deleted: false, repository: { name, full_name: repository, owner: { login: owner } }, installation: { id: installationId } });
-    const response = await fetch(`${broker.url}/webhook`, {
+    const response = await fetch(`${t.broker.url}/webhook`, {
       method: "POST",
       headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": randomUUID(), "x-hub-signature-256": signatureFor(HOOK, raw) },
       body: raw,
@@ -96,7 +82,7 @@ describe("/webhook: faults on the pull request listing and on update-branch", ()
 
   it.each(FAULTS.filter(([name]) => name !== "a secondary rate limit"))("listing: %s → 500 internal_error, nothing updated", async (_name, respond) => {
     const repository = repoWithPulls(2);
-    fx.sim.faults.add({ method: "GET", path: LISTING, respond });
+    t.fx.sim.faults.add({ method: "GET", path: LISTING, respond });
     const res = await push(repository);
     expect(res.status).toBe(500);
     expect(res.body).toEqual({ error: "internal_error" });
@@ -105,20 +91,20 @@ describe("/webhook: faults on the pull request listing and on update-branch", ()
 
   it("listing: a persistent 503 is retried (a GET), a far rate-limit reset is not", async () => {
     const repository = repoWithPulls(1);
-    const fault = fx.sim.faults.add({ method: "GET", path: LISTING, respond: { status: 503, body: { message: "Service Unavailable" } } });
+    const fault = t.fx.sim.faults.add({ method: "GET", path: LISTING, respond: { status: 503, body: { message: "Service Unavailable" } } });
     await push(repository);
     expect(count("GET", LISTING)).toBe(3);
     fault.remove();
-    fx.sim.clearRequests();
-    fx.sim.faults.add({ method: "GET", path: LISTING, respond: { status: 429, headers: { "x-ratelimit-remaining": "0", "x-ratelimit-reset": inSeconds(3600) }, body: { message: "API rate limit exceeded" } } });
+    t.fx.sim.clearRequests();
+    t.fx.sim.faults.add({ method: "GET", path: LISTING, respond: { status: 429, headers: { "x-ratelimit-remaining": "0", "x-ratelimit-reset": inSeconds(3600) }, body: { message: "API rate limit exceeded" } } });
     await push(repository);
     expect(count("GET", LISTING)).toBe(1);
   });
 
   it("listing: a transient 502 and a short secondary rate limit are retried and the push is handled", async () => {
     const repository = repoWithPulls(2);
-    fx.sim.faults.add({ method: "GET", path: LISTING, times: 1, respond: { status: 502, body: { message: "Bad Gateway" } } });
-    fx.sim.faults.add({ method: "GET", path: LISTING, times: 1, respond: { status: 403, headers: { "retry-after": "1" }, body: { message: "You have exceeded a secondary rate limit." } } });
+    t.fx.sim.faults.add({ method: "GET", path: LISTING, times: 1, respond: { status: 502, body: { message: "Bad Gateway" } } });
+    t.fx.sim.faults.add({ method: "GET", path: LISTING, times: 1, respond: { status: 403, headers: { "retry-after": "1" }, body: { message: "You have exceeded a secondary rate limit." } } });
     const res = await push(repository);
     expect(res.status).toBe(200);
     expect(res.body.updated).toHaveLength(2);
@@ -133,7 +119,7 @@ describe("/webhook: faults on the pull request listing and on update-branch", ()
     ["a primary rate limit", { status: 403, headers: { "x-ratelimit-remaining": "0", "x-ratelimit-reset": inSeconds(3600) }, body: { message: "API rate limit exceeded" } }, 403, "rate_limited"],
   ])("update-branch: %s on one pull request fails it alone, without a retry", async (_name, respond, status, word) => {
     const repository = repoWithPulls(3);
-    fx.sim.faults.add({ method: "PUT", path: /\/pulls\/2\/update-branch$/, respond });
+    t.fx.sim.faults.add({ method: "PUT", path: /\/pulls\/2\/update-branch$/, respond });
     const res = await push(repository);
     expect(res.status).toBe(200);
     expect(res.body.failed).toEqual([{ number: 2, status, error: word }]);

@@ -1,41 +1,21 @@
 // POST /sign over HTTP, through the broker, to the simulator's GraphQL createCommitOnBranch.
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
-import { postJson, startBroker, type TestBroker } from "./support/broker.js";
-import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
+import { describe, expect, it } from "@jest/globals";
+import { postJson } from "./support/broker.js";
+import { brokerPerTest } from "./support/broker-per-test.js";
 
 const SECRET = "sign-trigger-secret-0123456789";
 const REPO = "octo-org/app";
-let fx: TokenFixture;
-let broker: TestBroker;
 let branchCounter = 0;
 const secrets: string[] = [SECRET];
-const allLogs: string[] = [];
-
-beforeAll(async () => {
-  fx = await tokenFixture();
-  secrets.push(fx.app.privateKeyPem);
-});
-afterAll(async () => {
-  await fx.sim.close();
-  expectNoSecrets(allLogs, secrets);
-});
-beforeEach(async () => {
-  fx.sim.clearRequests();
-  fx.sim.faults.clear();
-  broker = await startBroker({ ...fx.env, PROCESS_TRIGGER_SECRET: SECRET });
-});
-afterEach(async () => {
-  allLogs.push(...broker.logs);
-  for (const issued of fx.sim.tokens.keys()) if (!secrets.includes(issued)) secrets.push(issued);
-  await broker.close();
-});
 
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
+
+const t = brokerPerTest({ secrets, env: { PROCESS_TRIGGER_SECRET: SECRET } });
 
 /** A fresh branch per test, so tests never see each other's commits. */
 function freshBranch(files: Record<string, string> = { "README.md": "# app\n", "CHANGELOG.md": "old\n" }): { branch: string; head: string } {
   const branch = `release-${++branchCounter}`;
-  return { branch, head: fx.sim.git.createBranch(REPO, branch, { files }) };
+  return { branch, head: t.fx.sim.git.createBranch(REPO, branch, { files }) };
 }
 
 function signBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
@@ -49,10 +29,10 @@ function signBody(overrides: Record<string, unknown> = {}): Record<string, unkno
   };
 }
 
-const sign = (body: unknown, headers: Record<string, string> = { authorization: `Bearer ${SECRET}` }) => postJson(`${broker.url}/sign`, body, headers);
-const graphqlCalls = () => fx.sim.requests.filter((r) => r.method === "POST" && r.path === "/graphql");
-const mints = () => fx.sim.requests.filter((r) => r.method === "POST" && /\/access_tokens$/.test(r.path));
-const logged = (needle: string) => broker.logs.some((line) => line.includes(needle));
+const sign = (body: unknown, headers: Record<string, string> = { authorization: `Bearer ${SECRET}` }) => postJson(`${t.broker.url}/sign`, body, headers);
+const graphqlCalls = () => t.fx.sim.requests.filter((r) => r.method === "POST" && r.path === "/graphql");
+const mints = () => t.fx.sim.requests.filter((r) => r.method === "POST" && /\/access_tokens$/.test(r.path));
+const logged = (needle: string) => t.broker.logs.some((line) => line.includes(needle));
 
 describe("POST /sign success", () => {
   it("creates the commit with createCommitOnBranch and answers the platform's commit object", async () => {
@@ -71,16 +51,16 @@ describe("POST /sign success", () => {
     expect(body.ok).toBe(true);
     expect(headers.get("cache-control")).toBe("no-store");
 
-    const newHead = fx.sim.git.head(REPO, branch)!;
+    const newHead = t.fx.sim.git.head(REPO, branch)!;
     const platformCommit = (graphqlCalls()[0]!.response!.body as { data: { createCommitOnBranch: { commit: unknown } } }).data.createCommitOnBranch.commit;
     expect(body.commit).toEqual(platformCommit);
     expect((body.commit as { oid: string }).oid).toBe(newHead);
-    const created = fx.sim.git.commit(newHead)!;
+    const created = t.fx.sim.git.commit(newHead)!;
     expect(created.parents).toEqual([head]);
     expect(created.headline).toBe("chore: release 1.2.3");
     expect(created.body).toBe("Release notes.\n\nSigned by the App.");
     expect(created.signedByGitHub).toBe(true);
-    expect(fx.sim.git.files(REPO, branch)).toEqual({ "CHANGELOG.md": "new\n", VERSION: "1.2.3\n" });
+    expect(t.fx.sim.git.files(REPO, branch)).toEqual({ "CHANGELOG.md": "new\n", VERSION: "1.2.3\n" });
   });
 
   it("sends the mutation's input exactly as the platform documents it", async () => {
@@ -118,7 +98,7 @@ describe("POST /sign success", () => {
   });
 
   it("mints with contents: write only, whatever TOKEN_PERMISSIONS says, and uses that token", async () => {
-    broker.env.TOKEN_PERMISSIONS = "issues=write,pull_requests=write,contents=read";
+    t.broker.env.TOKEN_PERMISSIONS = "issues=write,pull_requests=write,contents=read";
     const { branch, head } = freshBranch();
     const { status } = await sign(signBody({ branch, expected_head_oid: head }));
     expect(status).toBe(200);
@@ -127,15 +107,15 @@ describe("POST /sign success", () => {
     const [call] = graphqlCalls();
     expect(call!.auth.kind).toBe("installation");
     const token = (call!.auth as { token: string }).token;
-    expect(fx.sim.tokens.get(token)!.permissions).toEqual({ contents: "write" });
-    expect(fx.sim.tokens.get(token)!.repositories).toEqual(["app"]);
+    expect(t.fx.sim.tokens.get(token)!.permissions).toEqual({ contents: "write" });
+    expect(t.fx.sim.tokens.get(token)!.repositories).toEqual(["app"]);
   });
 
   it("accepts and ignores `user`: the commit is the App's", async () => {
     const { branch, head } = freshBranch();
     const { status } = await sign(signBody({ branch, expected_head_oid: head, user: "someone-else" }));
     expect(status).toBe(200);
-    const created = fx.sim.git.commit(fx.sim.git.head(REPO, branch)!)!;
+    const created = t.fx.sim.git.commit(t.fx.sim.git.head(REPO, branch)!)!;
     expect(created.author.name).toMatch(/\[bot\]$/);
     expect(JSON.stringify(graphqlCalls()[0]!.body)).not.toContain("someone-else");
   });
@@ -145,14 +125,14 @@ describe("POST /sign success", () => {
     const big = b64("x".repeat(1024 * 1024));
     const { status } = await sign(signBody({ branch, expected_head_oid: head, additions: [{ path: "big.txt", contents: big }] }));
     expect(status).toBe(200);
-    expect(fx.sim.git.files(REPO, branch)["big.txt"]).toHaveLength(1024 * 1024);
+    expect(t.fx.sim.git.files(REPO, branch)["big.txt"]).toHaveLength(1024 * 1024);
   });
 });
 
 describe("POST /sign platform failures", () => {
   it("answers 502 sign_failed when the branch moved (HTTP 200 + STALE_DATA), logs the platform's message, and does not retry", async () => {
     const { branch, head } = freshBranch();
-    const moved = fx.sim.git.push(REPO, branch);
+    const moved = t.fx.sim.git.push(REPO, branch);
     const { status, body } = await sign(signBody({ branch, expected_head_oid: head }));
     expect(status).toBe(502);
     expect(body).toEqual({ error: "sign_failed" });
@@ -162,7 +142,7 @@ describe("POST /sign platform failures", () => {
     expect(answer.status).toBe(200);
     expect(answer.body).toMatchObject({ data: { createCommitOnBranch: null }, errors: [{ type: "STALE_DATA" }] });
     expect(logged(`Expected branch to point to \\"${head}\\" but it did not. Pull and try again.`)).toBe(true);
-    expect(fx.sim.git.head(REPO, branch)).toBe(moved);
+    expect(t.fx.sim.git.head(REPO, branch)).toBe(moved);
   });
 
   it("answers sign_failed when the branch does not exist", async () => {
@@ -174,12 +154,12 @@ describe("POST /sign platform failures", () => {
 
   it("answers sign_failed on an HTTP error from the GraphQL endpoint, without retrying the mutation", async () => {
     const { branch, head } = freshBranch();
-    fx.sim.faults.add({ method: "POST", path: "/graphql", respond: { status: 502, body: { message: "Server Error" } } });
+    t.fx.sim.faults.add({ method: "POST", path: "/graphql", respond: { status: 502, body: { message: "Server Error" } } });
     const { status, body } = await sign(signBody({ branch, expected_head_oid: head }));
     expect(status).toBe(502);
     expect(body).toEqual({ error: "sign_failed" });
     expect(graphqlCalls()).toHaveLength(1);
-    expect(fx.sim.git.head(REPO, branch)).toBe(head);
+    expect(t.fx.sim.git.head(REPO, branch)).toBe(head);
   });
 
   it("answers installation_token_failed when the App is not installed on the repository", async () => {
@@ -190,14 +170,14 @@ describe("POST /sign platform failures", () => {
   });
 
   it("answers installation_token_failed when the installation lookup fails", async () => {
-    fx.sim.faults.add({ method: "GET", path: /\/installation$/, respond: { status: 500, body: { message: "boom" } } });
+    t.fx.sim.faults.add({ method: "GET", path: /\/installation$/, respond: { status: 500, body: { message: "boom" } } });
     const { status, body } = await sign(signBody());
     expect(status).toBe(502);
     expect(body).toEqual({ error: "installation_token_failed" });
   });
 
   it("answers installation_token_failed when the mint is refused", async () => {
-    fx.sim.faults.add({ method: "POST", path: /\/access_tokens$/, respond: { status: 403, body: { message: "Forbidden" } } });
+    t.fx.sim.faults.add({ method: "POST", path: /\/access_tokens$/, respond: { status: 403, body: { message: "Forbidden" } } });
     const { status, body } = await sign(signBody());
     expect(status).toBe(502);
     expect(body).toEqual({ error: "installation_token_failed" });
@@ -205,8 +185,8 @@ describe("POST /sign platform failures", () => {
   });
 
   it("answers installation_token_failed when the installation holds contents: read only", async () => {
-    const readOnly = fx.sim.addInstallation({ appId: fx.app.id, account: "reader-org", permissions: { contents: "read", metadata: "read" }, repositories: ["app"] });
-    fx.sim.git.createBranch("reader-org/app", "main");
+    const readOnly = t.fx.sim.addInstallation({ appId: t.fx.app.id, account: "reader-org", permissions: { contents: "read", metadata: "read" }, repositories: ["app"] });
+    t.fx.sim.git.createBranch("reader-org/app", "main");
     const { status, body } = await sign(signBody({ repo: "reader-org/app" }));
     expect(status).toBe(502);
     expect(body).toEqual({ error: "installation_token_failed" });
@@ -215,20 +195,20 @@ describe("POST /sign platform failures", () => {
   });
 
   it("answers 503 app_unconfigured when the App is not configured", async () => {
-    delete broker.env.HOST_APP_ID;
+    delete t.broker.env.HOST_APP_ID;
     const { status, body } = await sign(signBody());
     expect(status).toBe(503);
     expect(body).toEqual({ error: "app_unconfigured" });
-    expect(fx.sim.requests).toHaveLength(0);
+    expect(t.fx.sim.requests).toHaveLength(0);
   });
 });
 
 describe("POST /sign authentication", () => {
   it("answers 503 sign_disabled when PROCESS_TRIGGER_SECRET is unset, before reading the body", async () => {
-    delete broker.env.PROCESS_TRIGGER_SECRET;
+    delete t.broker.env.PROCESS_TRIGGER_SECRET;
     expect(await sign(signBody())).toMatchObject({ status: 503, body: { error: "sign_disabled" } });
     expect(await sign("{not json")).toMatchObject({ status: 503, body: { error: "sign_disabled" } });
-    broker.env.PROCESS_TRIGGER_SECRET = "";
+    t.broker.env.PROCESS_TRIGGER_SECRET = "";
     expect(await sign(signBody())).toMatchObject({ status: 503, body: { error: "sign_disabled" } });
   });
 
@@ -244,7 +224,7 @@ describe("POST /sign authentication", () => {
     const { status, body } = await sign(signBody(), headers as Record<string, string>);
     expect(status).toBe(401);
     expect(body).toEqual({ error: "unauthorized" });
-    expect(fx.sim.requests).toHaveLength(0);
+    expect(t.fx.sim.requests).toHaveLength(0);
   });
 
   it("checks the bearer before the body: a bad body with a wrong bearer is 401", async () => {
@@ -254,7 +234,7 @@ describe("POST /sign authentication", () => {
 
   it("answers 405 with Allow: POST to other methods", async () => {
     for (const method of ["GET", "PUT", "DELETE"]) {
-      const response = await fetch(`${broker.url}/sign`, { method, headers: { authorization: `Bearer ${SECRET}` } });
+      const response = await fetch(`${t.broker.url}/sign`, { method, headers: { authorization: `Bearer ${SECRET}` } });
       expect(response.status).toBe(405);
       expect(response.headers.get("allow")).toBe("POST");
       expect(await response.json()).toEqual({ error: "method_not_allowed" });
@@ -302,7 +282,7 @@ describe("POST /sign body rules", () => {
     const { status, body: answer } = await sign(body);
     expect(status).toBe(400);
     expect(answer).toEqual({ error: "invalid_request" });
-    expect(fx.sim.requests).toHaveLength(0);
+    expect(t.fx.sim.requests).toHaveLength(0);
   });
 
   it.each<[string, Record<string, unknown>]>([
@@ -341,7 +321,7 @@ describe("POST /sign body rules", () => {
 
 describe("the simulator's createCommitOnBranch", () => {
   async function mutate(token: string, input: Record<string, unknown>) {
-    const response = await fetch(fx.sim.graphqlUrl, {
+    const response = await fetch(t.fx.sim.graphqlUrl, {
       method: "POST",
       headers: { authorization: `token ${token}`, "content-type": "application/json" },
       body: JSON.stringify({ query: "mutation($input: CreateCommitOnBranchInput!) { createCommitOnBranch(input: $input) { commit { oid } ref { name target { oid } } } }", variables: { input } }),
@@ -351,7 +331,7 @@ describe("the simulator's createCommitOnBranch", () => {
 
   it("answers FORBIDDEN without contents: write, like GitHub", async () => {
     const { branch, head } = freshBranch();
-    const token = fx.sim.issueToken(fx.installationId, { permissions: { contents: "read" }, repositories: ["app"] });
+    const token = t.fx.sim.issueToken(t.fx.installationId, { permissions: { contents: "read" }, repositories: ["app"] });
     secrets.push(token);
     const { status, body } = await mutate(token, {
       branch: { repositoryNameWithOwner: REPO, branchName: branch },
@@ -361,14 +341,14 @@ describe("the simulator's createCommitOnBranch", () => {
     });
     expect(status).toBe(200);
     expect(body.errors).toEqual([expect.objectContaining({ type: "FORBIDDEN", message: "Resource not accessible by integration" })]);
-    expect(fx.sim.git.head(REPO, branch)).toBe(head);
+    expect(t.fx.sim.git.head(REPO, branch)).toBe(head);
   });
 
   it("serves Repository.ref and defaultBranchRef", async () => {
     const { branch, head } = freshBranch();
-    const token = fx.sim.issueToken(fx.installationId, { repositories: ["app"] });
+    const token = t.fx.sim.issueToken(t.fx.installationId, { repositories: ["app"] });
     secrets.push(token);
-    const response = await fetch(fx.sim.graphqlUrl, {
+    const response = await fetch(t.fx.sim.graphqlUrl, {
       method: "POST",
       headers: { authorization: `token ${token}`, "content-type": "application/json" },
       body: JSON.stringify({ query: `{ repository(owner: "octo-org", name: "app") { ref(qualifiedName: "refs/heads/${branch}") { name target { oid } } defaultBranchRef { name } } }` }),
@@ -387,9 +367,9 @@ describe("POST /sign on an enterprise-layout platform", () => {
       ent.addInstallation({ appId: app.id, account: "octo-org", permissions: { contents: "write" }, repositories: ["app"] });
       secrets.push(app.privateKeyPem);
       const head = ent.git.createBranch(REPO, "main");
-      broker.env.HOST_APP_ID = String(app.id);
-      broker.env.HOST_APP_PRIVATE_KEY = app.privateKeyPem;
-      broker.env.HOST_API_BASE = ent.apiBase;
+      t.broker.env.HOST_APP_ID = String(app.id);
+      t.broker.env.HOST_APP_PRIVATE_KEY = app.privateKeyPem;
+      t.broker.env.HOST_API_BASE = ent.apiBase;
       const { status, body } = await sign(signBody({ expected_head_oid: head }));
       expect(status).toBe(200);
       expect((body.commit as { oid: string }).oid).toBe(ent.git.head(REPO, "main"));

@@ -1,42 +1,24 @@
 // Platform faults on the /token path: every one ends in the spec's code, retried only where
 // DESIGN.md allows (GETs and the idempotent mint, on network errors, 5xx and rate limits).
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
-import { postJson, startBroker, type TestBroker } from "./support/broker.js";
-import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
+import { describe, expect, it } from "@jest/globals";
+import { postJson } from "./support/broker.js";
+import { brokerPerTest } from "./support/broker-per-test.js";
 
-let fx: TokenFixture;
-let broker: TestBroker;
-const allLogs: string[] = [];
 const secrets: string[] = [];
 
-beforeAll(async () => {
-  fx = await tokenFixture();
-});
-afterAll(async () => {
-  await fx.sim.close();
-  expectNoSecrets(allLogs, secrets);
-});
-beforeEach(async () => {
-  fx.sim.clearRequests();
-  fx.sim.faults.clear();
-  broker = await startBroker({ ...fx.env }, { timing: { upstreamTimeoutMs: 400 }, retry: { attempts: 3, baseDelayMs: 10, maxWaitMs: 1500 } });
-});
-afterEach(async () => {
-  allLogs.push(...broker.logs);
-  await broker.close();
-});
+const t = brokerPerTest({ secrets, broker: { timing: { upstreamTimeoutMs: 400 }, retry: { attempts: 3, baseDelayMs: 10, maxWaitMs: 1500 } } });
 
 async function exchange() {
-  const oidcToken = await fx.sim.oidc.sign();
+  const oidcToken = await t.fx.sim.oidc.sign();
   secrets.push(oidcToken);
-  const res = await postJson(`${broker.url}/token`, { oidcToken, owner: "octo-org", repo: "app" });
+  const res = await postJson(`${t.broker.url}/token`, { oidcToken, owner: "octo-org", repo: "app" });
   if (typeof res.body?.token === "string") secrets.push(res.body.token);
   return res;
 }
 
 const LOOKUP = /\/repos\/octo-org\/app\/installation$/;
 const MINT = /\/access_tokens$/;
-const count = (path: RegExp) => fx.sim.requests.filter((r) => path.test(r.path)).length;
+const count = (path: RegExp) => t.fx.sim.requests.filter((r) => path.test(r.path)).length;
 const inSeconds = (s: number) => String(Math.floor(Date.now() / 1000) + s);
 
 describe.each([
@@ -44,7 +26,7 @@ describe.each([
   ["mint", MINT, "POST", 502, "installation_token_failed"],
 ] as Array<[string, RegExp, string, number, string]>)("faults on the %s", (_name, path, method, status, code) => {
   it.each([500, 502, 503])("a persistent %i ends in the route's code after 3 attempts", async (upstream) => {
-    fx.sim.faults.add({ method, path, respond: { status: upstream, body: { message: "Server Error" } } });
+    t.fx.sim.faults.add({ method, path, respond: { status: upstream, body: { message: "Server Error" } } });
     const res = await exchange();
     expect(res.status).toBe(status);
     expect(res.body).toEqual({ error: code });
@@ -52,16 +34,16 @@ describe.each([
   });
 
   it("a transient 503 is retried, the retry logged, and the exchange succeeds", async () => {
-    fx.sim.faults.add({ method, path, times: 1, respond: { status: 503, body: { message: "Service Unavailable" } } });
+    t.fx.sim.faults.add({ method, path, times: 1, respond: { status: 503, body: { message: "Service Unavailable" } } });
     const res = await exchange();
     expect(res.status).toBe(200);
     expect(count(path)).toBe(2);
-    const retried = broker.logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === "platform call retried");
+    const retried = t.broker.logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === "platform call retried");
     expect(retried).toEqual([expect.objectContaining({ call: path === MINT ? "mint" : "installation lookup", attempt: 1, status: 503 })]);
   });
 
   it("a hang past the upstream timeout is abandoned and retried", async () => {
-    fx.sim.faults.add({ method, path, respond: "hang" });
+    t.fx.sim.faults.add({ method, path, respond: "hang" });
     const res = await exchange();
     expect(res.status).toBe(status);
     expect(res.body).toEqual({ error: code });
@@ -69,19 +51,19 @@ describe.each([
   });
 
   it("one hang, then an answer: the retry succeeds", async () => {
-    fx.sim.faults.add({ method, path, times: 1, respond: "hang" });
+    t.fx.sim.faults.add({ method, path, times: 1, respond: "hang" });
     expect((await exchange()).status).toBe(200);
   });
 
   it("malformed JSON ends in the route's code", async () => {
-    fx.sim.faults.add({ method, path, respond: "garbage" });
+    t.fx.sim.faults.add({ method, path, respond: "garbage" });
     const res = await exchange();
     expect(res.status).toBe(status);
     expect(res.body).toEqual({ error: code });
   });
 
   it("a secondary rate limit is retried after retry-after", async () => {
-    fx.sim.faults.add({
+    t.fx.sim.faults.add({
       method, path, times: 1,
       respond: { status: 403, headers: { "retry-after": "1" }, body: { message: "You have exceeded a secondary rate limit. Please wait a few minutes before you try again." } },
     });
@@ -91,7 +73,7 @@ describe.each([
   });
 
   it("a primary rate limit resetting soon is waited for", async () => {
-    fx.sim.faults.add({
+    t.fx.sim.faults.add({
       method, path, times: 1,
       respond: { status: 403, headers: { "x-ratelimit-remaining": "0", "x-ratelimit-reset": inSeconds(1) }, body: { message: "API rate limit exceeded for installation ID 1." } },
     });
@@ -100,7 +82,7 @@ describe.each([
   });
 
   it("a primary rate limit resetting later than the broker will wait fails at once", async () => {
-    fx.sim.faults.add({
+    t.fx.sim.faults.add({
       method, path,
       respond: { status: 429, headers: { "x-ratelimit-remaining": "0", "x-ratelimit-reset": inSeconds(3600) }, body: { message: "API rate limit exceeded" } },
     });
@@ -111,7 +93,7 @@ describe.each([
   });
 
   it("a plain 403 is not retried", async () => {
-    fx.sim.faults.add({ method, path, respond: { status: 403, body: { message: "Resource not accessible by integration" } } });
+    t.fx.sim.faults.add({ method, path, respond: { status: 403, body: { message: "Resource not accessible by integration" } } });
     const res = await exchange();
     expect(res.status).toBe(status);
     expect(count(path)).toBe(1);
@@ -121,31 +103,31 @@ describe.each([
 describe("the mint's 4xx", () => {
   it("a 422 is not retried and drops the cached installation", async () => {
     expect((await exchange()).status).toBe(200);
-    fx.sim.faults.add({ method: "POST", path: MINT, times: 1, respond: { status: 422, body: { message: "The permissions requested are not granted to this installation." } } });
+    t.fx.sim.faults.add({ method: "POST", path: MINT, times: 1, respond: { status: 422, body: { message: "The permissions requested are not granted to this installation." } } });
     const res = await exchange();
     expect(res.status).toBe(502);
     expect(res.body).toEqual({ error: "installation_token_failed" });
-    fx.sim.clearRequests();
+    t.fx.sim.clearRequests();
     expect((await exchange()).status).toBe(200);
     expect(count(LOOKUP)).toBe(1);
   });
 
   it("a 401 on the installation lookup (App JWT refused) signs a fresh App JWT next time", async () => {
     expect((await exchange()).status).toBe(200);
-    broker.app.broker.installations.drop(broker.app.broker.installations.key(fx.sim.apiBase, String(fx.app.id), "octo-org/app"));
-    const signed = broker.app.broker.appJwt.signedCount;
-    fx.sim.faults.add({ method: "GET", path: LOOKUP, times: 1, respond: { status: 401, body: { message: "A JSON web token could not be decoded" } } });
+    t.broker.app.broker.installations.drop(t.broker.app.broker.installations.key(t.fx.sim.apiBase, String(t.fx.app.id), "octo-org/app"));
+    const signed = t.broker.app.broker.appJwt.signedCount;
+    t.fx.sim.faults.add({ method: "GET", path: LOOKUP, times: 1, respond: { status: 401, body: { message: "A JSON web token could not be decoded" } } });
     expect((await exchange()).status).toBe(500);
     expect((await exchange()).status).toBe(200);
-    expect(broker.app.broker.appJwt.signedCount).toBe(signed + 1);
+    expect(t.broker.app.broker.appJwt.signedCount).toBe(signed + 1);
   });
 
   it("a 401 (App JWT refused) signs a fresh App JWT next time", async () => {
     expect((await exchange()).status).toBe(200);
-    const signed = broker.app.broker.appJwt.signedCount;
-    fx.sim.faults.add({ method: "POST", path: MINT, times: 1, respond: { status: 401, body: { message: "'Issued at' claim ('iat') must be an Integer representing the time that the assertion was issued" } } });
+    const signed = t.broker.app.broker.appJwt.signedCount;
+    t.fx.sim.faults.add({ method: "POST", path: MINT, times: 1, respond: { status: 401, body: { message: "'Issued at' claim ('iat') must be an Integer representing the time that the assertion was issued" } } });
     expect((await exchange()).status).toBe(502);
     expect((await exchange()).status).toBe(200);
-    expect(broker.app.broker.appJwt.signedCount).toBe(signed + 1);
+    expect(t.broker.app.broker.appJwt.signedCount).toBe(signed + 1);
   });
 });

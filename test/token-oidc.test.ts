@@ -1,38 +1,19 @@
 // OIDC verification on POST /token: every `reason` word, the audience rules, key-set failures.
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import { SignJWT, generateKeyPair } from "jose";
-import { postJson, startBroker, type TestBroker } from "./support/broker.js";
-import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
+import { postJson, startBroker } from "./support/broker.js";
+import { brokerPerTest } from "./support/broker-per-test.js";
 
-let fx: TokenFixture;
-let broker: TestBroker;
-const allLogs: string[] = [];
 const secrets: string[] = [];
 
-beforeAll(async () => {
-  fx = await tokenFixture();
-});
-afterAll(async () => {
-  await fx.sim.close();
-  expectNoSecrets(allLogs, secrets);
-});
-beforeEach(async () => {
-  fx.sim.clearRequests();
-  fx.sim.faults.clear();
-  fx.sim.oidc.keyEndpoint = "ok";
-  broker = await startBroker({ ...fx.env });
-});
-afterEach(async () => {
-  allLogs.push(...broker.logs);
-  await broker.close();
-});
+const t = brokerPerTest({ secrets });
 
 const now = () => Math.floor(Date.now() / 1000);
 const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
 
 async function send(oidcToken: string) {
   secrets.push(oidcToken);
-  const res = await postJson(`${broker.url}/token`, { oidcToken, owner: "octo-org", repo: "app" });
+  const res = await postJson(`${t.broker.url}/token`, { oidcToken, owner: "octo-org", repo: "app" });
   if (typeof res.body?.token === "string") secrets.push(res.body.token);
   return res;
 }
@@ -41,7 +22,7 @@ async function expectReason(oidcToken: string, reason: string) {
   const res = await send(oidcToken);
   expect(res.body).toEqual({ error: "invalid_oidc_token", reason });
   expect(res.status).toBe(401);
-  const mints = fx.sim.requests.filter((r) => r.path.endsWith("/access_tokens"));
+  const mints = t.fx.sim.requests.filter((r) => r.path.endsWith("/access_tokens"));
   expect(mints).toHaveLength(0);
 }
 
@@ -56,65 +37,65 @@ describe("reason words", () => {
   });
 
   it("alg_unsupported for alg none", async () => {
-    const claims = { iss: fx.sim.oidc.issuer, aud: "tokensmith", repository: "octo-org/app", iat: now(), exp: now() + 300 };
+    const claims = { iss: t.fx.sim.oidc.issuer, aud: "tokensmith", repository: "octo-org/app", iat: now(), exp: now() + 300 };
     await expectReason(`${b64({ alg: "none", typ: "JWT" })}.${b64(claims)}.`, "alg_unsupported");
   });
 
   it("alg_unsupported for HS256 signed with the issuer's public key as the secret", async () => {
-    const secret = new TextEncoder().encode(fx.sim.oidc.currentKey.publicKeyPem);
+    const secret = new TextEncoder().encode(t.fx.sim.oidc.currentKey.publicKeyPem);
     const forged = await new SignJWT({ repository: "octo-org/app" })
-      .setProtectedHeader({ alg: "HS256", kid: fx.sim.oidc.currentKey.kid })
-      .setIssuer(fx.sim.oidc.issuer).setAudience("tokensmith").setIssuedAt().setExpirationTime("5m")
+      .setProtectedHeader({ alg: "HS256", kid: t.fx.sim.oidc.currentKey.kid })
+      .setIssuer(t.fx.sim.oidc.issuer).setAudience("tokensmith").setIssuedAt().setExpirationTime("5m")
       .sign(secret);
     await expectReason(forged, "alg_unsupported");
   });
 
   it("issuer_mismatch for an untrusted issuer, without fetching anything from it", async () => {
-    await expectReason(await fx.sim.oidc.sign({ iss: `${fx.sim.url}/other-issuer` }), "issuer_mismatch");
-    expect(fx.sim.requests.some((r) => r.path.startsWith("/other-issuer"))).toBe(false);
+    await expectReason(await t.fx.sim.oidc.sign({ iss: `${t.fx.sim.url}/other-issuer` }), "issuer_mismatch");
+    expect(t.fx.sim.requests.some((r) => r.path.startsWith("/other-issuer"))).toBe(false);
   });
 
   it("kid_not_found for a kid the issuer does not publish", async () => {
-    await expectReason(await fx.sim.oidc.sign({}, { kid: "no-such-kid" }), "kid_not_found");
+    await expectReason(await t.fx.sim.oidc.sign({}, { kid: "no-such-kid" }), "kid_not_found");
   });
 
   it("key_ambiguous for a token without kid when the issuer publishes several keys", async () => {
-    fx.sim.oidc.rotateKey({ keepOld: true });
-    await expectReason(await fx.sim.oidc.sign({}, { kid: null }), "key_ambiguous");
+    t.fx.sim.oidc.rotateKey({ keepOld: true });
+    await expectReason(await t.fx.sim.oidc.sign({}, { kid: null }), "key_ambiguous");
   });
 
   it("accepts a token without kid when the issuer publishes exactly one key", async () => {
-    fx.sim.oidc.rotateKey();
-    const res = await send(await fx.sim.oidc.sign({}, { kid: null }));
+    t.fx.sim.oidc.rotateKey();
+    const res = await send(await t.fx.sim.oidc.sign({}, { kid: null }));
     expect(res.status).toBe(200);
   });
 
   it("signature_invalid for a token signed by an unknown key under a known kid", async () => {
     const { privateKey } = await generateKeyPair("RS256");
-    await expectReason(await fx.sim.oidc.sign({}, { privateKey }), "signature_invalid");
+    await expectReason(await t.fx.sim.oidc.sign({}, { privateKey }), "signature_invalid");
   });
 
   it("signature_invalid for a payload altered after signing", async () => {
-    const [h, , s] = (await fx.sim.oidc.sign()).split(".");
-    const altered = { iss: fx.sim.oidc.issuer, aud: "tokensmith", repository: "octo-org/app", iat: now(), exp: now() + 300 };
+    const [h, , s] = (await t.fx.sim.oidc.sign()).split(".");
+    const altered = { iss: t.fx.sim.oidc.issuer, aud: "tokensmith", repository: "octo-org/app", iat: now(), exp: now() + 300 };
     await expectReason(`${h}.${b64(altered)}.${s}`, "signature_invalid");
   });
 
   it("token_expired past the 60 s tolerance, accepted within it", async () => {
-    await expectReason(await fx.sim.oidc.sign({ iat: now() - 600, nbf: now() - 600, exp: now() - 61 }), "token_expired");
-    const res = await send(await fx.sim.oidc.sign({ iat: now() - 600, nbf: now() - 600, exp: now() - 30 }));
+    await expectReason(await t.fx.sim.oidc.sign({ iat: now() - 600, nbf: now() - 600, exp: now() - 61 }), "token_expired");
+    const res = await send(await t.fx.sim.oidc.sign({ iat: now() - 600, nbf: now() - 600, exp: now() - 30 }));
     expect(res.status).toBe(200);
   });
 
   it("token_not_yet_valid for nbf or iat in the future past 60 s, accepted within it", async () => {
-    await expectReason(await fx.sim.oidc.sign({ nbf: now() + 120, exp: now() + 600 }), "token_not_yet_valid");
-    await expectReason(await fx.sim.oidc.sign({ iat: now() + 120, nbf: undefined, exp: now() + 600 }), "token_not_yet_valid");
-    const res = await send(await fx.sim.oidc.sign({ iat: now() + 30, nbf: now() + 30, exp: now() + 330 }));
+    await expectReason(await t.fx.sim.oidc.sign({ nbf: now() + 120, exp: now() + 600 }), "token_not_yet_valid");
+    await expectReason(await t.fx.sim.oidc.sign({ iat: now() + 120, nbf: undefined, exp: now() + 600 }), "token_not_yet_valid");
+    const res = await send(await t.fx.sim.oidc.sign({ iat: now() + 30, nbf: now() + 30, exp: now() + 330 }));
     expect(res.status).toBe(200);
   });
 
   it("audience_mismatch for an audience not in OIDC_AUDIENCE", async () => {
-    await expectReason(await fx.sim.oidc.sign({ aud: "https://github.com/octo-org" }), "audience_mismatch");
+    await expectReason(await t.fx.sim.oidc.sign({ aud: "https://github.com/octo-org" }), "audience_mismatch");
   });
 
   it.each([
@@ -123,11 +104,11 @@ describe("reason words", () => {
     ["a numeric repository claim", { repository: 123 }],
     ["no exp", { exp: undefined }],
   ])("claim_invalid for %s", async (_name, claims) => {
-    await expectReason(await fx.sim.oidc.sign(claims as Record<string, unknown>), "claim_invalid");
+    await expectReason(await t.fx.sim.oidc.sign(claims as Record<string, unknown>), "claim_invalid");
   });
 
   it("unknown for a critical header extension the broker does not understand", async () => {
-    await expectReason(await fx.sim.oidc.sign({}, { header: { crit: ["x-ext"], "x-ext": true } }), "unknown");
+    await expectReason(await t.fx.sim.oidc.sign({}, { header: { crit: ["x-ext"], "x-ext": true } }), "unknown");
   });
 });
 
@@ -142,71 +123,71 @@ describe("OIDC_AUDIENCE", () => {
     [",,", "tokensmith", 200],
     ["tokensmith", "release-runner", 401],
   ])("OIDC_AUDIENCE=%j, aud %j → %i", async (setting, aud, status) => {
-    broker.env.OIDC_AUDIENCE = setting;
-    const res = await send(await fx.sim.oidc.sign({ aud }));
+    t.broker.env.OIDC_AUDIENCE = setting;
+    const res = await send(await t.fx.sim.oidc.sign({ aud }));
     expect(res.status).toBe(status);
     if (status === 401) expect(res.body).toEqual({ error: "invalid_oidc_token", reason: "audience_mismatch" });
   });
 
   it("accepts an aud array that contains an accepted audience", async () => {
-    const res = await send(await fx.sim.oidc.sign({ aud: ["https://github.com/octo-org", "tokensmith"] }));
+    const res = await send(await t.fx.sim.oidc.sign({ aud: ["https://github.com/octo-org", "tokensmith"] }));
     expect(res.status).toBe(200);
   });
 });
 
 describe("key set", () => {
   it.each(["fail", "hang", "garbage"] as const)("503 oidc_key_fetch_failed, reason jwks_unavailable, when the key endpoint is %s", async (mode) => {
-    fx.sim.oidc.keyEndpoint = mode;
+    t.fx.sim.oidc.keyEndpoint = mode;
     const started = Date.now();
-    const res = await send(await fx.sim.oidc.sign());
+    const res = await send(await t.fx.sim.oidc.sign());
     expect(res.status).toBe(503);
     expect(res.body).toEqual({ error: "oidc_key_fetch_failed", reason: "jwks_unavailable" });
     expect(Date.now() - started).toBeLessThan(10_000);
   });
 
   it("answers again once the key endpoint is back", async () => {
-    fx.sim.oidc.keyEndpoint = "fail";
-    expect((await send(await fx.sim.oidc.sign())).status).toBe(503);
-    fx.sim.oidc.keyEndpoint = "ok";
-    expect((await send(await fx.sim.oidc.sign())).status).toBe(200);
+    t.fx.sim.oidc.keyEndpoint = "fail";
+    expect((await send(await t.fx.sim.oidc.sign())).status).toBe(503);
+    t.fx.sim.oidc.keyEndpoint = "ok";
+    expect((await send(await t.fx.sim.oidc.sign())).status).toBe(200);
   });
 
   it("keeps verifying with the last-known-good keys in memory while the endpoint is down", async () => {
-    const stale = await startBroker({ ...fx.env }, { timing: { jwksMaxAgeMs: 0 } });
+    const stale = await startBroker({ ...t.fx.env }, { timing: { jwksMaxAgeMs: 0 } });
     try {
-      const first = await postJson(`${stale.url}/token`, { oidcToken: await fx.sim.oidc.sign(), owner: "octo-org", repo: "app" });
+      const first = await postJson(`${stale.url}/token`, { oidcToken: await t.fx.sim.oidc.sign(), owner: "octo-org", repo: "app" });
       expect(first.status).toBe(200);
-      fx.sim.oidc.keyEndpoint = "fail";
-      const second = await postJson(`${stale.url}/token`, { oidcToken: await fx.sim.oidc.sign(), owner: "octo-org", repo: "app" });
+      t.fx.sim.oidc.keyEndpoint = "fail";
+      const second = await postJson(`${stale.url}/token`, { oidcToken: await t.fx.sim.oidc.sign(), owner: "octo-org", repo: "app" });
       expect(second.status).toBe(200);
       secrets.push(first.body.token as string, second.body.token as string);
-      allLogs.push(...stale.logs);
+      t.logs.push(...stale.logs);
     } finally {
       await stale.close();
     }
   });
 
   it("fetches the key set once for many tokens and picks up a rotated key without a restart", async () => {
-    for (let i = 0; i < 3; i += 1) expect((await send(await fx.sim.oidc.sign())).status).toBe(200);
-    expect(fx.sim.oidc.jwksRequests).toBe(1);
-    fx.sim.oidc.rotateKey();
-    expect((await send(await fx.sim.oidc.sign())).status).toBe(200);
-    expect(fx.sim.oidc.jwksRequests).toBe(2);
+    for (let i = 0; i < 3; i += 1) expect((await send(await t.fx.sim.oidc.sign())).status).toBe(200);
+    expect(t.fx.sim.oidc.jwksRequests).toBe(1);
+    t.fx.sim.oidc.rotateKey();
+    expect((await send(await t.fx.sim.oidc.sign())).status).toBe(200);
+    expect(t.fx.sim.oidc.jwksRequests).toBe(2);
   });
 
   it("refetches at most once per cooldown for unknown kids", async () => {
-    const guarded = await startBroker({ ...fx.env }, { timing: { jwksCooldownMs: 60_000 } });
+    const guarded = await startBroker({ ...t.fx.env }, { timing: { jwksCooldownMs: 60_000 } });
     try {
       const post = async (token: string) => postJson(`${guarded.url}/token`, { oidcToken: token, owner: "octo-org", repo: "app" });
-      const ok = await post(await fx.sim.oidc.sign());
+      const ok = await post(await t.fx.sim.oidc.sign());
       secrets.push(ok.body.token as string);
-      const before = fx.sim.oidc.jwksRequests;
+      const before = t.fx.sim.oidc.jwksRequests;
       for (let i = 0; i < 5; i += 1) {
-        const res = await post(await fx.sim.oidc.sign({}, { kid: `forged-${i}` }));
+        const res = await post(await t.fx.sim.oidc.sign({}, { kid: `forged-${i}` }));
         expect(res.body).toEqual({ error: "invalid_oidc_token", reason: "kid_not_found" });
       }
-      expect(fx.sim.oidc.jwksRequests - before).toBeLessThanOrEqual(1);
-      allLogs.push(...guarded.logs);
+      expect(t.fx.sim.oidc.jwksRequests - before).toBeLessThanOrEqual(1);
+      t.logs.push(...guarded.logs);
     } finally {
       await guarded.close();
     }
@@ -216,10 +197,10 @@ describe("key set", () => {
     const { publicKey, privateKey } = await generateKeyPair("RS256", { extractable: true });
     const { exportJWK } = await import("jose");
     const jwk = await exportJWK(publicKey);
-    const header = { jku: `${fx.sim.url}/attacker/jwks`, x5u: `${fx.sim.url}/attacker/cert`, jwk };
-    const res = await send(await fx.sim.oidc.sign({}, { privateKey, header, kid: "attacker" }));
+    const header = { jku: `${t.fx.sim.url}/attacker/jwks`, x5u: `${t.fx.sim.url}/attacker/cert`, jwk };
+    const res = await send(await t.fx.sim.oidc.sign({}, { privateKey, header, kid: "attacker" }));
     expect(res.status).toBe(401);
     expect(res.body).toEqual({ error: "invalid_oidc_token", reason: "kid_not_found" });
-    expect(fx.sim.requests.some((r) => r.path.startsWith("/attacker"))).toBe(false);
+    expect(t.fx.sim.requests.some((r) => r.path.startsWith("/attacker"))).toBe(false);
   });
 });

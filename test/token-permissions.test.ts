@@ -1,40 +1,23 @@
 // TOKEN_PERMISSIONS over HTTP: forms, rejection, and the intersection with what the installation holds.
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
-import { postJson, startBroker, type TestBroker } from "./support/broker.js";
-import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
+import { describe, expect, it } from "@jest/globals";
+import { postJson } from "./support/broker.js";
+import { brokerPerTest } from "./support/broker-per-test.js";
 
-let fx: TokenFixture;
-let broker: TestBroker;
-const allLogs: string[] = [];
 const secrets: string[] = [];
 
-beforeAll(async () => {
-  fx = await tokenFixture(); // installation: contents write, pull_requests write, issues read, metadata read
-});
-afterAll(async () => {
-  await fx.sim.close();
-  expectNoSecrets(allLogs, secrets);
-});
-beforeEach(async () => {
-  fx.sim.clearRequests();
-  broker = await startBroker({ ...fx.env });
-});
-afterEach(async () => {
-  allLogs.push(...broker.logs);
-  await broker.close();
-});
+const t = brokerPerTest({ secrets });
 
 async function exchangeWith(setting: string | undefined, oidcToken?: string) {
-  broker.env.TOKEN_PERMISSIONS = setting;
-  const token = oidcToken ?? (await fx.sim.oidc.sign());
+  t.broker.env.TOKEN_PERMISSIONS = setting;
+  const token = oidcToken ?? (await t.fx.sim.oidc.sign());
   secrets.push(token);
-  const res = await postJson(`${broker.url}/token`, { oidcToken: token, owner: "octo-org", repo: "app" });
+  const res = await postJson(`${t.broker.url}/token`, { oidcToken: token, owner: "octo-org", repo: "app" });
   if (typeof res.body?.token === "string") secrets.push(res.body.token);
   return res;
 }
 
-const mintedPermissions = (token: unknown) => fx.sim.tokens.get(token as string)?.permissions;
-const askedFor = () => (fx.sim.requests.find((r) => r.path.endsWith("/access_tokens"))?.body as { permissions?: unknown })?.permissions;
+const mintedPermissions = (token: unknown) => t.fx.sim.tokens.get(token as string)?.permissions;
+const askedFor = () => (t.fx.sim.requests.find((r) => r.path.endsWith("/access_tokens"))?.body as { permissions?: unknown })?.permissions;
 
 describe("TOKEN_PERMISSIONS forms", () => {
   it.each([

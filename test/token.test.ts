@@ -1,42 +1,23 @@
 // POST /token over HTTP, through the broker, to the loopback platform simulator.
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
-import { postJson, startBroker, type TestBroker } from "./support/broker.js";
+import { describe, expect, it } from "@jest/globals";
+import { postJson, startBroker } from "./support/broker.js";
 import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
+import { brokerPerTest } from "./support/broker-per-test.js";
 
-let fx: TokenFixture;
-let broker: TestBroker;
 const secrets: string[] = [];
-const allLogs: string[] = [];
 
-beforeAll(async () => {
-  fx = await tokenFixture();
-  secrets.push(fx.app.privateKeyPem);
-});
-afterAll(async () => {
-  await fx.sim.close();
-  expectNoSecrets(allLogs, secrets);
-});
-beforeEach(async () => {
-  fx.sim.clearRequests();
-  fx.sim.faults.clear();
-  fx.sim.oidc.keyEndpoint = "ok";
-  broker = await startBroker({ ...fx.env });
-});
-afterEach(async () => {
-  allLogs.push(...broker.logs);
-  await broker.close();
-});
+const t = brokerPerTest({ secrets });
 
 async function exchange(claims: Record<string, unknown> = {}, body: Record<string, unknown> = {}, signOptions?: Parameters<TokenFixture["sim"]["oidc"]["sign"]>[1]) {
-  const oidcToken = await fx.sim.oidc.sign(claims, signOptions);
+  const oidcToken = await t.fx.sim.oidc.sign(claims, signOptions);
   secrets.push(oidcToken);
-  const response = await postJson(`${broker.url}/token`, { oidcToken, owner: "octo-org", repo: "app", ...body });
+  const response = await postJson(`${t.broker.url}/token`, { oidcToken, owner: "octo-org", repo: "app", ...body });
   if (typeof response.body?.token === "string") secrets.push(response.body.token);
   return response;
 }
 
-const mints = () => fx.sim.requests.filter((r) => r.method === "POST" && /\/access_tokens$/.test(r.path));
-const lookups = () => fx.sim.requests.filter((r) => r.method === "GET" && /\/installation$/.test(r.path));
+const mints = () => t.fx.sim.requests.filter((r) => r.method === "POST" && /\/access_tokens$/.test(r.path));
+const lookups = () => t.fx.sim.requests.filter((r) => r.method === "GET" && /\/installation$/.test(r.path));
 
 describe("POST /token success", () => {
   it("mints a token scoped to the one repository with the default permissions", async () => {
@@ -44,20 +25,20 @@ describe("POST /token success", () => {
     expect(status).toBe(200);
     expect(Object.keys(body).sort()).toEqual(["expires_at", "repository", "token"]);
     expect(body.repository).toBe("octo-org/app");
-    const issued = fx.sim.tokens.get(body.token as string);
+    const issued = t.fx.sim.tokens.get(body.token as string);
     expect(issued).toBeDefined();
-    expect(issued!.installationId).toBe(fx.installationId);
+    expect(issued!.installationId).toBe(t.fx.installationId);
     expect(issued!.repositories).toEqual(["app"]);
     expect(issued!.permissions).toEqual({ contents: "write", pull_requests: "write" });
     expect(headers.get("content-type")).toMatch(/application\/json/);
     const [mint] = mints();
     expect(mint!.body).toEqual({ repositories: ["app"], permissions: { contents: "write", pull_requests: "write" } });
-    expect(mint!.auth).toEqual({ kind: "app", appId: String(fx.app.id) });
+    expect(mint!.auth).toEqual({ kind: "app", appId: String(t.fx.app.id) });
   });
 
   it("passes expires_at through unchanged from the platform", async () => {
     const { body } = await exchange();
-    const minted = fx.sim.tokens.get(body.token as string)!;
+    const minted = t.fx.sim.tokens.get(body.token as string)!;
     const platformText = (mints()[0] as unknown as { response?: { body?: { expires_at?: string } } }).response?.body?.expires_at;
     expect(body.expires_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
     expect(Date.parse(body.expires_at as string)).toBe(Math.floor(minted.expiresAt.getTime() / 1000) * 1000);
@@ -80,18 +61,18 @@ describe("POST /token success", () => {
     expect(answers.every((a) => a.status === 200)).toBe(true);
     expect(tokens.size).toBe(4);
     // A fresh broker: all four missed the App JWT cache together and shared one signature.
-    expect(broker.app.broker.appJwt.signedCount).toBe(1);
+    expect(t.broker.app.broker.appJwt.signedCount).toBe(1);
   });
 
   it("does not assume a token length (long stateless tokens pass through)", async () => {
-    fx.sim.longTokens = true;
+    t.fx.sim.longTokens = true;
     try {
       const { status, body } = await exchange();
       expect(status).toBe(200);
       expect((body.token as string).length).toBeGreaterThan(100);
-      expect(fx.sim.tokens.has(body.token as string)).toBe(true);
+      expect(t.fx.sim.tokens.has(body.token as string)).toBe(true);
     } finally {
-      fx.sim.longTokens = false;
+      t.fx.sim.longTokens = false;
     }
   });
 
@@ -109,13 +90,13 @@ describe("POST /token request validation", () => {
     ["not json", "{oidcToken:"],
     ["empty body", ""],
   ])("400 invalid_json for %s", async (_name, raw) => {
-    const res = await postJson(`${broker.url}/token`, raw);
+    const res = await postJson(`${t.broker.url}/token`, raw);
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ error: "invalid_json" });
   });
 
   it.each([["[]"], ['"text"'], ["null"], ["42"]])("400 invalid_request for the JSON value %s", async (raw) => {
-    const res = await postJson(`${broker.url}/token`, raw);
+    const res = await postJson(`${t.broker.url}/token`, raw);
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ error: "invalid_request" });
   });
@@ -125,34 +106,34 @@ describe("POST /token request validation", () => {
     const absent = { ...full };
     delete absent[field];
     for (const body of [absent, { ...full, [field]: "" }]) {
-      const res = await postJson(`${broker.url}/token`, body);
+      const res = await postJson(`${t.broker.url}/token`, body);
       expect(res.status).toBe(400);
       expect(res.body).toEqual({ error: "missing_required_fields" });
     }
   });
 
   it("400 invalid_request for a field of the wrong type", async () => {
-    const res = await postJson(`${broker.url}/token`, { oidcToken: 7, owner: "octo-org", repo: "app" });
+    const res = await postJson(`${t.broker.url}/token`, { oidcToken: 7, owner: "octo-org", repo: "app" });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ error: "invalid_request" });
   });
 
   it("does not let __proto__ keys stand in for fields", async () => {
-    const res = await postJson(`${broker.url}/token`, '{"__proto__":{"oidcToken":"a.b.c","owner":"o","repo":"r"}}');
+    const res = await postJson(`${t.broker.url}/token`, '{"__proto__":{"oidcToken":"a.b.c","owner":"o","repo":"r"}}');
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ error: "missing_required_fields" });
   });
 
   it("413 payload_too_large over 64 KiB", async () => {
-    const res = await postJson(`${broker.url}/token`, { oidcToken: "x".repeat(70 * 1024), owner: "o", repo: "r" });
+    const res = await postJson(`${t.broker.url}/token`, { oidcToken: "x".repeat(70 * 1024), owner: "o", repo: "r" });
     expect(res.status).toBe(413);
     expect(res.body).toEqual({ error: "payload_too_large" });
   });
 
   it("accepts a body sent without a JSON content type", async () => {
-    const oidcToken = await fx.sim.oidc.sign();
+    const oidcToken = await t.fx.sim.oidc.sign();
     secrets.push(oidcToken);
-    const response = await fetch(`${broker.url}/token`, { method: "POST", body: JSON.stringify({ oidcToken, owner: "octo-org", repo: "app" }) });
+    const response = await fetch(`${t.broker.url}/token`, { method: "POST", body: JSON.stringify({ oidcToken, owner: "octo-org", repo: "app" }) });
     const body = (await response.json()) as { token: string };
     secrets.push(body.token);
     expect(response.status).toBe(200);
@@ -174,7 +155,7 @@ describe("POST /token repository rules", () => {
     ["*", 403],
     ["OCTO-ORG/APP", 403],
   ])("ALLOWED_REPOSITORIES=%j → %i", async (list, status) => {
-    broker.env.ALLOWED_REPOSITORIES = list;
+    t.broker.env.ALLOWED_REPOSITORIES = list;
     const res = await exchange();
     expect(res.status).toBe(status);
     if (status === 403) expect(res.body).toEqual({ error: "repo_not_allowed" });
@@ -187,15 +168,15 @@ describe("POST /token repository rules", () => {
   });
 
   it("drops the cached installation when the mint answers 404", async () => {
-    const extra = fx.sim.addInstallation({ appId: fx.app.id, account: "gone-org", permissions: { contents: "write", metadata: "read" }, repositories: ["lib"] });
+    const extra = t.fx.sim.addInstallation({ appId: t.fx.app.id, account: "gone-org", permissions: { contents: "write", metadata: "read" }, repositories: ["lib"] });
     const claims = { repository: "gone-org/lib", repository_owner: "gone-org" };
     const body = { owner: "gone-org", repo: "lib" };
     expect((await exchange(claims, body)).status).toBe(200);
-    fx.sim.removeInstallation(extra);
+    t.fx.sim.removeInstallation(extra);
     const res = await exchange(claims, body);
     expect(res.status).toBe(404);
     expect(res.body).toEqual({ error: "app_not_installed" });
-    fx.sim.clearRequests();
+    t.fx.sim.clearRequests();
     expect((await exchange(claims, body)).status).toBe(404);
     expect(lookups()).toHaveLength(1);
   });
@@ -203,7 +184,7 @@ describe("POST /token repository rules", () => {
 
 describe("POST /token platform failures", () => {
   it("500 github_installation_lookup_failed when the lookup keeps failing", async () => {
-    fx.sim.faults.add({ method: "GET", path: /\/repos\/octo-org\/app\/installation$/, respond: { status: 500, body: { message: "Server Error" } } });
+    t.fx.sim.faults.add({ method: "GET", path: /\/repos\/octo-org\/app\/installation$/, respond: { status: 500, body: { message: "Server Error" } } });
     const res = await exchange();
     expect(res.status).toBe(500);
     expect(res.body).toEqual({ error: "github_installation_lookup_failed" });
@@ -215,27 +196,27 @@ describe("POST /token platform failures", () => {
     ["an object without id", { status: 200, body: { message: "hello" } }],
     ["a 401", { status: 401, body: { message: "Bad credentials" } }],
   ])("500 github_installation_lookup_failed for %s", async (_name, respond) => {
-    fx.sim.faults.add({ method: "GET", path: /\/installation$/, respond });
+    t.fx.sim.faults.add({ method: "GET", path: /\/installation$/, respond });
     const res = await exchange();
     expect(res.status).toBe(500);
     expect(res.body).toEqual({ error: "github_installation_lookup_failed" });
   });
 
   it("recovers after a transient 502 on the lookup", async () => {
-    fx.sim.faults.add({ method: "GET", path: /\/installation$/, times: 1, respond: { status: 502, body: { message: "Bad Gateway" } } });
+    t.fx.sim.faults.add({ method: "GET", path: /\/installation$/, times: 1, respond: { status: 502, body: { message: "Bad Gateway" } } });
     const res = await exchange();
     expect(res.status).toBe(200);
   });
 
   it("502 installation_token_failed when the mint keeps failing", async () => {
-    fx.sim.faults.add({ method: "POST", path: /\/access_tokens$/, respond: { status: 503, body: { message: "Service Unavailable" } } });
+    t.fx.sim.faults.add({ method: "POST", path: /\/access_tokens$/, respond: { status: 503, body: { message: "Service Unavailable" } } });
     const res = await exchange();
     expect(res.status).toBe(502);
     expect(res.body).toEqual({ error: "installation_token_failed" });
   });
 
   it("503 app_unconfigured when the App is not configured, after the token is verified", async () => {
-    delete broker.env.HOST_APP_ID;
+    delete t.broker.env.HOST_APP_ID;
     const res = await exchange();
     expect(res.status).toBe(503);
     expect(res.body).toEqual({ error: "app_unconfigured" });
@@ -245,7 +226,7 @@ describe("POST /token platform failures", () => {
   });
 
   it("503 app_unconfigured for an unreadable private key, without echoing it", async () => {
-    broker.env.HOST_APP_PRIVATE_KEY = "-----BEGIN RSA PRIVATE KEY-----\nnot-a-key\n-----END RSA PRIVATE KEY-----";
+    t.broker.env.HOST_APP_PRIVATE_KEY = "-----BEGIN RSA PRIVATE KEY-----\nnot-a-key\n-----END RSA PRIVATE KEY-----";
     const res = await exchange();
     expect(res.status).toBe(503);
     expect(res.body).toEqual({ error: "app_unconfigured" });
@@ -264,7 +245,7 @@ describe("POST /token App keys", () => {
         const oidcToken = await pkcs8.sim.oidc.sign();
         const res = await postJson(`${other.url}/token`, { oidcToken, owner: "octo-org", repo: "app" });
         expect(res.status).toBe(200);
-        allLogs.push(...other.logs);
+        t.logs.push(...other.logs);
       } finally {
         await other.close();
       }
@@ -274,8 +255,8 @@ describe("POST /token App keys", () => {
   });
 
   it("accepts a PKCS#1 key with literal \\n escapes", async () => {
-    expect(fx.app.privateKeyPem).toContain("BEGIN RSA PRIVATE KEY");
-    broker.env.HOST_APP_PRIVATE_KEY = fx.app.privateKeyPem.trim().split("\n").join("\\n");
+    expect(t.fx.app.privateKeyPem).toContain("BEGIN RSA PRIVATE KEY");
+    t.broker.env.HOST_APP_PRIVATE_KEY = t.fx.app.privateKeyPem.trim().split("\n").join("\\n");
     expect((await exchange()).status).toBe(200);
   });
 
@@ -283,18 +264,18 @@ describe("POST /token App keys", () => {
     await exchange();
     await exchange();
     await exchange();
-    expect(broker.app.broker.appJwt.signedCount).toBe(1);
+    expect(t.broker.app.broker.appJwt.signedCount).toBe(1);
   });
 });
 
 describe("POST /token audit log", () => {
   it("writes one audit line with the token's fingerprint, never the token", async () => {
     const { body } = await exchange();
-    const audit = broker.logs.map((l) => JSON.parse(l)).filter((l) => l.audit === "token_minted");
+    const audit = t.broker.logs.map((l) => JSON.parse(l)).filter((l) => l.audit === "token_minted");
     expect(audit).toHaveLength(1);
     const { createHash } = await import("node:crypto");
     expect(audit[0].token_sha256).toBe(`sha256:${createHash("sha256").update(body.token as string).digest("hex")}`);
-    expect(audit[0]).toMatchObject({ repository: "octo-org/app", installation_id: fx.installationId, actor: "octocat", sub: "repo:octo-org/app:ref:refs/heads/main" });
-    expectNoSecrets(broker.logs, [body.token as string]);
+    expect(audit[0]).toMatchObject({ repository: "octo-org/app", installation_id: t.fx.installationId, actor: "octocat", sub: "repo:octo-org/app:ref:refs/heads/main" });
+    expectNoSecrets(t.broker.logs, [body.token as string]);
   });
 });

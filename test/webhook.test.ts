@@ -1,49 +1,40 @@
 // POST /webhook over HTTP: signature over the raw bytes, event routing, and push → update-branch on
 // every open pull request of the pushed branch, through the simulator.
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
+import { afterEach, describe, expect, it } from "@jest/globals";
 import { randomUUID } from "node:crypto";
 import { startBroker, type TestBroker } from "./support/broker.js";
-import { expectNoSecrets, INSTALLED_PERMISSIONS, tokenFixture, type TokenFixture } from "./support/fixtures.js";
+import { INSTALLED_PERMISSIONS } from "./support/fixtures.js";
+import { brokerPerTest } from "./support/broker-per-test.js";
 import { signatureFor, verifySignature } from "../server/webhook/verify-signature.js";
 
 const SECRET = "webhook-secret-0123456789abcdef";
 const ACCOUNT = "hooks-org";
-let fx: TokenFixture;
 let installationId: number;
-let broker: TestBroker;
 let repoCounter = 0;
 const secrets: string[] = [SECRET];
-const allLogs: string[] = [];
 const extraBrokers: TestBroker[] = [];
 
-beforeAll(async () => {
-  fx = await tokenFixture();
-  installationId = fx.sim.addInstallation({ appId: fx.app.id, account: ACCOUNT, permissions: { ...INSTALLED_PERMISSIONS }, repositories: "all" });
-  secrets.push(fx.app.privateKeyPem);
+const t = brokerPerTest({
+  secrets,
+  env: { HOST_WEBHOOK_SECRET: SECRET, AUTO_UPDATE_BRANCHES: "true" },
+  setup: (fx) => {
+    installationId = fx.sim.addInstallation({ appId: fx.app.id, account: ACCOUNT, permissions: { ...INSTALLED_PERMISSIONS }, repositories: "all" });
+  },
 });
-afterAll(async () => {
-  await fx.sim.close();
-  expectNoSecrets(allLogs, secrets);
-});
-beforeEach(async () => {
-  fx.sim.clearRequests();
-  fx.sim.faults.clear();
-  broker = await startBroker({ ...fx.env, HOST_WEBHOOK_SECRET: SECRET, AUTO_UPDATE_BRANCHES: "true" });
-});
+// Extra brokers a test starts are closed after it, their logs kept with the rest.
 afterEach(async () => {
-  for (const b of [broker, ...extraBrokers.splice(0)]) {
-    allLogs.push(...b.logs);
+  for (const b of extraBrokers.splice(0)) {
+    t.logs.push(...b.logs);
     await b.close();
   }
-  for (const issued of fx.sim.tokens.keys()) if (!secrets.includes(issued)) secrets.push(issued);
 });
 
 /** A fresh repository with a `main` branch per test. */
 function freshRepo(): { name: string; repository: string } {
   const name = `repo-${++repoCounter}`;
   const repository = `${ACCOUNT}/${name}`;
-  fx.sim.repository(ACCOUNT, name);
-  fx.sim.git.createBranch(repository, "main");
+  t.fx.sim.repository(ACCOUNT, name);
+  t.fx.sim.git.createBranch(repository, "main");
   return { name, repository };
 }
 
@@ -78,7 +69,7 @@ async function deliver(payload: unknown, options: Delivery = {}) {
   if (event !== null) headers["x-github-event"] = event;
   const signature = options.signature === undefined ? signatureFor(options.secret ?? SECRET, raw) : options.signature;
   if (signature !== null) headers["x-hub-signature-256"] = signature;
-  const response = await fetch(`${options.url ?? broker.url}/webhook`, { method: "POST", headers, body: raw });
+  const response = await fetch(`${options.url ?? t.broker.url}/webhook`, { method: "POST", headers, body: raw });
   const text = await response.text();
   let body: Record<string, unknown> | undefined;
   try {
@@ -89,9 +80,9 @@ async function deliver(payload: unknown, options: Delivery = {}) {
   return { status: response.status, body };
 }
 
-const mints = () => fx.sim.requests.filter((r) => r.method === "POST" && /\/access_tokens$/.test(r.path));
-const listings = () => fx.sim.requests.filter((r) => r.method === "GET" && /\/pulls$/.test(r.path));
-const updates = () => fx.sim.requests.filter((r) => r.method === "PUT" && /\/update-branch$/.test(r.path));
+const mints = () => t.fx.sim.requests.filter((r) => r.method === "POST" && /\/access_tokens$/.test(r.path));
+const listings = () => t.fx.sim.requests.filter((r) => r.method === "GET" && /\/pulls$/.test(r.path));
+const updates = () => t.fx.sim.requests.filter((r) => r.method === "PUT" && /\/update-branch$/.test(r.path));
 
 describe("webhook signature", () => {
   it("matches the platform's published test vector", () => {
@@ -103,7 +94,7 @@ describe("webhook signature", () => {
   });
 
   it("accepts the test vector over HTTP (then finds the body is not JSON)", async () => {
-    broker.env.HOST_WEBHOOK_SECRET = "It's a Secret to Everybody";
+    t.broker.env.HOST_WEBHOOK_SECRET = "It's a Secret to Everybody";
     const signature = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17";
     expect(await deliver("Hello, World!", { signature })).toMatchObject({ status: 400, body: { error: "invalid_json" } });
     expect(await deliver("Hello, World!", { signature: signature.replace(/7$/, "8") })).toMatchObject({ status: 401, body: { error: "invalid_signature" } });
@@ -117,7 +108,7 @@ describe("webhook signature", () => {
     expect(altered).not.toBe(original);
     expect(await deliver(altered, { signature })).toMatchObject({ status: 401, body: { error: "invalid_signature" } });
     expect(await deliver(`${original} `, { signature })).toMatchObject({ status: 401, body: { error: "invalid_signature" } });
-    expect(fx.sim.requests).toHaveLength(0);
+    expect(t.fx.sim.requests).toHaveLength(0);
   });
 
   it.each<[string, string | null]>([
@@ -136,15 +127,15 @@ describe("webhook signature", () => {
   });
 
   it("answers 503 webhook_disabled when HOST_WEBHOOK_SECRET is unset, whatever was sent", async () => {
-    delete broker.env.HOST_WEBHOOK_SECRET;
+    delete t.broker.env.HOST_WEBHOOK_SECRET;
     expect(await deliver({ zen: "x" }, { event: "ping" })).toMatchObject({ status: 503, body: { error: "webhook_disabled" } });
     expect(await deliver("{not json", { signature: null })).toMatchObject({ status: 503, body: { error: "webhook_disabled" } });
-    broker.env.HOST_WEBHOOK_SECRET = "";
+    t.broker.env.HOST_WEBHOOK_SECRET = "";
     expect(await deliver({ zen: "x" }, { event: "ping", secret: "" })).toMatchObject({ status: 503, body: { error: "webhook_disabled" } });
   });
 
   it("answers 405 with Allow: POST to other methods", async () => {
-    const response = await fetch(`${broker.url}/webhook`, { method: "GET" });
+    const response = await fetch(`${t.broker.url}/webhook`, { method: "GET" });
     expect(response.status).toBe(405);
     expect(response.headers.get("allow")).toBe("POST");
     expect(await response.json()).toEqual({ error: "method_not_allowed" });
@@ -175,38 +166,38 @@ describe("webhook body and events", () => {
     const { status, body } = await deliver({ zen: "Keep it logically awesome.", hook_id: 1, hook: { type: "App" } }, { event: "ping" });
     expect(status).toBe(200);
     expect(body).toEqual({ ok: true, ignored: "ping" });
-    expect(fx.sim.requests).toHaveLength(0);
+    expect(t.fx.sim.requests).toHaveLength(0);
   });
 
   it.each(["pull_request", "installation", "check_run", "release"])("acknowledges %s as ignored", async (event) => {
     expect(await deliver({ action: "opened" }, { event })).toEqual({ status: 200, body: { ok: true, ignored: event } });
-    expect(fx.sim.requests).toHaveLength(0);
+    expect(t.fx.sim.requests).toHaveLength(0);
   });
 });
 
 describe("push with AUTO_UPDATE_BRANCHES off", () => {
   it.each([undefined, "", "enabled", "0", "false", "no", "off", "y", "truthy"])("is verified and nothing is done when the flag is %p", async (flag) => {
-    if (flag === undefined) delete broker.env.AUTO_UPDATE_BRANCHES;
-    else broker.env.AUTO_UPDATE_BRANCHES = flag;
+    if (flag === undefined) delete t.broker.env.AUTO_UPDATE_BRANCHES;
+    else t.broker.env.AUTO_UPDATE_BRANCHES = flag;
     const { repository } = freshRepo();
-    fx.sim.git.addPullRequest(repository, { base: "main" });
-    fx.sim.git.push(repository, "main");
+    t.fx.sim.git.addPullRequest(repository, { base: "main" });
+    t.fx.sim.git.push(repository, "main");
     expect(await deliver(pushPayload(repository))).toEqual({ status: 200, body: { ok: true, event: "push", skipped: "auto_update_disabled" } });
-    expect(fx.sim.requests).toHaveLength(0);
+    expect(t.fx.sim.requests).toHaveLength(0);
   });
 
   it("still refuses a bad signature", async () => {
-    delete broker.env.AUTO_UPDATE_BRANCHES;
+    delete t.broker.env.AUTO_UPDATE_BRANCHES;
     expect(await deliver(pushPayload("octo-org/app"), { secret: "wrong" })).toMatchObject({ status: 401, body: { error: "invalid_signature" } });
   });
 });
 
 describe("push with AUTO_UPDATE_BRANCHES on", () => {
   it.each(["1", "true", "TRUE", " yes ", "On"])("treats %p as on", async (flag) => {
-    broker.env.AUTO_UPDATE_BRANCHES = flag;
+    t.broker.env.AUTO_UPDATE_BRANCHES = flag;
     const { repository } = freshRepo();
-    const number = fx.sim.git.addPullRequest(repository, { base: "main" });
-    fx.sim.git.push(repository, "main");
+    const number = t.fx.sim.git.addPullRequest(repository, { base: "main" });
+    t.fx.sim.git.push(repository, "main");
     const { status, body } = await deliver(pushPayload(repository));
     expect(status).toBe(200);
     expect(body).toEqual({ ok: true, event: "push", repository, branch: "main", updated: [number], failed: [] });
@@ -214,17 +205,17 @@ describe("push with AUTO_UPDATE_BRANCHES on", () => {
 
   it("updates every open pull request on the pushed branch across pages; three 422s fail alone", async () => {
     const { name, repository } = freshRepo();
-    fx.sim.git.createBranch(repository, "develop", { from: "main" });
+    t.fx.sim.git.createBranch(repository, "develop", { from: "main" });
     const onMain: number[] = [];
-    for (let i = 0; i < 120; i += 1) onMain.push(fx.sim.git.addPullRequest(repository, { base: "main" }));
-    const onDevelop = fx.sim.git.addPullRequest(repository, { base: "develop" });
-    const closed = fx.sim.git.addPullRequest(repository, { base: "main", state: "closed" });
+    for (let i = 0; i < 120; i += 1) onMain.push(t.fx.sim.git.addPullRequest(repository, { base: "main" }));
+    const onDevelop = t.fx.sim.git.addPullRequest(repository, { base: "develop" });
+    const closed = t.fx.sim.git.addPullRequest(repository, { base: "main", state: "closed" });
     const [conflict, stale, behind] = [onMain[5]!, onMain[64]!, onMain[119]!];
-    fx.sim.git.failUpdateBranch(repository, conflict);
-    fx.sim.git.failUpdateBranch(repository, stale, "expected head sha didn't match current head ref.");
-    fx.sim.git.failUpdateBranch(repository, behind, "There are no new commits on the base branch.");
-    const headsBefore = new Map(onMain.map((n) => [n, fx.sim.git.pullRequest(repository, n).headSha]));
-    const newBase = fx.sim.git.push(repository, "main");
+    t.fx.sim.git.failUpdateBranch(repository, conflict);
+    t.fx.sim.git.failUpdateBranch(repository, stale, "expected head sha didn't match current head ref.");
+    t.fx.sim.git.failUpdateBranch(repository, behind, "There are no new commits on the base branch.");
+    const headsBefore = new Map(onMain.map((n) => [n, t.fx.sim.git.pullRequest(repository, n).headSha]));
+    const newBase = t.fx.sim.git.push(repository, "main");
 
     const { status, body } = await deliver(pushPayload(repository));
     expect(status).toBe(200);
@@ -253,17 +244,17 @@ describe("push with AUTO_UPDATE_BRANCHES on", () => {
       const number = Number(/pulls\/(\d+)\/update-branch$/.exec(call.path)![1]);
       expect(call.body).toEqual({ expected_head_sha: headsBefore.get(number) });
     }
-    expect(fx.sim.git.updateBranchCalls.map((c) => c.number)).not.toContain(onDevelop);
-    expect(fx.sim.git.updateBranchCalls.map((c) => c.number)).not.toContain(closed);
+    expect(t.fx.sim.git.updateBranchCalls.map((c) => c.number)).not.toContain(onDevelop);
+    expect(t.fx.sim.git.updateBranchCalls.map((c) => c.number)).not.toContain(closed);
     // The updated pull requests now contain the new base.
-    const updated = fx.sim.git.pullRequest(repository, onMain[0]!);
-    expect(fx.sim.git.commit(updated.headSha)!.parents).toContain(newBase);
-    expect(fx.sim.git.pullRequest(repository, conflict).headSha).toBe(headsBefore.get(conflict));
+    const updated = t.fx.sim.git.pullRequest(repository, onMain[0]!);
+    expect(t.fx.sim.git.commit(updated.headSha)!.parents).toContain(newBase);
+    expect(t.fx.sim.git.pullRequest(repository, conflict).headSha).toBe(headsBefore.get(conflict));
   });
 
   it("answers with empty lists when no pull request targets the branch", async () => {
     const { repository } = freshRepo();
-    fx.sim.git.createBranch(repository, "feature", { from: "main" });
+    t.fx.sim.git.createBranch(repository, "feature", { from: "main" });
     expect(await deliver(pushPayload(repository, { ref: "refs/heads/feature" }))).toEqual({
       status: 200,
       body: { ok: true, event: "push", repository, branch: "feature", updated: [], failed: [] },
@@ -274,14 +265,14 @@ describe("push with AUTO_UPDATE_BRANCHES on", () => {
   it("skips a tag push", async () => {
     const { repository } = freshRepo();
     expect(await deliver(pushPayload(repository, { ref: "refs/tags/v1.2.3" }))).toEqual({ status: 200, body: { ok: true, event: "push", skipped: "tag_push" } });
-    expect(fx.sim.requests).toHaveLength(0);
+    expect(t.fx.sim.requests).toHaveLength(0);
   });
 
   it("skips a branch deletion", async () => {
     const { repository } = freshRepo();
     const payload = pushPayload(repository, { ref: "refs/heads/gone", deleted: true, after: "0".repeat(40) });
     expect(await deliver(payload)).toEqual({ status: 200, body: { ok: true, event: "push", skipped: "branch_deleted" } });
-    expect(fx.sim.requests).toHaveLength(0);
+    expect(t.fx.sim.requests).toHaveLength(0);
   });
 
   it.each<[string, Record<string, unknown>]>([
@@ -292,20 +283,20 @@ describe("push with AUTO_UPDATE_BRANCHES on", () => {
   ])("answers 400 invalid_request to a push with %s", async (_label, overrides) => {
     const payload = JSON.parse(JSON.stringify(pushPayload("octo-org/app", overrides)));
     expect(await deliver(payload)).toMatchObject({ status: 400, body: { error: "invalid_request" } });
-    expect(fx.sim.requests).toHaveLength(0);
+    expect(t.fx.sim.requests).toHaveLength(0);
   });
 
   it("answers 503 app_unconfigured when the App is not configured", async () => {
-    delete broker.env.HOST_APP_PRIVATE_KEY;
+    delete t.broker.env.HOST_APP_PRIVATE_KEY;
     expect(await deliver(pushPayload("octo-org/app"))).toMatchObject({ status: 503, body: { error: "app_unconfigured" } });
   });
 
   it("answers 502 installation_token_failed when the mint fails, and acts on a later redelivery", async () => {
     const { repository } = freshRepo();
-    const number = fx.sim.git.addPullRequest(repository, { base: "main" });
-    fx.sim.git.push(repository, "main");
+    const number = t.fx.sim.git.addPullRequest(repository, { base: "main" });
+    t.fx.sim.git.push(repository, "main");
     const deliveryId = randomUUID();
-    fx.sim.faults.add({ method: "POST", path: /\/access_tokens$/, times: 1, respond: { status: 403, body: { message: "Forbidden" } } });
+    t.fx.sim.faults.add({ method: "POST", path: /\/access_tokens$/, times: 1, respond: { status: 403, body: { message: "Forbidden" } } });
     expect(await deliver(pushPayload(repository), { deliveryId })).toMatchObject({ status: 502, body: { error: "installation_token_failed" } });
     expect(await deliver(pushPayload(repository), { deliveryId })).toMatchObject({ status: 200, body: { updated: [number], failed: [] } });
   });
@@ -318,16 +309,16 @@ describe("push with AUTO_UPDATE_BRANCHES on", () => {
 
   it("answers 500 internal_error when the pull requests cannot be listed", async () => {
     const { repository } = freshRepo();
-    fx.sim.faults.add({ method: "GET", path: /\/pulls$/, respond: { status: 403, body: { message: "Resource not accessible by integration" } } });
+    t.fx.sim.faults.add({ method: "GET", path: /\/pulls$/, respond: { status: 403, body: { message: "Resource not accessible by integration" } } });
     expect(await deliver(pushPayload(repository))).toMatchObject({ status: 500, body: { error: "internal_error" } });
     expect(updates()).toHaveLength(0);
   });
 
   it("reports a platform error on one pull request and updates the others", async () => {
     const { repository } = freshRepo();
-    const [first, second, third] = [1, 2, 3].map(() => fx.sim.git.addPullRequest(repository, { base: "main" })) as [number, number, number];
-    fx.sim.git.push(repository, "main");
-    fx.sim.faults.add({ method: "PUT", path: `/repos/${repository}/pulls/${second}/update-branch`, respond: { status: 502, body: { message: "Server Error" } } });
+    const [first, second, third] = [1, 2, 3].map(() => t.fx.sim.git.addPullRequest(repository, { base: "main" })) as [number, number, number];
+    t.fx.sim.git.push(repository, "main");
+    t.fx.sim.faults.add({ method: "PUT", path: `/repos/${repository}/pulls/${second}/update-branch`, respond: { status: 502, body: { message: "Server Error" } } });
     const { status, body } = await deliver(pushPayload(repository));
     expect(status).toBe(200);
     expect(body).toMatchObject({ updated: [first, third], failed: [{ number: second, status: 502, error: "platform_error" }] });
@@ -337,11 +328,11 @@ describe("push with AUTO_UPDATE_BRANCHES on", () => {
 describe("push redelivery", () => {
   it("acknowledges a redelivery of the same X-GitHub-Delivery without acting twice", async () => {
     const { repository } = freshRepo();
-    const number = fx.sim.git.addPullRequest(repository, { base: "main" });
-    fx.sim.git.push(repository, "main");
+    const number = t.fx.sim.git.addPullRequest(repository, { base: "main" });
+    t.fx.sim.git.push(repository, "main");
     const deliveryId = randomUUID();
     expect(await deliver(pushPayload(repository), { deliveryId })).toMatchObject({ status: 200, body: { updated: [number] } });
-    fx.sim.git.push(repository, "main");
+    t.fx.sim.git.push(repository, "main");
     expect(await deliver(pushPayload(repository), { deliveryId })).toEqual({
       status: 200,
       body: { ok: true, event: "push", skipped: "duplicate_delivery", duplicate: true },
@@ -353,12 +344,12 @@ describe("push redelivery", () => {
   });
 
   it("acts once across broker instances sharing LEGACY_QUOTA_KV (Redis)", async () => {
-    broker.env.LEGACY_QUOTA_KV = "redis://127.0.0.1:6379";
-    const other = await startBroker({ ...broker.env });
+    t.broker.env.LEGACY_QUOTA_KV = "redis://127.0.0.1:6379";
+    const other = await startBroker({ ...t.broker.env });
     extraBrokers.push(other);
     const { repository } = freshRepo();
-    const number = fx.sim.git.addPullRequest(repository, { base: "main" });
-    fx.sim.git.push(repository, "main");
+    const number = t.fx.sim.git.addPullRequest(repository, { base: "main" });
+    t.fx.sim.git.push(repository, "main");
     const deliveryId = randomUUID();
     expect(await deliver(pushPayload(repository), { deliveryId })).toMatchObject({ status: 200, body: { updated: [number] } });
     expect(await deliver(pushPayload(repository), { deliveryId, url: other.url })).toMatchObject({ status: 200, body: { skipped: "duplicate_delivery", duplicate: true } });
@@ -367,8 +358,8 @@ describe("push redelivery", () => {
 
   it("acts once when two copies arrive at the same time", async () => {
     const { repository } = freshRepo();
-    fx.sim.git.addPullRequest(repository, { base: "main" });
-    fx.sim.git.push(repository, "main");
+    t.fx.sim.git.addPullRequest(repository, { base: "main" });
+    t.fx.sim.git.push(repository, "main");
     const deliveryId = randomUUID();
     const answers = await Promise.all([deliver(pushPayload(repository), { deliveryId }), deliver(pushPayload(repository), { deliveryId })]);
     expect(answers.map((a) => a.status)).toEqual([200, 200]);
