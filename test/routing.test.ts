@@ -1,4 +1,5 @@
 // Routing: unknown paths, wrong methods (with Allow), and routes not yet enabled.
+import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startBroker, type TestBroker } from "./support/broker.js";
 
@@ -52,6 +53,20 @@ describe("routing", () => {
     const res = await fetch(`${broker.url}/token`, { method: "POST", body: JSON.stringify({ oidcToken: "a.b.c", owner: "o", repo: "r" }) });
     expect(res.status).toBe(401);
     expect(await res.json()).toEqual({ error: "invalid_oidc_token", reason: "malformed_token" });
+  });
+
+  it.each(["BREW", "GET /token HTTP/1.1"])("answers 400 invalid_request in JSON to a request Node's parser rejects (%j)", async (method) => {
+    const { port } = new URL(broker.url);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), "127.0.0.1", () => socket.write(`${method} /token HTTP/1.1\r\nHost: x\r\n\r\n`));
+      let text = "";
+      socket.on("data", (chunk) => (text += String(chunk)));
+      socket.on("close", () => resolve(text));
+      socket.on("error", reject);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    expect(answer).toMatch(/content-type: application\/json/i);
+    expect(answer.split("\r\n\r\n")[1]).toBe('{"error":"invalid_request"}');
   });
 
   it("discloses no framework header", async () => {
