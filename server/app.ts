@@ -1,5 +1,7 @@
+import type { RequestListener } from "node:http";
 import express, { type Express } from "express";
 import { createContext, type BrokerContext, type BrokerDeps } from "./context.js";
+import { createRequestListener } from "./http/direct-route.js";
 import { errorHandler, notFound, onlyMethod } from "./http/errors.js";
 import { jsonObjectBody, KIB } from "./http/json-body.js";
 import { requestLog } from "./http/request-log.js";
@@ -11,6 +13,8 @@ import { webhookRoute } from "./routes/webhook.js";
 export type BrokerApp = Express & {
   /** The injected parts, for scripts and tests that need to look inside (e.g. counters). */
   broker: BrokerContext;
+  /** What the HTTP server calls: POST /token directly, everything else through Express. */
+  listener: RequestListener;
   /** Closes key-value store connections. */
   close(): Promise<void>;
 };
@@ -28,13 +32,17 @@ export function createApp(deps: BrokerDeps = {}): BrokerApp {
   app.set("strict routing", true);
   app.set("query parser", false); // no route reads a query string
 
-  app.use(requestLog(ctx.log, ctx.now));
-  app.all("/token", onlyMethod("POST"), jsonObjectBody(64 * KIB), tokenRoute(ctx));
+  const log = requestLog(ctx.log, ctx.now);
+  const token = [onlyMethod("POST"), jsonObjectBody(64 * KIB), tokenRoute(ctx)];
+  const onError = errorHandler(ctx.log);
+  app.use(log);
+  app.all("/token", ...token);
   app.all("/sign", onlyMethod("POST"), ...signRoute(ctx));
   app.all("/releases", onlyMethod("GET"), ...releasesRoute(ctx));
   app.all("/webhook", onlyMethod("POST"), ...webhookRoute(ctx));
   app.use(notFound);
-  app.use(errorHandler(ctx.log));
+  app.use(onError);
 
-  return Object.assign(app, { broker: ctx, close: () => ctx.close() });
+  const listener = createRequestListener(app, { path: "/token", handlers: [log, ...token], onError });
+  return Object.assign(app, { broker: ctx, listener, close: () => ctx.close() });
 }

@@ -69,6 +69,37 @@ describe("routing", () => {
     expect(answer.split("\r\n\r\n")[1]).toBe('{"error":"invalid_request"}');
   });
 
+  // POST /token runs its handler chain without Express (server/http/direct-route.ts); a request
+  // target with a query string still goes through Express's router to the same chain.
+  it.each([
+    ["malformed JSON", "{", {}],
+    ["a JSON array", "[]", {}],
+    ["missing fields", "{}", {}],
+    ["a malformed OIDC token", JSON.stringify({ oidcToken: "a.b.c", owner: "o", repo: "r" }), {}],
+    ["a compressed body", "{}", { "content-encoding": "gzip" }],
+    ["a body over 64 KiB", JSON.stringify({ oidcToken: "x".repeat(70_000) }), {}],
+  ])("answers POST /token with %s the same directly and through Express", async (_name, body, headers) => {
+    const answers = [];
+    for (const path of ["/token", "/token?via=express"]) {
+      const before = broker.logs.length;
+      const res = await fetch(`${broker.url}${path}`, { method: "POST", body, headers: { "content-type": "application/json", ...headers } });
+      const text = await res.text();
+      const line = broker.logs.slice(before).map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === "request");
+      expect(res.headers.get("x-request-id")).toBe(line?.request_id);
+      answers.push({
+        status: res.status,
+        body: text,
+        type: res.headers.get("content-type"),
+        length: res.headers.get("content-length"),
+        connection: res.headers.get("connection"),
+        log: { method: line?.method, route: line?.route, status: line?.status, code: line?.code },
+      });
+    }
+    expect(answers[0]!.status).toBeGreaterThanOrEqual(400);
+    expect(answers[0]!.log.route).toBe("/token");
+    expect(answers[1]).toEqual(answers[0]);
+  });
+
   it("discloses no framework header", async () => {
     const res = await fetch(`${broker.url}/nope`);
     expect(res.headers.get("x-powered-by")).toBeNull();

@@ -1,6 +1,5 @@
-import type { Server } from "node:http";
+import { createServer, type RequestListener, type Server } from "node:http";
 import type { Socket } from "node:net";
-import type { Express } from "express";
 import { BrokerError } from "../../shared/broker-error.js";
 
 /**
@@ -8,8 +7,10 @@ import { BrokerError } from "../../shared/broker-error.js";
  * (an unknown method, a malformed request line, oversized headers) with the spec's JSON body, not
  * Node's bare `400 Bad Request`.
  */
-export function serve(app: Express, port: number, host: string | undefined, onListening: () => void): Server {
-  const server = host === undefined ? app.listen(port, onListening) : app.listen(port, host, onListening);
+export function serve(app: { listener: RequestListener }, port: number, host: string | undefined, onListening: () => void): Server {
+  const server = createServer(app.listener);
+  if (host === undefined) server.listen(port, onListening);
+  else server.listen(port, host, onListening);
   server.on("clientError", (error: NodeJS.ErrnoException, socket: Socket) => {
     if (!socket.writable || (error as { code?: string }).code === "ECONNRESET") {
       socket.destroy();
