@@ -22,13 +22,6 @@ const server = serve(app, port, undefined, () => {
 server.keepAliveTimeout = 65_000;
 
 let stopping = false;
-// While stopping, a connection whose response has finished is idle: close it at once, or a
-// keep-alive client would hold the server open until its keep-alive timeout.
-server.on("request", (_req, res) => {
-  res.on("finish", () => {
-    if (stopping) setImmediate(() => server.closeIdleConnections());
-  });
-});
 function shutdown(signal: string) {
   if (stopping) return;
   stopping = true;
@@ -38,7 +31,13 @@ function shutdown(signal: string) {
     process.exit(1);
   }, 9_000);
   force.unref();
+  // A keep-alive connection whose response has finished is idle: close it at once, or a client
+  // would hold the server open until its keep-alive timeout. Swept while stopping, so requests
+  // pay nothing for it the rest of the time.
+  const sweep = setInterval(() => server.closeIdleConnections(), 50);
+  sweep.unref();
   server.close(() => {
+    clearInterval(sweep);
     void app.close().finally(() => process.exit(0));
   });
   server.closeIdleConnections();
