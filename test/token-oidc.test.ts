@@ -99,10 +99,25 @@ describe("reason words", () => {
   });
 
   it.each([
+    ["no aud", { aud: undefined }],
+    ["an aud array without an accepted audience", { aud: ["https://github.com/octo-org", "sts.amazonaws.com"] }],
+  ])("audience_mismatch for %s", async (_name, claims) => {
+    await expectReason(await t.fx.sim.oidc.sign(claims as Record<string, unknown>), "audience_mismatch");
+  });
+
+  it("malformed_token for a payload that is not UTF-8, signed or not", async () => {
+    const [h, , s] = (await t.fx.sim.oidc.sign()).split(".");
+    await expectReason(`${h}.${Buffer.from([0x7b, 0xff, 0xfe, 0x7d]).toString("base64url")}.${s}`, "malformed_token");
+  });
+
+  it.each([
     ["no repository claim", { repository: undefined }],
     ["a repository claim that is not owner/name", { repository: "octo-org" }],
     ["a numeric repository claim", { repository: 123 }],
     ["no exp", { exp: undefined }],
+    ["no iat", { iat: undefined }],
+    ["an exp that is a string", { exp: "2030-01-01T00:00:00Z" }],
+    ["an nbf that is a string", { nbf: "now" }],
   ])("claim_invalid for %s", async (_name, claims) => {
     await expectReason(await t.fx.sim.oidc.sign(claims as Record<string, unknown>), "claim_invalid");
   });
