@@ -112,6 +112,7 @@ async function round(target, sim, tokens, options) {
   return { ...run, cpuMs: after.cpuMs - before.cpuMs, rssMb: after.rssMb, stats };
 }
 
+const ROUNDS = Number(process.env.BENCH_ROUNDS || 5);
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
 /** Totals over a target's rounds. */
@@ -157,13 +158,15 @@ export async function run(options = {}) {
   const broker = await startBroker(ready.env);
   const floor = await startFloor(ready.floor);
   try {
-    // Rounds alternate broker and floor, so drift in the machine's other load or in the simulator
-    // falls on both alike; the ratio is the median of the per-round ratios.
+    // Rounds alternate broker and floor (and which of the two goes first), so drift in the
+    // machine's other load or in the simulator falls on both alike; the ratio is the median of the
+    // per-round ratios. This shared 2-core machine moves single rounds by ±0.2: five short pairs
+    // give a steadier median than three long ones for the same 15 s per target.
     const warm = { broker: await warmUp(broker, ready.tokens, connections), floor: await warmUp(floor, ready.tokens, connections) };
     const rounds = { broker: [], floor: [] };
-    const ROUNDS = 3;
+    const pair = [["broker", broker], ["floor", floor]];
     for (let i = 0; i < ROUNDS; i += 1) {
-      for (const [name, target] of [["broker", broker], ["floor", floor]]) {
+      for (const [name, target] of i % 2 === 0 ? pair : [...pair].reverse()) {
         rounds[name].push(await round(target, sim, ready.tokens, { seconds: seconds / ROUNDS, connections }));
       }
     }
@@ -171,22 +174,22 @@ export async function run(options = {}) {
     const f = summarise(rounds.floor, warm.floor);
     const ratio = median(rounds.broker.map((r, i) => r.rps / rounds.floor[i].rps));
     const n = (x, d = 1) => x.toFixed(d);
-    const pair = (x, y) => `${x} / ${y}`;
+    const both = (x, y) => `${x} / ${y}`;
     const info = (metric, value) => ({ metric, value, target: "", ok: null });
     const growth = b.rssAfter - b.rssBefore;
     return [
-      info(`${seconds} s per target in 3 alternating rounds, ${connections} connections; values are broker / floor`, ""),
-      info("requests/s (median round)", pair(n(b.rps, 0), n(f.rps, 0))),
+      info(`${seconds} s per target in ${ROUNDS} alternating rounds, ${connections} connections; values are broker / floor`, ""),
+      info("requests/s (median round)", both(n(b.rps, 0), n(f.rps, 0))),
       info("broker ÷ floor per round", rounds.broker.map((r, i) => n(r.rps / rounds.floor[i].rps, 2)).join(", ")),
       { metric: "throughput: broker ÷ floor (median round)", value: n(ratio, 2), target: "≥ 0.75", ok: ratio >= 0.75 },
-      info("latency p50 / p99 (ms, median round)", pair(`${n(b.p50)}/${n(b.p99)}`, `${n(f.p50)}/${n(f.p99)}`)),
-      info("answers 2xx / other", pair(`${b.ok}/${b.failed}`, `${f.ok}/${f.failed}`)),
-      info("CPU ms per request", pair(n(b.cpuPerRequest, 3), n(f.cpuPerRequest, 3))),
+      info("latency p50 / p99 (ms, median round)", both(`${n(b.p50)}/${n(b.p99)}`, `${n(f.p50)}/${n(f.p99)}`)),
+      info("answers 2xx / other", both(`${b.ok}/${b.failed}`, `${f.ok}/${f.failed}`)),
+      info("CPU ms per request", both(n(b.cpuPerRequest, 3), n(f.cpuPerRequest, 3))),
       { metric: "upstream requests per exchange (broker)", value: n(b.upstreamPerExchange, 3), target: "1", ok: Math.abs(b.upstreamPerExchange - 1) < 0.001 },
       info("upstream requests other than mints (broker)", String(b.otherUpstream)),
       info("App JWTs signed / JWKS fetches during the run (broker)", `${b.appJwts} / ${b.jwks}`),
-      info("RSS at start (MB)", pair(n(b.rssStart), n(f.rssStart))),
-      info("RSS after warm-up → after the rounds (MB)", pair(`${n(b.rssBefore)}→${n(b.rssAfter)}`, `${n(f.rssBefore)}→${n(f.rssAfter)}`)),
+      info("RSS at start (MB)", both(n(b.rssStart), n(f.rssStart))),
+      info("RSS after warm-up → after the rounds (MB)", both(`${n(b.rssBefore)}→${n(b.rssAfter)}`, `${n(f.rssBefore)}→${n(f.rssAfter)}`)),
       { metric: "broker RSS growth during the rounds (MB)", value: n(growth), target: "< 30", ok: growth < 30 },
     ];
   } finally {
