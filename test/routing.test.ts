@@ -100,6 +100,32 @@ describe("routing", () => {
     expect(answers[1]).toEqual(answers[0]);
   });
 
+  it("answers an unexpected failure on POST /token with a bare 500 internal_error, directly and through Express", async () => {
+    // An environment whose read throws: a failure no BrokerError describes.
+    const env = new Proxy({} as Record<string, string | undefined>, {
+      get: (_target, name) => {
+        if (name === "TOKEN_PERMISSIONS") throw new TypeError("environment unreadable: internal detail");
+        return undefined;
+      },
+    });
+    const failing = await startBroker(env);
+    try {
+      for (const path of ["/token", "/token?via=express"]) {
+        const before = failing.logs.length;
+        const res = await fetch(`${failing.url}${path}`, { method: "POST", body: JSON.stringify({ oidcToken: "a.b.c", owner: "o", repo: "r" }) });
+        expect(res.status).toBe(500);
+        expect(await res.text()).toBe('{"error":"internal_error"}');
+        const lines = failing.logs.slice(before).map((l) => JSON.parse(l) as Record<string, unknown>);
+        const requestId = res.headers.get("x-request-id");
+        expect(lines.find((l) => l.msg === "unhandled error")).toMatchObject({ route: "/token", request_id: requestId });
+        expect(lines.find((l) => l.msg === "request")).toMatchObject({ route: "/token", status: 500, code: "internal_error", request_id: requestId });
+      }
+      expect((await fetch(`${failing.url}/nope`)).status).toBe(404);
+    } finally {
+      await failing.close();
+    }
+  });
+
   it("discloses no framework header", async () => {
     const res = await fetch(`${broker.url}/nope`);
     expect(res.headers.get("x-powered-by")).toBeNull();
