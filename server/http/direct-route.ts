@@ -15,7 +15,7 @@ export interface DirectRoute {
  * goes to Express. Express's per-request set-up (swapping the prototypes of `req` and `res`, the
  * router's layer walk, a final handler per request) held /token, the route every release job
  * calls, to 0.62 of the floor's throughput in `npm run bench -- token`; without it, 0.72 to 0.76
- * in the same conditions (a bare Express app answered ~6x fewer requests per CPU second than a
+ * in the same conditions (a bare Express app spent about 7x the CPU per request of a
  * bare node:http handler on this machine). The handlers are the same functions Express runs for
  * that route, so the answers are the same; they read only Node's request and response plus the
  * two things Express would have added, `req.path` and `res.locals`.
