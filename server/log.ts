@@ -1,16 +1,13 @@
 import { createHash } from "node:crypto";
 import { pino, type Logger, type DestinationStream } from "pino";
+import { createTurnWriter } from "./log-destination.js";
 
 export type { Logger };
 
 /**
  * Structured JSON logs. Nothing secret is ever passed to the logger; the redact list is a second
- * line of defence for field names that could carry one.
- *
- * By default each line is written to stdout synchronously: an audit line reaches the OS before the
- * token it names is sent, so a crash cannot lose it, and a line costs one write(2) on the event
- * loop instead of a round trip through libuv's thread pool (pino's default asynchronous writer),
- * where it would queue behind the OIDC signature checks that WebCrypto runs there.
+ * line of defence for field names that could carry one. By default lines go to stdout, one write
+ * per event-loop turn (see log-destination.ts).
  */
 export function createLogger(options: { level?: string; destination?: DestinationStream } = {}): Logger {
   return pino(
@@ -23,7 +20,7 @@ export function createLogger(options: { level?: string; destination?: Destinatio
         censor: "[redacted]",
       },
     },
-    options.destination ?? pino.destination({ dest: 1, sync: true }),
+    options.destination ?? createTurnWriter(),
   );
 }
 

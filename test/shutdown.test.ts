@@ -32,5 +32,10 @@ it("finishes a request in flight, refuses new ones, and exits 0 within 10 s", as
   expect(await exited).toBe(0);
   expect(Date.now() - signalledAt).toBeLessThan(10_000);
   fx.sim.latencyMs = 0;
+  // Every line reached stdout before the process exited: the in-flight request's own lines too.
+  const entries = broker.lines.map((line) => JSON.parse(line) as { msg?: string; status?: number });
+  expect(entries.filter((e) => e.msg === "installation token minted")).toHaveLength(2);
+  expect(entries.filter((e) => e.msg === "request" && e.status === 200)).toHaveLength(2);
+  expect(entries.some((e) => e.msg?.startsWith("shutting down"))).toBe(true);
   expectNoSecrets(broker.lines, [oidcToken, answer.body.token as string, fx.app.privateKeyPem]);
 });
