@@ -1,5 +1,5 @@
 import { RequestError } from "@octokit/request-error";
-import { API_VERSION, fetchWithTimeout } from "./platform-request.js";
+import { API_VERSION, fetchText } from "./platform-request.js";
 
 export interface PlatformCall {
   method: "GET" | "POST" | "DELETE";
@@ -26,7 +26,6 @@ export type PlatformClient = (call: PlatformCall) => Promise<PlatformAnswer>;
  * mapping treat every platform call alike; a network error or timeout has no response, as in Octokit.
  */
 export function createPlatformClient(options: { apiBase: string; fetch: typeof fetch; timeoutMs: number }): PlatformClient {
-  const timed = fetchWithTimeout(options.fetch, options.timeoutMs);
   return async ({ method, path, bearer, body }) => {
     const url = `${options.apiBase}${path}`;
     const request = { method, url, headers: {} };
@@ -40,8 +39,8 @@ export function createPlatformClient(options: { apiBase: string; fetch: typeof f
     let response: Response;
     let text: string;
     try {
-      response = await timed(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: "error" });
-      text = await response.text();
+      const init: RequestInit = { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: "error" };
+      ({ response, text } = await fetchText(options.fetch, options.timeoutMs, url, init));
     } catch (error) {
       throw new RequestError(error instanceof Error ? error.message : "request failed", 500, { request, cause: error });
     }
@@ -51,27 +50,37 @@ export function createPlatformClient(options: { apiBase: string; fetch: typeof f
     } catch {
       // Not JSON: the caller sees the text and judges the shape.
     }
-    const headersOf = () => {
-      const copy: Record<string, string> = {};
-      response.headers.forEach((value, name) => {
-        copy[name] = value;
-      });
-      return copy;
-    };
     if (response.status >= 400) {
       const message = (data as { message?: unknown } | undefined)?.message;
       throw new RequestError(typeof message === "string" ? message : `HTTP ${response.status}`, response.status, {
         request,
-        response: { status: response.status, url, headers: headersOf(), data },
+        response: { status: response.status, url, headers: copyHeaders(response.headers), data },
       });
     }
-    // Copied only if a caller reads them (the hot path does not).
-    return {
-      status: response.status,
-      get headers() {
-        return headersOf();
-      },
-      data,
-    };
+    return new Answer(response.status, response.headers, data);
   };
+}
+
+/** A success; its headers are copied only if a caller reads them (the hot path does not). */
+class Answer implements PlatformAnswer {
+  #raw: Headers;
+  #copy: Record<string, string> | undefined;
+  constructor(
+    readonly status: number,
+    raw: Headers,
+    readonly data: unknown,
+  ) {
+    this.#raw = raw;
+  }
+  get headers(): Record<string, string> {
+    return (this.#copy ??= copyHeaders(this.#raw));
+  }
+}
+
+function copyHeaders(headers: Headers): Record<string, string> {
+  const copy: Record<string, string> = {};
+  headers.forEach((value, name) => {
+    copy[name] = value;
+  });
+  return copy;
 }

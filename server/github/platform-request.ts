@@ -13,23 +13,31 @@ export interface PlatformRequestOptions {
 export const API_VERSION = "2022-11-28";
 
 /**
- * A fetch that gives up after `timeoutMs`, the body included: the body is read once under the
+ * One fetch that gives up after `timeoutMs`, the body included: the body is read as text under the
  * timer, which is then cleared. (`AbortSignal.timeout()` would keep every request and response
- * reachable, through undici's abort listener, until it fired many seconds later.) The caller gets
- * the buffered answer in the part of the Response shape Octokit and we read — status, url,
- * headers, text(), json(), arrayBuffer(), and a body stream made only if asked for.
+ * reachable, through undici's abort listener, until it fired many seconds later.)
+ */
+export async function fetchText(fetchImpl: typeof fetch, timeoutMs: number, input: string | URL | Request, init?: RequestInit): Promise<{ response: Response; text: string }> {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new Error(`upstream timeout after ${timeoutMs} ms`)), timeoutMs);
+  const signal = init?.signal ? AbortSignal.any([init.signal, controller.signal]) : controller.signal;
+  try {
+    const response = await fetchImpl(input, { ...init, signal });
+    return { response, text: await response.text() };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * `fetchText` in fetch's shape, for Octokit and the key-set fetches: the buffered answer in the
+ * part of the Response shape they read — status, url, headers, text(), json(), arrayBuffer(), and
+ * a body stream made only if asked for.
  */
 export function fetchWithTimeout(fetchImpl: typeof fetch, timeoutMs: number): typeof fetch {
   return async (input, init) => {
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(new Error(`upstream timeout after ${timeoutMs} ms`)), timeoutMs);
-    const signal = init?.signal ? AbortSignal.any([init.signal, controller.signal]) : controller.signal;
-    try {
-      const response = await fetchImpl(input, { ...init, signal });
-      return bufferedResponse(response, await response.text());
-    } finally {
-      clearTimeout(timer);
-    }
+    const { response, text } = await fetchText(fetchImpl, timeoutMs, input, init);
+    return bufferedResponse(response, text);
   };
 }
 
