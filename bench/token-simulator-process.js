@@ -34,6 +34,8 @@ process.on("message", (message) => {
   if (message === "reset") {
     sim.clearRequests();
     sim.tokens.clear();
+    // What the last round left behind is collected now, not during the next target's round.
+    globalThis.gc?.();
     process.send({ type: "reset" });
   }
   if (message === "exit") void sim.close().then(() => process.exit(0));

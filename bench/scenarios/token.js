@@ -104,7 +104,10 @@ async function load(url, tokens, { seconds, connections }) {
 async function round(target, sim, tokens, options) {
   // Requests still in flight when the previous round stopped land within moments: let them.
   await new Promise((resolve) => setTimeout(resolve, 500));
+  // The simulator and this process (autocannon) collect the previous round's garbage now, so it
+  // is not collected during this round: each round is measured apart from the one before it.
   await ask(sim, "reset", "reset");
+  globalThis.gc?.();
   const before = processTimes(target.child.pid);
   const run = await load(target.url, tokens, options);
   const after = processTimes(target.child.pid);
@@ -153,7 +156,7 @@ async function warmUp(target, tokens, connections) {
 export async function run(options = {}) {
   const seconds = Number(process.env.BENCH_SECONDS || options.seconds || 15);
   const connections = Number(options.connections || 64);
-  const sim = fork(here("../token-simulator-process.js"), [], { stdio: "inherit" });
+  const sim = fork(here("../token-simulator-process.js"), [], { stdio: "inherit", execArgv: ["--expose-gc"] });
   const ready = await ask(sim, null, "ready");
   const broker = await startBroker(ready.env);
   const floor = await startFloor(ready.floor);
