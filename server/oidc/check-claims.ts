@@ -13,18 +13,18 @@ export interface ClaimRules {
   nowSeconds: number;
 }
 
-/**
- * The claims of a signature-checked OIDC token, judged in the order jose's `jwtVerify` judges them
- * (RFC 7519 §4.1), plus the broker's own rules: `exp` and `iat` required, a 60 s clock tolerance
- * on `exp`, `nbf` and `iat`, and a `repository` claim of the form owner/name.
- * Returns the first rule broken, or null when the claims are acceptable.
- */
 export interface BrokenRule {
   reason: OidcReason;
   /** The claim that broke it (for the log, never the answer). */
   claim: string;
 }
 
+/**
+ * The claims of a signature-checked OIDC token, judged in the order jose's `jwtVerify` judges them
+ * (RFC 7519 §4.1), plus the broker's own rules: `exp` and `iat` required, a 60 s clock tolerance
+ * on `exp`, `nbf` and `iat`, and a `repository` claim of the form owner/name.
+ * Returns the first rule broken, or null when the claims are acceptable.
+ */
 export function checkClaims(claims: Record<string, unknown>, rules: ClaimRules): BrokenRule | null {
   const broken = (reason: OidcReason, claim: string): BrokenRule => ({ reason, claim });
   if (!Object.hasOwn(claims, "iss")) return broken("issuer_mismatch", "iss");
