@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "@jest/globals";
 import { expectNoSecrets } from "./support/fixtures.js";
 import { brokerPerTest } from "./support/broker-per-test.js";
-import { DEFAULT_SHA } from "./support/simulator/index.js";
+import { runnerJobEnv } from "./support/runner-env.js";
 import { ACTION_YML, actionInputs, runStep, type StepResult } from "./support/action-runner.js";
 import { closedPortUrl, startStubServer, type StubServer } from "./support/action-stub-server.js";
 
@@ -18,13 +18,7 @@ afterEach(async () => {
 });
 
 const jobEnv = () => ({
-  GITHUB_REPOSITORY: "octo-org/app",
-  GITHUB_REF: "refs/heads/main",
-  GITHUB_RUN_ID: "4242",
-  GITHUB_SHA: DEFAULT_SHA,
-  GITHUB_API_URL: t.fx.sim.apiBase,
-  ACTIONS_ID_TOKEN_REQUEST_URL: t.fx.sim.actions.requestUrl,
-  ACTIONS_ID_TOKEN_REQUEST_TOKEN: t.fx.sim.actions.requestToken,
+  ...runnerJobEnv(t.fx.sim),
   // Operator/test tuning of the backoff base (see action/main.ts): keeps the retry test quick.
   TOKENSMITH_RETRY_BASE_MS: "10",
 });

@@ -9,6 +9,7 @@ import { brokerPerTest } from "./support/broker-per-test.js";
 import { expectNoSecrets } from "./support/fixtures.js";
 import { DEFAULT_SHA } from "./support/simulator/index.js";
 import { recordingToolkit, type RecordingToolkit } from "./support/action-toolkit.js";
+import { runnerJobEnv } from "./support/runner-env.js";
 import { closedPortUrl, startStubServer, type StubServer } from "./support/action-stub-server.js";
 
 const stubs: StubServer[] = [];
@@ -27,15 +28,7 @@ afterEach(async () => {
   }
 });
 
-const jobEnv = (): Env => ({
-  GITHUB_REPOSITORY: "octo-org/app",
-  GITHUB_REF: "refs/heads/main",
-  GITHUB_RUN_ID: "4242",
-  GITHUB_SHA: DEFAULT_SHA,
-  GITHUB_API_URL: t.fx.sim.apiBase,
-  ACTIONS_ID_TOKEN_REQUEST_URL: t.fx.sim.actions.requestUrl,
-  ACTIONS_ID_TOKEN_REQUEST_TOKEN: t.fx.sim.actions.requestToken,
-});
+const jobEnv = (): Env => runnerJobEnv(t.fx.sim);
 
 async function runAction(inputs: Record<string, string> = {}, env: Env = {}, options: { timeoutMs?: number } = {}) {
   const fullEnv = { ...jobEnv(), ...env };
