@@ -16,6 +16,7 @@ export function errorHandler(log: Logger): ErrorRequestHandler {
     }
     const answer = brokerError ?? new BrokerError("internal_error");
     res.locals.errorCode = answer.code;
+    if (answer.retryAfter !== undefined) res.setHeader("Retry-After", String(answer.retryAfter));
     sendJson(res, answer.status, answer.toBody());
   };
 }
