@@ -30,6 +30,8 @@ export interface Settings {
   tokenPermissions: PermissionsParse;
   processTriggerSecret: string | null;
   webhookSecret: string | null;
+  /** Secrets whose raw value trimming changed (names only): main.ts warns about each at start-up. */
+  trimmedSecrets: string[];
   autoUpdateBranches: boolean;
   jwksCacheUrl: string | null;
   releasesKvUrl: string | null;
@@ -78,8 +80,9 @@ export function parseSettings(env: Env): Settings {
     audiences: parseAudiences(env.OIDC_AUDIENCE),
     allowedRepositories: parseAllowlist(env.ALLOWED_REPOSITORIES),
     tokenPermissions: parseTokenPermissions(env.TOKEN_PERMISSIONS),
-    processTriggerSecret: nonEmpty(env.PROCESS_TRIGGER_SECRET),
-    webhookSecret: nonEmpty(env.HOST_WEBHOOK_SECRET),
+    processTriggerSecret: nonEmpty(env.PROCESS_TRIGGER_SECRET?.trim()),
+    webhookSecret: nonEmpty(env.HOST_WEBHOOK_SECRET?.trim()),
+    trimmedSecrets: secretsChangedByTrimming(env),
     autoUpdateBranches: parseFlag(env.AUTO_UPDATE_BRANCHES),
     jwksCacheUrl: nonEmpty(env.SERVICE_JWKS_CACHE?.trim()),
     releasesKvUrl: nonEmpty(env.LEGACY_QUOTA_KV?.trim()),
@@ -87,6 +90,17 @@ export function parseSettings(env: Env): Settings {
     releasesMaxInstallations: positiveInteger(env.RELEASES_MAX_INSTALLATIONS) ?? 100,
     releasesMaxRepositories: positiveInteger(env.RELEASES_MAX_REPOSITORIES) ?? 2000,
   };
+}
+
+/** The secrets that are trimmed before use (a trailing newline from `$(cat file)` or a secret store). */
+export const TRIMMED_SECRETS = ["PROCESS_TRIGGER_SECRET", "HOST_WEBHOOK_SECRET"] as const;
+
+/** The names of the secrets whose value trimming changed, for one start-up warning each (never the value). */
+export function secretsChangedByTrimming(env: Env): string[] {
+  return TRIMMED_SECRETS.filter((name) => {
+    const raw = env[name];
+    return raw !== undefined && raw !== raw.trim();
+  });
 }
 
 /** Trimmed, empty entries dropped; blank → the default pair (it never accepts nothing). */
