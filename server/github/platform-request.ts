@@ -13,20 +13,46 @@ export interface PlatformRequestOptions {
 export const API_VERSION = "2022-11-28";
 
 /**
+ * Thrown (as the cause of Octokit's RequestError, or of the lean client's) when an upstream
+ * answers a redirect. No platform or issuer call follows one, to another origin or the same:
+ * a body or Authorization header must never go anywhere but the URL the broker chose, and the
+ * platform's API answers what the broker asks without redirecting (DESIGN.md, README "Upstream calls").
+ * Never retried: the same request would be redirected again.
+ */
+export class RedirectRefusedError extends Error {
+  constructor(readonly status: number) {
+    super(`upstream answered a redirect (HTTP ${status}): not followed`);
+    this.name = "RedirectRefusedError";
+  }
+}
+
+/**
  * One fetch that gives up after `timeoutMs`, the body included: the body is read as text under the
  * timer, which is then cleared. (`AbortSignal.timeout()` would keep every request and response
- * reachable, through undici's abort listener, until it fired many seconds later.)
+ * reachable, through undici's abort listener, until it fired many seconds later.) Every upstream
+ * call goes through here, so this is where redirects are refused, whatever the caller asked for:
+ * `redirect: "manual"` hands the 3xx back unfollowed and it becomes a RedirectRefusedError.
  */
 export async function fetchText(fetchImpl: typeof fetch, timeoutMs: number, input: string | URL | Request, init?: RequestInit): Promise<{ response: Response; text: string }> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new Error(`upstream timeout after ${timeoutMs} ms`)), timeoutMs);
   const signal = init?.signal ? AbortSignal.any([init.signal, controller.signal]) : controller.signal;
   try {
-    const response = await fetchImpl(input, { ...init, signal });
+    const response = await fetchImpl(input, { ...init, signal, redirect: "manual" });
+    if (isRedirect(response)) {
+      await response.body?.cancel().catch(() => undefined);
+      throw new RedirectRefusedError(response.status);
+    }
     return { response, text: await response.text() };
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** A 3xx that points elsewhere (or an opaque one); 304 Not Modified is an answer, not a redirect. */
+function isRedirect(response: Response): boolean {
+  if (response.type === "opaqueredirect") return true;
+  return response.status >= 300 && response.status < 400 && response.status !== 304;
 }
 
 /**
@@ -119,6 +145,7 @@ export function statusOf(error: unknown): number | undefined {
 
 function retryDelay(error: unknown, attempt: number, policy: RetryPolicy): number | null {
   if (!(error instanceof RequestError)) return null;
+  if (error.cause instanceof RedirectRefusedError) return null;
   const backoff = policy.baseDelayMs * 2 ** (attempt - 1);
   if (!error.response) return backoff;
   const { status } = error;
