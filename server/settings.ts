@@ -27,6 +27,8 @@ export interface Settings {
   enterprise: PlatformSettings | null;
   audiences: string[];
   allowedRepositories: ReadonlySet<string> | null;
+  /** SIGN_ALLOWED_REPOSITORIES: the repositories /sign may write to; null = every installed one. */
+  signAllowedRepositories: ReadonlySet<string> | null;
   tokenPermissions: PermissionsParse;
   processTriggerSecret: string | null;
   webhookSecret: string | null;
@@ -46,7 +48,7 @@ export const SETTING_NAMES = [
   "ALLOWED_REPOSITORIES", "TOKEN_PERMISSIONS", "PROCESS_TRIGGER_SECRET", "HOST_WEBHOOK_SECRET",
   "AUTO_UPDATE_BRANCHES", "ENT_OIDC_ISSUER", "ENT_API_BASE", "ENT_APP_ID", "ENT_APP_PRIVATE_KEY",
   "ENT_APP_INSTALLATION_ID", "SERVICE_JWKS_CACHE", "LEGACY_QUOTA_KV", "RELEASES_CACHE_TTL_SECONDS",
-  "RELEASES_MAX_INSTALLATIONS", "RELEASES_MAX_REPOSITORIES",
+  "RELEASES_MAX_INSTALLATIONS", "RELEASES_MAX_REPOSITORIES", "SIGN_ALLOWED_REPOSITORIES",
 ] as const;
 
 export function parseSettings(env: Env): Settings {
@@ -79,6 +81,7 @@ export function parseSettings(env: Env): Settings {
     enterprise,
     audiences: parseAudiences(env.OIDC_AUDIENCE),
     allowedRepositories: parseAllowlist(env.ALLOWED_REPOSITORIES),
+    signAllowedRepositories: parseAllowlist(env.SIGN_ALLOWED_REPOSITORIES),
     tokenPermissions: parseTokenPermissions(env.TOKEN_PERMISSIONS),
     processTriggerSecret: nonEmpty(env.PROCESS_TRIGGER_SECRET?.trim()),
     webhookSecret: nonEmpty(env.HOST_WEBHOOK_SECRET?.trim()),
