@@ -9,15 +9,16 @@ const REDACTED = "[redacted]";
 /**
  * What a credential looks like inside a text the broker did not write (a platform error that
  * echoes a header, a parse error quoting a body): GitHub tokens of every prefix, fine-grained
- * PATs, the old `v1.` installation tokens, JWTs (App JWTs, OIDC tokens), PEM blocks (a block cut
- * short by a length limit is redacted to the end) and `Bearer …` values.
+ * PATs, the old `v1.` installation tokens, JWTs (App JWTs, OIDC tokens; also one a length limit
+ * cut short), PEM blocks (one cut short is redacted to the end) and `Bearer …` values.
  */
 const SECRET_SHAPES = new RegExp(
   [
     String.raw`\bgh[pousr]_[A-Za-z0-9_]{16,}`,
     String.raw`\bgithub_pat_[A-Za-z0-9_]{16,}`,
     String.raw`\bv1\.[0-9a-f]{40}\b`,
-    String.raw`eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*`,
+    // A JWT, or what is left of one a length limit cut short: base64url JSON (`{"` → `eyJ`) and its dotted segments.
+    String.raw`eyJ[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]*){0,2}`,
     String.raw`-----BEGIN [A-Z0-9 ]+-----[\s\S]*?(?:-----END [A-Z0-9 ]+-----|$)`,
     String.raw`\bBearer\s+[A-Za-z0-9._~+/=-]+`,
   ].join("|"),

@@ -24,6 +24,8 @@ describe("redactSecrets", () => {
     ["a fine-grained PAT", `pat=${PAT}`, "pat=[redacted]"],
     ["a v1. installation token", `token ${V1} expired`, "token [redacted] expired"],
     ["a JWT", `jwt ${JWT}!`, "jwt [redacted]!"],
+    ["a JWT cut short by a length limit", `jwt ${JWT.slice(0, 40)}`, "jwt [redacted]"],
+    ["a JWT's header alone", `jwt ${JWT.split(".")[0]}`, "jwt [redacted]"],
     ["a PEM block", `key: ${PEM} end`, "key: [redacted] end"],
     ["a PEM block cut short", `key: ${PEM.slice(0, 45)}`, "key: [redacted]"],
     ["a Bearer value", "Authorization: Bearer sEcReT-vAlUe.123", "Authorization: Bearer [redacted]"],
