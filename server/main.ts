@@ -13,6 +13,7 @@ if (!settings.main.app.ok) {
   for (const name of settings.main.app.missing) log.warn({ setting: name }, `${name} is not set: /token and /sign answer 503 app_unconfigured, /releases too`);
   if (settings.main.app.problem) log.error({ problem: settings.main.app.problem }, "App credentials unusable: answering 503 app_unconfigured");
 }
+for (const name of settings.trimmedSecrets) log.warn({ setting: name }, `${name} has leading or trailing whitespace: it is trimmed before use`);
 if (!settings.tokenPermissions.ok) log.error({ problem: settings.tokenPermissions.problem }, "TOKEN_PERMISSIONS unusable: /token answers 400 invalid_token_permissions");
 
 const server = serve(app, port, undefined, () => {

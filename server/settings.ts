@@ -27,9 +27,13 @@ export interface Settings {
   enterprise: PlatformSettings | null;
   audiences: string[];
   allowedRepositories: ReadonlySet<string> | null;
+  /** SIGN_ALLOWED_REPOSITORIES: the repositories /sign may write to; null = every installed one. */
+  signAllowedRepositories: ReadonlySet<string> | null;
   tokenPermissions: PermissionsParse;
   processTriggerSecret: string | null;
   webhookSecret: string | null;
+  /** Secrets whose raw value trimming changed (names only): main.ts warns about each at start-up. */
+  trimmedSecrets: string[];
   autoUpdateBranches: boolean;
   jwksCacheUrl: string | null;
   releasesKvUrl: string | null;
@@ -44,7 +48,7 @@ export const SETTING_NAMES = [
   "ALLOWED_REPOSITORIES", "TOKEN_PERMISSIONS", "PROCESS_TRIGGER_SECRET", "HOST_WEBHOOK_SECRET",
   "AUTO_UPDATE_BRANCHES", "ENT_OIDC_ISSUER", "ENT_API_BASE", "ENT_APP_ID", "ENT_APP_PRIVATE_KEY",
   "ENT_APP_INSTALLATION_ID", "SERVICE_JWKS_CACHE", "LEGACY_QUOTA_KV", "RELEASES_CACHE_TTL_SECONDS",
-  "RELEASES_MAX_INSTALLATIONS", "RELEASES_MAX_REPOSITORIES",
+  "RELEASES_MAX_INSTALLATIONS", "RELEASES_MAX_REPOSITORIES", "SIGN_ALLOWED_REPOSITORIES",
 ] as const;
 
 export function parseSettings(env: Env): Settings {
@@ -77,9 +81,11 @@ export function parseSettings(env: Env): Settings {
     enterprise,
     audiences: parseAudiences(env.OIDC_AUDIENCE),
     allowedRepositories: parseAllowlist(env.ALLOWED_REPOSITORIES),
+    signAllowedRepositories: parseAllowlist(env.SIGN_ALLOWED_REPOSITORIES),
     tokenPermissions: parseTokenPermissions(env.TOKEN_PERMISSIONS),
-    processTriggerSecret: nonEmpty(env.PROCESS_TRIGGER_SECRET),
-    webhookSecret: nonEmpty(env.HOST_WEBHOOK_SECRET),
+    processTriggerSecret: nonEmpty(env.PROCESS_TRIGGER_SECRET?.trim()),
+    webhookSecret: nonEmpty(env.HOST_WEBHOOK_SECRET?.trim()),
+    trimmedSecrets: secretsChangedByTrimming(env),
     autoUpdateBranches: parseFlag(env.AUTO_UPDATE_BRANCHES),
     jwksCacheUrl: nonEmpty(env.SERVICE_JWKS_CACHE?.trim()),
     releasesKvUrl: nonEmpty(env.LEGACY_QUOTA_KV?.trim()),
@@ -87,6 +93,17 @@ export function parseSettings(env: Env): Settings {
     releasesMaxInstallations: positiveInteger(env.RELEASES_MAX_INSTALLATIONS) ?? 100,
     releasesMaxRepositories: positiveInteger(env.RELEASES_MAX_REPOSITORIES) ?? 2000,
   };
+}
+
+/** The secrets that are trimmed before use (a trailing newline from `$(cat file)` or a secret store). */
+export const TRIMMED_SECRETS = ["PROCESS_TRIGGER_SECRET", "HOST_WEBHOOK_SECRET"] as const;
+
+/** The names of the secrets whose value trimming changed, for one start-up warning each (never the value). */
+export function secretsChangedByTrimming(env: Env): string[] {
+  return TRIMMED_SECRETS.filter((name) => {
+    const raw = env[name];
+    return raw !== undefined && raw !== raw.trim();
+  });
 }
 
 /** Trimmed, empty entries dropped; blank → the default pair (it never accepts nothing). */

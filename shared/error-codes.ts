@@ -63,9 +63,9 @@ export const ERROR_CODES = {
     hint: "A job can only get a token for its own repository.",
   },
   repo_not_allowed: {
-    status: 403, routes: ["/token"], retryable: false,
-    meaning: "The repository is outside ALLOWED_REPOSITORIES.",
-    hint: "The broker's operator must add this repository to ALLOWED_REPOSITORIES.",
+    status: 403, routes: ["/token", "/sign"], retryable: false,
+    meaning: "The repository is outside ALLOWED_REPOSITORIES (/token) or SIGN_ALLOWED_REPOSITORIES (/sign).",
+    hint: "The broker's operator must add this repository to ALLOWED_REPOSITORIES (SIGN_ALLOWED_REPOSITORIES for /sign).",
   },
   app_not_installed: {
     status: 404, routes: ["/token"], retryable: false,

@@ -1,11 +1,16 @@
 // Table tests of the pure parts: settings rules (spec 2.6), the permissions parser, the trust
 // decisions and the error-code table. The same rules are exercised over HTTP in token*.test.ts.
-import { describe, expect, it } from "@jest/globals";
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { randomUUID } from "node:crypto";
 import { ERROR_CODES, OIDC_REASONS } from "../shared/error-codes.js";
 import { parseTokenPermissions } from "../shared/token-permissions.js";
 import { intersectPermissions } from "../server/github/intersect-permissions.js";
 import { graphqlUrlFor, parseAllowlist, parseAudiences, parseFlag, parseSettings, createSettingsReader, normaliseIssuer } from "../server/settings.js";
 import { checkAllowlist, matchRepository } from "../server/token/trust.js";
+import { signatureFor } from "../server/webhook/verify-signature.js";
+import { postJson, startBroker, type TestBroker } from "./support/broker.js";
+import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
+import { spawnBroker } from "./support/spawn-broker.js";
 
 describe("parseAudiences", () => {
   it.each([
@@ -80,6 +85,80 @@ describe("issuers and API bases", () => {
     expect(read()).toBe(first);
     env.OIDC_AUDIENCE = "b";
     expect(read().audiences).toEqual(["b"]);
+  });
+});
+
+describe("secrets are trimmed (PROCESS_TRIGGER_SECRET, HOST_WEBHOOK_SECRET)", () => {
+  it.each([
+    [undefined, null, false],
+    ["", null, false],
+    ["s3cret", "s3cret", false],
+    ["s3cret\n", "s3cret", true],
+    ["s3cret \r\n", "s3cret", true],
+    [" \ts3cret", "s3cret", true],
+    ["in ner", "in ner", false],
+    [" \n", null, true],
+  ])("%j → %j (changed: %j)", (raw, expected, changed) => {
+    const s = parseSettings({ PROCESS_TRIGGER_SECRET: raw, HOST_WEBHOOK_SECRET: raw });
+    expect(s.processTriggerSecret).toBe(expected);
+    expect(s.webhookSecret).toBe(expected);
+    expect(s.trimmedSecrets).toEqual(changed ? ["PROCESS_TRIGGER_SECRET", "HOST_WEBHOOK_SECRET"] : []);
+  });
+
+  it("names only the setting that changed", () => {
+    expect(parseSettings({ PROCESS_TRIGGER_SECRET: "a", HOST_WEBHOOK_SECRET: "b\n" }).trimmedSecrets).toEqual(["HOST_WEBHOOK_SECRET"]);
+  });
+});
+
+describe("secrets with a trailing newline, over HTTP", () => {
+  const TRIGGER = "trimmed-trigger-secret-0123";
+  const HOOK = "trimmed-webhook-secret-4567";
+  let fx: TokenFixture;
+  let broker: TestBroker;
+  beforeAll(async () => {
+    fx = await tokenFixture();
+    broker = await startBroker({ ...fx.env, PROCESS_TRIGGER_SECRET: `${TRIGGER}\n`, HOST_WEBHOOK_SECRET: `${HOOK} \n` });
+  });
+  afterAll(async () => {
+    await broker.close();
+    await fx.sim.close();
+    expectNoSecrets(broker.logs, [TRIGGER, HOOK, fx.app.privateKeyPem, ...fx.sim.tokens.keys()]);
+  });
+
+  it("/releases accepts the trimmed bearer", async () => {
+    const response = await fetch(`${broker.url}/releases`, { headers: { authorization: `Bearer ${TRIGGER}` } });
+    await response.text();
+    expect(response.status).toBe(200);
+  });
+
+  it("/sign accepts the trimmed bearer (the body is then judged)", async () => {
+    const res = await postJson(`${broker.url}/sign`, {}, { authorization: `Bearer ${TRIGGER}` });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe("missing_required_fields");
+  });
+
+  it("/webhook accepts a signature made with the trimmed secret", async () => {
+    const raw = JSON.stringify({ zen: "Keep it logically awesome.", hook_id: 1 });
+    const response = await fetch(`${broker.url}/webhook`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-github-event": "ping", "x-github-delivery": randomUUID(), "x-hub-signature-256": signatureFor(HOOK, raw) },
+      body: raw,
+    });
+    await response.text();
+    expect(response.status).toBe(200);
+  });
+});
+
+describe("the built broker warns at start-up about a trimmed secret", () => {
+  it("one warning per changed setting, naming it, never the value", async () => {
+    const value = "spawned-trigger-secret-89ab";
+    const broker = await spawnBroker({ PROCESS_TRIGGER_SECRET: `${value}\n`, HOST_WEBHOOK_SECRET: "untouched-hook-secret" });
+    await broker.stop();
+    const warnings = broker.lines.filter((line) => line.includes("trimmed before use"));
+    expect(warnings).toHaveLength(1);
+    expect(JSON.parse(warnings[0]!)).toMatchObject({ level: 40, setting: "PROCESS_TRIGGER_SECRET" });
+    expect(broker.lines.join("\n")).not.toContain(value);
+    expect(broker.lines.join("\n")).not.toContain("untouched-hook-secret");
   });
 });
 

@@ -1,5 +1,10 @@
 // POST /sign over HTTP, through the broker, to the simulator's GraphQL createCommitOnBranch.
 import { describe, expect, it } from "@jest/globals";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { branchNameProblem, commitPathProblem } from "../server/sign/read-sign-request.js";
 import { postJson } from "./support/broker.js";
 import { brokerPerTest } from "./support/broker-per-test.js";
 
@@ -381,5 +386,128 @@ describe("POST /sign on an enterprise-layout platform", () => {
     } finally {
       await ent.close();
     }
+  });
+});
+
+// `git check-ref-format --branch`, run outside any repository (so `@{-1}` means nothing).
+const outsideRepo = mkdtempSync(join(tmpdir(), "tokensmith-refs-"));
+function gitAcceptsBranch(name: string): boolean {
+  const run = spawnSync("git", ["check-ref-format", "--branch", name], { cwd: outsideRepo, env: { PATH: process.env.PATH, GIT_CEILING_DIRECTORIES: dirname(outsideRepo), HOME: outsideRepo }, encoding: "utf8" });
+  if (run.error) throw run.error;
+  return run.status === 0;
+}
+
+const BRANCHES: Array<[string, boolean]> = [
+  ["main", true], ["release/1.2.3", true], ["feature/x-y_z", true], ["a]", true], ["a{", true], ["a@b", true], ["x@", true],
+  ["@@", true], ["@/x", true], ["x/HEAD", true], ["HEAD/x", true], ["FETCH_HEAD", true], ["refs/heads/x", true], ["a.lock.b", true],
+  ["a-", true], ["é/ünïcode", true], ["v1.2", true],
+  ["-x", false], ["-", false], ["HEAD", false], ["a@{b", false], ["@{-1}", false], ["a..b", false], ["a/..b", false], ["a..lock", false],
+  [".a", false], ["a/.b", false], [".lock", false], ["a.lock", false], ["a.lock/b", false], ["a/", false], ["/a", false], ["a//b", false],
+  ["a.", false], ["a/b.", false], ["a b", false], ["a\tb", false], ["a\u007fb", false], ["a\\b", false], ["a~1", false], ["a^", false],
+  ["a:b", false], ["a?", false], ["a*", false], ["a[", false],
+];
+
+describe("branchNameProblem (git check-ref-format --branch)", () => {
+  it.each(BRANCHES)("%j valid: %j — and git agrees", (name, valid) => {
+    expect(branchNameProblem(name) === null).toBe(valid);
+    expect(gitAcceptsBranch(name)).toBe(valid);
+  });
+
+  it.each(["", "a\u0000b", "a\ud800b"])("%j is refused (not expressible as a git argument)", (name) => {
+    expect(branchNameProblem(name)).not.toBeNull();
+  });
+});
+
+describe("commitPathProblem", () => {
+  it.each([
+    ["VERSION"], ["a/b/c.txt"], [".github/workflows/ci.yml"], [".gitignore"], [".gitattributes"], ["a..b"], ["docs/.git-blame-ignore-revs"],
+    ["dir.git/x"], ["git/x"], ["é/ünïcode.md"], ["a b/c d"], ["...x"],
+  ])("%j is a path a commit may carry", (path) => expect(commitPathProblem(path)).toBeNull());
+
+  it.each([
+    ["/etc/passwd", "is absolute"], ["C:/x", "is absolute"], ["c:x", "is absolute"],
+    ["a\\b", "contains a backslash"], ["\\a", "contains a backslash"],
+    ["a\u0000b", "contains a control character"], ["a\nb", "contains a control character"], ["a\u007f", "contains a control character"],
+    ["a\ud800", "is not well-formed text"],
+    ["a//b", "has an empty segment"], ["a/", "has an empty segment"],
+    ["..", "has a . or .. segment"], ["../x", "has a . or .. segment"], ["a/../../x", "has a . or .. segment"], ["./a", "has a . or .. segment"], ["a/./b", "has a . or .. segment"],
+    [".git", "has a .git segment"], [".git/config", "has a .git segment"], [".GIT/hooks/pre-commit", "has a .git segment"], [".Git/x", "has a .git segment"],
+    ["a/.git/config", "has a .git segment"], [".git./config", "has a .git segment"], [".git /config", "has a .git segment"],
+    ["GIT~1/config", "has a .git segment"], [".g\u200cit/config", "has a .git segment"], ["\ufeff.git/config", "has a .git segment"],
+  ])("%j %s", (path, problem) => expect(commitPathProblem(path)).toBe(problem));
+});
+
+describe("POST /sign path and branch rules over HTTP", () => {
+  it.each([["/abs"], ["a/../../etc/passwd"], [".git/hooks/post-checkout"], [".GIT/config"], ["a//b"], ["dir/"], ["a\\b"], ["a\u0000b"]])(
+    "answers 400 invalid_request to the addition path %j, before any platform call",
+    async (path) => {
+      const { branch, head } = freshBranch();
+      const res = await sign(signBody({ branch, expected_head_oid: head, additions: [{ path, contents: b64("x") }] }));
+      expect(res).toMatchObject({ status: 400, body: { error: "invalid_request" } });
+      expect(Object.keys(res.body)).toEqual(["error"]);
+      expect(t.fx.sim.requests).toHaveLength(0);
+      expect(t.fx.sim.git.head(REPO, branch)).toBe(head);
+    },
+  );
+
+  it("refuses a deletion path the same way", async () => {
+    const res = await sign(signBody({ additions: [], deletions: [{ path: ".git/config" }] }));
+    expect(res).toMatchObject({ status: 400, body: { error: "invalid_request" } });
+    expect(t.fx.sim.requests).toHaveLength(0);
+  });
+
+  it.each([["-x"], ["HEAD"], ["a..b"], ["a.lock"], ["feature/"], ["a b"], ["@{-1}"], ["x~1"]])("answers 400 invalid_request to the branch %j, before any platform call", async (branch) => {
+    const res = await sign(signBody({ branch }));
+    expect(res).toMatchObject({ status: 400, body: { error: "invalid_request" } });
+    expect(t.fx.sim.requests).toHaveLength(0);
+  });
+
+  it("still commits to paths that merely look alike (.github/, .gitignore)", async () => {
+    const { branch, head } = freshBranch();
+    const res = await sign(signBody({ branch, expected_head_oid: head, additions: [{ path: ".github/workflows/ci.yml", contents: b64("on: push\n") }, { path: ".gitignore", contents: b64("build/\n") }] }));
+    expect(res.status).toBe(200);
+    expect(t.fx.sim.git.files(REPO, branch)[".gitignore"]).toBe("build/\n");
+  });
+});
+
+describe("SIGN_ALLOWED_REPOSITORIES", () => {
+  it("answers 403 repo_not_allowed outside the list, before any platform call", async () => {
+    t.broker.env.SIGN_ALLOWED_REPOSITORIES = " octo-org/other , someone/else ";
+    const { branch, head } = freshBranch();
+    const res = await sign(signBody({ branch, expected_head_oid: head }));
+    expect(res).toMatchObject({ status: 403, body: { error: "repo_not_allowed" } });
+    expect(t.fx.sim.requests).toHaveLength(0);
+    expect(t.fx.sim.git.head(REPO, branch)).toBe(head);
+  });
+
+  it("has no globbing and matches exactly", async () => {
+    t.broker.env.SIGN_ALLOWED_REPOSITORIES = "octo-org/*";
+    expect(await sign(signBody())).toMatchObject({ status: 403, body: { error: "repo_not_allowed" } });
+    t.broker.env.SIGN_ALLOWED_REPOSITORIES = "Octo-Org/App";
+    expect(await sign(signBody())).toMatchObject({ status: 403, body: { error: "repo_not_allowed" } });
+    expect(t.fx.sim.requests).toHaveLength(0);
+  });
+
+  it("commits to a listed repository", async () => {
+    t.broker.env.SIGN_ALLOWED_REPOSITORIES = "someone/else, octo-org/app";
+    const { branch, head } = freshBranch();
+    const res = await sign(signBody({ branch, expected_head_oid: head }));
+    expect(res.status).toBe(200);
+    expect(t.fx.sim.git.head(REPO, branch)).not.toBe(head);
+  });
+
+  it("unset or blank: every repository the App is installed on, as before", async () => {
+    t.broker.env.SIGN_ALLOWED_REPOSITORIES = "  ";
+    const { branch, head } = freshBranch();
+    expect((await sign(signBody({ branch, expected_head_oid: head }))).status).toBe(200);
+  });
+
+  it("does not limit /token (ALLOWED_REPOSITORIES does)", async () => {
+    t.broker.env.SIGN_ALLOWED_REPOSITORIES = "someone/else";
+    const oidcToken = await t.fx.sim.oidc.sign({});
+    secrets.push(oidcToken);
+    const res = await postJson(`${t.broker.url}/token`, { oidcToken, owner: "octo-org", repo: "app" });
+    if (typeof res.body?.token === "string") secrets.push(res.body.token);
+    expect(res.status).toBe(200);
   });
 });

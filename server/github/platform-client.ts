@@ -1,5 +1,5 @@
 import { RequestError } from "@octokit/request-error";
-import { API_VERSION, fetchText } from "./platform-request.js";
+import { API_VERSION, deadlineError, fetchText } from "./platform-request.js";
 
 export interface PlatformCall {
   method: "GET" | "POST" | "DELETE";
@@ -8,6 +8,12 @@ export interface PlatformCall {
   /** App JWT or installation token. */
   bearer: string;
   body?: unknown;
+  /**
+   * Epoch ms by which the answer must be in (the request's deadline): the fetch's timeout is
+   * min(timeoutMs, time left), and with no time left nothing is sent. Running out fails like a
+   * timeout (a RequestError without response).
+   */
+  deadlineAt?: number;
 }
 
 export interface PlatformAnswer {
@@ -25,8 +31,9 @@ export type PlatformClient = (call: PlatformCall) => Promise<PlatformAnswer>;
  * Octokit's RequestError — status, response headers, credentials redacted — so retries and error
  * mapping treat every platform call alike; a network error or timeout has no response, as in Octokit.
  */
-export function createPlatformClient(options: { apiBase: string; fetch: typeof fetch; timeoutMs: number }): PlatformClient {
-  return async ({ method, path, bearer, body }) => {
+export function createPlatformClient(options: { apiBase: string; fetch: typeof fetch; timeoutMs: number; now?: () => number }): PlatformClient {
+  const now = options.now ?? Date.now;
+  return async ({ method, path, bearer, body, deadlineAt }) => {
     const url = `${options.apiBase}${path}`;
     const request = { method, url, headers: {} };
     const headers: Record<string, string> = {
@@ -36,11 +43,17 @@ export function createPlatformClient(options: { apiBase: string; fetch: typeof f
       "x-github-api-version": API_VERSION,
     };
     if (body !== undefined) headers["content-type"] = "application/json; charset=utf-8";
+    let timeoutMs = options.timeoutMs;
+    if (deadlineAt !== undefined) {
+      const leftMs = deadlineAt - now();
+      if (leftMs <= 0) throw deadlineError(`${method} ${path}`);
+      timeoutMs = Math.min(timeoutMs, leftMs);
+    }
     let response: Response;
     let text: string;
     try {
       const init: RequestInit = { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: "error" };
-      ({ response, text } = await fetchText(options.fetch, options.timeoutMs, url, init));
+      ({ response, text } = await fetchText(options.fetch, timeoutMs, url, init));
     } catch (error) {
       throw new RequestError(error instanceof Error ? error.message : "request failed", 500, { request, cause: error });
     }

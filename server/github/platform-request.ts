@@ -13,20 +13,46 @@ export interface PlatformRequestOptions {
 export const API_VERSION = "2022-11-28";
 
 /**
+ * Thrown (as the cause of Octokit's RequestError, or of the lean client's) when an upstream
+ * answers a redirect. No platform or issuer call follows one, to another origin or the same:
+ * a body or Authorization header must never go anywhere but the URL the broker chose, and the
+ * platform's API answers what the broker asks without redirecting (DESIGN.md, README "Upstream calls").
+ * Never retried: the same request would be redirected again.
+ */
+export class RedirectRefusedError extends Error {
+  constructor(readonly status: number) {
+    super(`upstream answered a redirect (HTTP ${status}): not followed`);
+    this.name = "RedirectRefusedError";
+  }
+}
+
+/**
  * One fetch that gives up after `timeoutMs`, the body included: the body is read as text under the
  * timer, which is then cleared. (`AbortSignal.timeout()` would keep every request and response
- * reachable, through undici's abort listener, until it fired many seconds later.)
+ * reachable, through undici's abort listener, until it fired many seconds later.) Every upstream
+ * call goes through here, so this is where redirects are refused, whatever the caller asked for:
+ * `redirect: "manual"` hands the 3xx back unfollowed and it becomes a RedirectRefusedError.
  */
 export async function fetchText(fetchImpl: typeof fetch, timeoutMs: number, input: string | URL | Request, init?: RequestInit): Promise<{ response: Response; text: string }> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new Error(`upstream timeout after ${timeoutMs} ms`)), timeoutMs);
   const signal = init?.signal ? AbortSignal.any([init.signal, controller.signal]) : controller.signal;
   try {
-    const response = await fetchImpl(input, { ...init, signal });
+    const response = await fetchImpl(input, { ...init, signal, redirect: "manual" });
+    if (isRedirect(response)) {
+      await response.body?.cancel().catch(() => undefined);
+      throw new RedirectRefusedError(response.status);
+    }
     return { response, text: await response.text() };
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** A 3xx that points elsewhere (or an opaque one); 304 Not Modified is an answer, not a redirect. */
+function isRedirect(response: Response): boolean {
+  if (response.type === "opaqueredirect") return true;
+  return response.status >= 300 && response.status < 400 && response.status !== 304;
 }
 
 /**
@@ -93,21 +119,75 @@ export interface RetryInfo {
 
 export const DEFAULT_RETRY: RetryPolicy = { attempts: 3, baseDelayMs: 200, maxWaitMs: 5000 };
 
+/** A time by which a platform call must be answered, retries and waits included. */
+export interface Deadline {
+  /** Epoch milliseconds; undefined = no deadline (each attempt has its own timeout only). */
+  deadlineAt?: number;
+  /** Milliseconds since the epoch. Default: Date.now. */
+  now?: () => number;
+}
+
+/** What one attempt is given: abort at `signal` (the deadline), and the deadline itself. */
+export interface Attempt {
+  signal?: AbortSignal;
+  deadlineAt?: number;
+}
+
+/** An attempt with less time left than this is not started, nor a wait that would leave less. */
+export const MIN_ATTEMPT_MS = 50;
+
+/**
+ * A call that ran out of time, shaped like a timeout: Octokit's RequestError with status 500 and
+ * no response, so every caller maps it to its route's code exactly as a timeout today.
+ */
+export function deadlineError(call: string): RequestError {
+  return new RequestError(`deadline reached: ${call} not answered in time`, 500, { request: { method: "GET", url: call, headers: {} } });
+}
+
 /**
  * Retries what can succeed on retry (DESIGN.md): network errors and timeouts, 5xx, and rate limits
  * after their wait. Never another 4xx. Call it only for safe requests (GETs, the idempotent mint).
+ *
+ * With a deadline: an attempt's time is min(its own timeout, time left) — the attempt is given an
+ * AbortSignal and `deadlineAt` to pass on, and is abandoned at the deadline whatever it does; no
+ * attempt starts with less than MIN_ATTEMPT_MS left (a deadline error), and no backoff or
+ * rate-limit wait starts that would leave less (the last failure is thrown at once).
  */
-export async function withRetry<T>(policy: RetryPolicy, call: string, run: () => Promise<T>): Promise<T> {
+export async function withRetry<T>(policy: RetryPolicy, call: string, run: (attempt: Attempt) => Promise<T>, deadline: Deadline = {}): Promise<T> {
   const sleep = policy.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const now = deadline.now ?? Date.now;
+  const { deadlineAt } = deadline;
   for (let attempt = 1; ; attempt += 1) {
     try {
-      return await run();
+      if (deadlineAt === undefined) return await run({});
+      const leftMs = deadlineAt - now();
+      if (leftMs < MIN_ATTEMPT_MS) throw deadlineError(call);
+      return await attemptWithin(run, leftMs, deadlineAt, call);
     } catch (error) {
       const waitMs = retryDelay(error, attempt, policy);
       if (waitMs === null || attempt >= policy.attempts) throw error;
+      if (deadlineAt !== undefined && now() + waitMs + MIN_ATTEMPT_MS > deadlineAt) throw error;
       policy.onRetry?.({ call, attempt, status: statusOf(error), waitMs });
       await sleep(waitMs);
     }
+  }
+}
+
+/** One attempt, abandoned (and its fetch aborted) when `leftMs` runs out. */
+async function attemptWithin<T>(run: (attempt: Attempt) => Promise<T>, leftMs: number, deadlineAt: number, call: string): Promise<T> {
+  const controller = new AbortController();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => {
+      const error = deadlineError(call);
+      controller.abort(error);
+      reject(error);
+    }, leftMs);
+  });
+  try {
+    return await Promise.race([run({ signal: controller.signal, deadlineAt }), expired]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -119,6 +199,7 @@ export function statusOf(error: unknown): number | undefined {
 
 function retryDelay(error: unknown, attempt: number, policy: RetryPolicy): number | null {
   if (!(error instanceof RequestError)) return null;
+  if (error.cause instanceof RedirectRefusedError) return null;
   const backoff = policy.baseDelayMs * 2 ** (attempt - 1);
   if (!error.response) return backoff;
   const { status } = error;

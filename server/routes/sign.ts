@@ -9,14 +9,15 @@ import { sendJson } from "../http/send-json.js";
 import { fingerprint } from "../log.js";
 import { createCommit } from "../sign/create-commit.js";
 import { readSignRequest } from "../sign/read-sign-request.js";
-import { requireApp } from "../token/trust.js";
+import { checkAllowlist, requireApp } from "../token/trust.js";
 
 /** DESIGN.md body limits: /sign carries whole files, base64-encoded. */
 export const SIGN_BODY_LIMIT = 20 * MIB;
 
 /**
  * POST /sign, top to bottom (DESIGN.md order of checks): secret configured → bearer → body →
- * fields → App configured → token (contents: write only) → createCommitOnBranch.
+ * fields → SIGN_ALLOWED_REPOSITORIES → App configured → token (contents: write only) →
+ * createCommitOnBranch.
  */
 export function signRoute(ctx: BrokerContext): RequestHandler[] {
   return [requireTriggerSecret(ctx, "sign_disabled"), jsonObjectBody(SIGN_BODY_LIMIT), sign(ctx)];
@@ -25,7 +26,9 @@ export function signRoute(ctx: BrokerContext): RequestHandler[] {
 function sign(ctx: BrokerContext): RequestHandler {
   return async (req, res) => {
     const command = readSignRequest(req.body as Record<string, unknown>);
-    const platform = ctx.settings().main;
+    const settings = ctx.settings();
+    checkAllowlist(settings.signAllowedRepositories, command.repository);
+    const platform = settings.main;
     const app = requireApp(platform);
 
     // Spec 2.6: /sign ignores TOKEN_PERMISSIONS and always mints contents: write only.

@@ -25,8 +25,9 @@ const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$
 /**
  * Body of POST /sign (spec 2.3), checked in this order: required fields present
  * (missing_required_fields) → their types and forms (invalid_request) → `repo` is owner/name
- * (invalid_repo) → additions/deletions well formed, no path twice (invalid_request) → at least one
- * change (no_file_changes). `user` is accepted and ignored: commits are always App-attributed.
+ * (invalid_repo) → `branch` a valid branch name (invalid_request) → additions/deletions well
+ * formed, every path one a commit may carry, no path twice (invalid_request) → at least one change
+ * (no_file_changes). `user` is accepted and ignored: commits are always App-attributed.
  */
 export function readSignRequest(body: Record<string, unknown>): SignCommand {
   const message = own(body, "message");
@@ -52,6 +53,10 @@ export function readSignRequest(body: Record<string, unknown>): SignCommand {
   const [owner, name, ...rest] = repository.split("/");
   if (rest.length > 0 || !validName(owner) || !validName(name)) throw new BrokerError("invalid_repo");
 
+  const branch = own(body, "branch") as string;
+  const branchProblem = branchNameProblem(branch);
+  if (branchProblem) throw new BrokerError("invalid_request", { detail: `branch ${branchProblem}` });
+
   const additions = readList("additions", own(body, "additions"), (item, at) => ({ path: readPath(item, at), contents: readContents(item, at) }));
   const deletions = readList("deletions", own(body, "deletions"), (item, at) => ({ path: readPath(item, at) }));
   const seen = new Set<string>();
@@ -65,7 +70,7 @@ export function readSignRequest(body: Record<string, unknown>): SignCommand {
     owner: owner!,
     name: name!,
     repository,
-    branch: own(body, "branch") as string,
+    branch,
     expectedHeadOid,
     message: typeof messageBody === "string" ? { headline: own(message, "headline") as string, body: messageBody } : { headline: own(message, "headline") as string },
     additions,
@@ -86,7 +91,64 @@ function readList<T>(field: string, value: unknown, read: (item: Record<string, 
 function readPath(item: Record<string, unknown>, at: string): string {
   const path = own(item, "path");
   if (typeof path !== "string" || path === "") throw new BrokerError("invalid_request", { detail: `${at}.path is not a non-empty string` });
+  const problem = commitPathProblem(path);
+  if (problem) throw new BrokerError("invalid_request", { detail: `${at}.path ${problem}` });
   return path;
+}
+
+// Control characters (NUL included) and DEL.
+const CONTROL = /[\u0000-\u001f\u007f]/;
+// A UTF-16 half without its other half: not text, and no file system agrees on its bytes.
+const LONE_SURROGATE = /\p{Cs}/u;
+// Code points HFS+ ignores in names (git's is_hfs_dotgit): ".g\u200cit" is ".git" there.
+const HFS_IGNORED = /[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]/gu;
+
+/**
+ * Why no commit should carry this file path, or null. A path is relative, `/`-separated and
+ * plain: not absolute (`/a`, `C:…`), no backslash (a separator on Windows), no control character
+ * or NUL, no lone surrogate, no empty segment (`a//b`, `a/`), no `.` or `..` segment, and no
+ * segment that is `.git` on some file system: in any case (`.GIT`), with trailing dots or spaces
+ * (NTFS drops them), with characters HFS+ ignores, or as its NTFS short name `git~1`.
+ */
+export function commitPathProblem(path: string): string | null {
+  if (CONTROL.test(path)) return "contains a control character";
+  if (LONE_SURROGATE.test(path)) return "is not well-formed text";
+  if (path.includes("\\")) return "contains a backslash";
+  if (path.startsWith("/") || /^[A-Za-z]:/.test(path)) return "is absolute";
+  for (const segment of path.split("/")) {
+    if (segment === "") return "has an empty segment";
+    if (segment === "." || segment === "..") return "has a . or .. segment";
+    if (isDotGit(segment)) return "has a .git segment";
+  }
+  return null;
+}
+
+function isDotGit(segment: string): boolean {
+  const name = segment.replace(HFS_IGNORED, "").replace(/[. ]+$/, "").toLowerCase();
+  return name === ".git" || name === "git~1";
+}
+
+/**
+ * Why `git check-ref-format --branch` would refuse this branch name, or null (git's rules for
+ * `refs/heads/<name>`, plus --branch's own: not starting with `-`, not `HEAD`). No control
+ * character, space, `~ ^ : ? * [ \`; no `..` or `@{`; not starting or ending with `/`, no `//`;
+ * not ending with `.`; no segment starting with `.` or ending with `.lock`.
+ */
+export function branchNameProblem(name: string): string | null {
+  if (name === "") return "is empty";
+  if (name.startsWith("-")) return "starts with -";
+  if (name === "HEAD") return "is HEAD";
+  if (/[\u0000-\u0020\u007f~^:?*[\\]/.test(name)) return "contains a character git refuses";
+  if (LONE_SURROGATE.test(name)) return "is not well-formed text";
+  if (name.includes("..")) return "contains ..";
+  if (name.includes("@{")) return "contains @{";
+  if (name.startsWith("/") || name.endsWith("/") || name.includes("//")) return "has an empty segment";
+  if (name.endsWith(".")) return "ends with .";
+  for (const segment of name.split("/")) {
+    if (segment.startsWith(".")) return "has a segment starting with .";
+    if (segment.endsWith(".lock")) return "has a segment ending with .lock";
+  }
+  return null;
 }
 
 function readContents(item: Record<string, unknown>, at: string): string {
