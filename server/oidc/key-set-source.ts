@@ -37,6 +37,8 @@ interface KeySet {
   /** When the fetch that produced it started (a snapshot keeps its original fetch's time). */
   fetchedAt: number;
   source: "network" | "snapshot";
+  /** Which of this process's fetches produced it (1, 2, …); 0 for a snapshot. */
+  fetchNumber: number;
 }
 
 export const SNAPSHOT_MAX_AGE_MS = 24 * 60 * 60 * 1000;
@@ -49,6 +51,7 @@ export function createKeySetSource(options: KeySetSourceOptions) {
   let jwksUri: string | undefined;
   let lastAttemptAt = Number.NEGATIVE_INFINITY;
   let fetching: Promise<KeySet | undefined> | undefined;
+  let fetchesStarted = 0;
   let snapshotWrittenFor: KeySet | undefined;
   let writing: Promise<void> | undefined;
   let lastWriteFailedAt = Number.NEGATIVE_INFINITY;
@@ -61,19 +64,20 @@ export function createKeySetSource(options: KeySetSourceOptions) {
     return response.json();
   };
 
-  const fetchKeySet = async (startedAt: number): Promise<KeySet> => {
+  const fetchKeySet = async (startedAt: number, fetchNumber: number): Promise<KeySet> => {
     if (!jwksUri) {
       const discovery = (await getJson(`${issuer}/.well-known/openid-configuration`)) as { jwks_uri?: unknown } | null;
       if (typeof discovery?.jwks_uri !== "string") throw new Error("discovery document has no jwks_uri");
       jwksUri = discovery.jwks_uri;
     }
-    return importKeySet(await getJson(jwksUri), startedAt, "network");
+    return importKeySet(await getJson(jwksUri), startedAt, "network", fetchNumber);
   };
 
   const mayRefetch = () => now() - lastAttemptAt >= options.cooldownMs;
   const usable = (set: KeySet | undefined): set is KeySet => set !== undefined && now() - set.fetchedAt < SNAPSHOT_MAX_AGE_MS;
   const fresh = (set: KeySet | undefined): set is KeySet => set !== undefined && set.source === "network" && now() - set.fetchedAt <= options.maxAgeMs;
-  const fetchedSince = (set: KeySet, time: number) => set.source === "network" && set.fetchedAt >= time;
+  /** Whether `set` came from a fetch that started after the `fetchesStarted` count was `seen` (not a clock: two fetches may share a millisecond). */
+  const fetchedSince = (set: KeySet, seen: number) => set.source === "network" && set.fetchNumber > seen;
 
   /**
    * One network fetch at a time, shared by every caller while it runs; resolves to the new set, or
@@ -85,7 +89,8 @@ export function createKeySetSource(options: KeySetSourceOptions) {
     if (fetching) return fetching;
     const startedAt = now();
     lastAttemptAt = startedAt;
-    const run = fetchKeySet(startedAt).then(
+    fetchesStarted += 1;
+    const run = fetchKeySet(startedAt, fetchesStarted).then(
       (set) => {
         current = set;
         return set;
@@ -115,7 +120,7 @@ export function createKeySetSource(options: KeySetSourceOptions) {
     }
     if (now() - opened.fetchedAt >= SNAPSHOT_MAX_AGE_MS) return undefined;
     try {
-      const set = await importKeySet(opened.jwks, opened.fetchedAt, "snapshot");
+      const set = await importKeySet(opened.jwks, opened.fetchedAt, "snapshot", 0);
       if (!current || current.fetchedAt < set.fetchedAt) current = set;
       log.info({ issuer }, "using last-known-good key set snapshot");
       return set;
@@ -149,16 +154,16 @@ export function createKeySetSource(options: KeySetSourceOptions) {
      * obtained, or when the `kid` is unknown and no key set fetched since the token arrived says so.
      */
     async getKey(kid: string | undefined, binding: SnapshotBinding | null): Promise<KeyPick> {
-      const arrivedAt = now();
+      const seen = fetchesStarted;
       let set = fresh(current) ? current : await obtain(binding);
       if (!set) throw unavailable();
       let pick = pickKey(set, kid);
-      if ("reason" in pick && pick.reason === "kid_not_found" && !fetchedSince(set, arrivedAt)) {
+      if ("reason" in pick && pick.reason === "kid_not_found" && !fetchedSince(set, seen)) {
         if (fetching || mayRefetch()) {
           set = (await fetchOnce()) ?? set;
           pick = pickKey(set, kid);
         }
-        if ("reason" in pick && pick.reason === "kid_not_found" && !fetchedSince(set, arrivedAt)) throw unavailable();
+        if ("reason" in pick && pick.reason === "kid_not_found" && !fetchedSince(set, seen)) throw unavailable();
       }
       return pick;
     },
@@ -193,7 +198,7 @@ export function createKeySetSource(options: KeySetSourceOptions) {
 
 export type KeySetSource = ReturnType<typeof createKeySetSource>;
 
-async function importKeySet(jwks: unknown, fetchedAt: number, source: KeySet["source"]): Promise<KeySet> {
+async function importKeySet(jwks: unknown, fetchedAt: number, source: KeySet["source"], fetchNumber: number): Promise<KeySet> {
   const list = (jwks as { keys?: unknown } | null)?.keys;
   if (!Array.isArray(list)) throw new Error("key set has no keys array");
   const keys: KeySet["keys"] = [];
@@ -209,7 +214,7 @@ async function importKeySet(jwks: unknown, fetchedAt: number, source: KeySet["so
     }
   }
   if (keys.length === 0) throw new Error("key set has no usable RS256 key");
-  return { jwks: { keys: list as JWK[] }, keys, fetchedAt, source };
+  return { jwks: { keys: list as JWK[] }, keys, fetchedAt, source, fetchNumber };
 }
 
 function pickKey(set: KeySet, kid: string | undefined): KeyPick {
