@@ -1,10 +1,8 @@
-import { importJWK, type JWK } from "jose";
 import { BrokerError } from "../../shared/broker-error.js";
 import { fetchWithTimeout } from "../github/platform-request.js";
 import type { Logger } from "../log.js";
+import { importKeySet, pickKey, type KeyPick, type KeySet } from "./key-set.js";
 import { openSnapshot, sealSnapshot, type SealedSnapshot, type SnapshotBinding } from "./snapshot-seal.js";
-
-type VerifyKey = Awaited<ReturnType<typeof importJWK>>;
 
 /**
  * An issuer's signing keys, found the OIDC way (discovery → jwks_uri) and kept in memory.
@@ -31,19 +29,7 @@ export interface KeySetSourceOptions {
   snapshotRetryMs: number;
 }
 
-interface KeySet {
-  jwks: { keys: JWK[] };
-  keys: Array<{ kid: string | undefined; key: VerifyKey }>;
-  /** When the fetch that produced it started (a snapshot keeps its original fetch's time). */
-  fetchedAt: number;
-  source: "network" | "snapshot";
-  /** Which of this process's fetches produced it (1, 2, …); 0 for a snapshot. */
-  fetchNumber: number;
-}
-
 export const SNAPSHOT_MAX_AGE_MS = 24 * 60 * 60 * 1000;
-
-export type KeyPick = { key: VerifyKey } | { reason: "kid_not_found" | "key_ambiguous" };
 
 export function createKeySetSource(options: KeySetSourceOptions) {
   const { issuer, log, now } = options;
@@ -55,6 +41,7 @@ export function createKeySetSource(options: KeySetSourceOptions) {
   let snapshotWrittenFor: KeySet | undefined;
   let writing: Promise<void> | undefined;
   let lastWriteFailedAt = Number.NEGATIVE_INFINITY;
+  let lastRejectWarnedAt = Number.NEGATIVE_INFINITY;
   const snapshotKey = `jwks:${issuer}`;
 
   const timedFetch = fetchWithTimeout(options.fetch, options.timeoutMs);
@@ -115,7 +102,9 @@ export function createKeySetSource(options: KeySetSourceOptions) {
     if (stored === undefined) return undefined;
     const opened = openSnapshot(binding.sealKey, stored, issuer);
     if (!opened) {
-      log.warn({ issuer }, "key set snapshot failed its integrity check; ignored");
+      // Once a minute at most: during an outage every request reads the store again.
+      if (now() - lastRejectWarnedAt >= 60_000) log.warn({ issuer }, "key set snapshot failed its integrity check; ignored");
+      lastRejectWarnedAt = now();
       return undefined;
     }
     if (now() - opened.fetchedAt >= SNAPSHOT_MAX_AGE_MS) return undefined;
@@ -197,31 +186,3 @@ export function createKeySetSource(options: KeySetSourceOptions) {
 }
 
 export type KeySetSource = ReturnType<typeof createKeySetSource>;
-
-async function importKeySet(jwks: unknown, fetchedAt: number, source: KeySet["source"], fetchNumber: number): Promise<KeySet> {
-  const list = (jwks as { keys?: unknown } | null)?.keys;
-  if (!Array.isArray(list)) throw new Error("key set has no keys array");
-  const keys: KeySet["keys"] = [];
-  for (const jwk of list as JWK[]) {
-    // Only RSA signing keys can verify an RS256 token; anything else is skipped, not fatal.
-    if (jwk?.kty !== "RSA" || (jwk.use !== undefined && jwk.use !== "sig")) continue;
-    if (jwk.alg !== undefined && jwk.alg !== "RS256") continue;
-    try {
-      const key = await importJWK({ ...jwk, alg: "RS256", ext: false }, "RS256");
-      keys.push({ kid: typeof jwk.kid === "string" ? jwk.kid : undefined, key });
-    } catch {
-      // A malformed key in the set does not invalidate the others.
-    }
-  }
-  if (keys.length === 0) throw new Error("key set has no usable RS256 key");
-  return { jwks: { keys: list as JWK[] }, keys, fetchedAt, source, fetchNumber };
-}
-
-function pickKey(set: KeySet, kid: string | undefined): KeyPick {
-  if (kid !== undefined) {
-    const found = set.keys.find((k) => k.kid === kid);
-    return found ? { key: found.key } : { reason: "kid_not_found" };
-  }
-  if (set.keys.length === 1) return { key: set.keys[0]!.key };
-  return { reason: "key_ambiguous" };
-}
