@@ -5,6 +5,7 @@ import { createPlatformRequest, DEFAULT_RETRY, type OctokitRequest, type RetryIn
 import { createStoreRegistry } from "./kv/key-value-store.js";
 import { createLogger, type Logger } from "./log.js";
 import { createKeySetSource, type KeySetSource } from "./oidc/key-set-source.js";
+import { deriveSnapshotKey, type SnapshotBinding } from "./oidc/snapshot-seal.js";
 import { createSettingsReader, type Env, type PlatformSettings, type Settings } from "./settings.js";
 
 /** Everything the broker touches outside itself is injected here (STYLE.md practice 1, 7). */
@@ -69,6 +70,17 @@ export function createContext(deps: BrokerDeps = {}) {
     return source;
   };
 
+  // SERVICE_JWKS_CACHE with the key that seals its snapshots, derived from the main App key (the
+  // secret every instance shares); without that key no snapshot is written or trusted.
+  let sealKeyFor: { pem: string; key: Buffer } | undefined;
+  const jwksSnapshot = (current: Settings): SnapshotBinding | null => {
+    const store = stores.get(current.jwksCacheUrl, "tokensmith-jwks");
+    if (!store || !current.main.app.ok) return null;
+    const pem = current.main.app.credentials.privateKeyPem;
+    if (sealKeyFor?.pem !== pem) sealKeyFor = { pem, key: deriveSnapshotKey(pem) };
+    return { store, sealKey: sealKeyFor.key };
+  };
+
   // One Octokit request (GraphQL, listings) and one lean client (lookup, mint) per API base.
   const perApiBase = <T>(create: (options: { apiBase: string; fetch: typeof fetch; timeoutMs: number }) => T) => {
     const made = new Map<string, T>();
@@ -94,6 +106,7 @@ export function createContext(deps: BrokerDeps = {}) {
     settings,
     stores,
     keySetFor,
+    jwksSnapshot,
     requestFor,
     clientFor,
     appJwt: createAppJwtSigner(now),

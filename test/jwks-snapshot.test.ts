@@ -1,18 +1,29 @@
 // SERVICE_JWKS_CACHE: the last-known-good key set shared through Redis between broker processes.
 // Runs against the real Redis on 127.0.0.1:6379 (.ci/run starts one when none answers).
+import { generateKeyPairSync } from "node:crypto";
+import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { openKeyValueStore, type KeyValueStore } from "../server/kv/key-value-store.js";
+import { createLogger } from "../server/log.js";
 import { postJson } from "./support/broker.js";
 import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
 import { spawnBroker, type BrokerProcess } from "./support/spawn-broker.js";
 
 let fx: TokenFixture;
+let redis: KeyValueStore;
 const processes: BrokerProcess[] = [];
 const secrets: string[] = [];
+const SHARED = { SERVICE_JWKS_CACHE: "redis://127.0.0.1:6379" };
 
 beforeAll(async () => {
   fx = await tokenFixture();
+  // The test's own view of the brokers' namespace: what anyone with write access to Redis sees.
+  const quiet = createLogger({ destination: new Writable({ write: (_chunk, _encoding, done) => done() }) });
+  redis = openKeyValueStore(SHARED.SERVICE_JWKS_CACHE, "tokensmith-jwks", { log: quiet, timeoutMs: 2000 });
+  secrets.push(fx.app.privateKeyPem);
 });
 afterAll(async () => {
+  await redis.close();
   await Promise.all(processes.map((p) => p.stop()));
   await fx.sim.close();
   expectNoSecrets(processes.flatMap((p) => p.lines), secrets);
@@ -24,12 +35,41 @@ async function start(env: Record<string, string | undefined>) {
   return broker;
 }
 
-async function exchange(broker: BrokerProcess) {
-  const oidcToken = await fx.sim.oidc.sign();
+async function exchange(broker: BrokerProcess, oidcToken?: string) {
+  oidcToken ??= await fx.sim.oidc.sign();
   secrets.push(oidcToken);
   const res = await postJson(`${broker.url}/token`, { oidcToken, owner: "octo-org", repo: "app" });
   if (typeof res.body?.token === "string") secrets.push(res.body.token);
   return res;
+}
+
+const snapshotKey = () => `jwks:${fx.sim.oidc.issuer}`;
+
+/** Waits for a broker's background snapshot write to land (bounded; the store answers in ms). */
+async function storedSnapshot(notTag?: unknown): Promise<Record<string, unknown>> {
+  for (let i = 0; i < 100; i += 1) {
+    const value = await redis.get<Record<string, unknown>>(snapshotKey());
+    if (value?.tag && value.tag !== notTag) return value;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error("no sealed snapshot was written");
+}
+
+/** The process's log lines that include `text`, once at least one has arrived (its stdout trails the answer). */
+async function linesWith(broker: BrokerProcess, text: string): Promise<string[]> {
+  for (let i = 0; i < 100; i += 1) {
+    const found = broker.lines.filter((line) => line.includes(text));
+    if (found.length > 0) return found;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return [];
+}
+
+/** A key of the attacker's own, published in a planted snapshot under kid "planted". */
+async function attackerKey() {
+  const { generateKeyPair, exportJWK } = await import("jose");
+  const { publicKey, privateKey } = await generateKeyPair("RS256", { extractable: true });
+  return { privateKey, jwk: { ...(await exportJWK(publicKey)), kid: "planted", alg: "RS256", use: "sig" } };
 }
 
 describe("SERVICE_JWKS_CACHE=redis://", () => {
@@ -57,5 +97,69 @@ describe("SERVICE_JWKS_CACHE=redis://", () => {
     const started = Date.now();
     expect((await exchange(broker)).status).toBe(200);
     expect(Date.now() - started).toBeLessThan(5000);
+  });
+
+  it("ignores, and logs, a planted snapshot: a forged token is not verified with the planted key", async () => {
+    fx.sim.oidc.keyEndpoint = "ok";
+    await redis.set(snapshotKey(), { reset: true }, 60_000);
+    const writer = await start(SHARED);
+    expect((await exchange(writer)).status).toBe(200);
+    const sealed = await storedSnapshot();
+    expect(Object.keys(sealed).sort()).toEqual(["fetchedAt", "issuer", "jwks", "tag", "v"]);
+
+    // Whoever can write Redis swaps in a key set of their own, in every shape they might try.
+    const attacker = await attackerKey();
+    const forged = await fx.sim.oidc.sign({}, { privateKey: attacker.privateKey, kid: "planted" });
+    const keys = [attacker.jwk];
+    const plants = [
+      { issuer: fx.sim.oidc.issuer, jwks: { keys }, fetchedAt: Date.now() }, // unsealed (the old shape)
+      { ...sealed, jwks: JSON.stringify({ keys }) }, // the genuine tag over a new key set
+      { ...sealed, jwks: JSON.stringify({ keys: [...(JSON.parse(sealed.jwks as string) as { keys: unknown[] }).keys, attacker.jwk] }) },
+    ];
+    fx.sim.oidc.keyEndpoint = "fail";
+    for (const planted of plants) {
+      await redis.set(snapshotKey(), planted, 60_000);
+      const reader = await start(SHARED);
+      const res = await exchange(reader, forged);
+      expect(res.body).toEqual({ error: "oidc_key_fetch_failed", reason: "jwks_unavailable" });
+      expect(res.status).toBe(503);
+      const warned = await linesWith(reader, "key set snapshot failed its integrity check");
+      expect(warned.length).toBeGreaterThanOrEqual(1);
+      expect(warned.join("\n")).not.toContain("planted");
+    }
+  });
+
+  it("ignores a snapshot sealed under another App key (a rotated key), until a fetch rewrites it", async () => {
+    fx.sim.oidc.keyEndpoint = "ok";
+    await redis.set(snapshotKey(), { reset: true }, 60_000);
+    const old = generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+    secrets.push(old);
+    const before = await start({ ...SHARED, HOST_APP_PRIVATE_KEY: old });
+    const verified = await exchange(before); // verified; then the simulator refuses the old App key's JWT
+    expect(verified.body?.error).not.toMatch(/oidc/);
+    const stale = await storedSnapshot();
+
+    fx.sim.oidc.keyEndpoint = "fail";
+    const after = await start(SHARED);
+    const refused = await exchange(after);
+    expect(refused.body).toEqual({ error: "oidc_key_fetch_failed", reason: "jwks_unavailable" });
+    expect(await linesWith(after, "key set snapshot failed its integrity check")).not.toHaveLength(0);
+
+    fx.sim.oidc.keyEndpoint = "ok";
+    const rewriter = await start(SHARED);
+    expect((await exchange(rewriter)).status).toBe(200);
+    await storedSnapshot(stale.tag);
+    fx.sim.oidc.keyEndpoint = "fail";
+    expect((await exchange(await start(SHARED))).status).toBe(200);
+  });
+
+  it("writes no snapshot without an App key to seal it", async () => {
+    fx.sim.oidc.keyEndpoint = "ok";
+    await redis.set(snapshotKey(), { reset: true }, 60_000);
+    const keyless = await start({ ...SHARED, HOST_APP_PRIVATE_KEY: undefined });
+    const res = await exchange(keyless);
+    expect(res.body).toEqual({ error: "app_unconfigured" });
+    await keyless.stop(); // its background write, if any, has finished
+    expect(await redis.get(snapshotKey())).toEqual({ reset: true });
   });
 });

@@ -211,7 +211,7 @@ describe("error-code table", () => {
   it("has the reason words of DESIGN.md", () => {
     expect(Object.keys(OIDC_REASONS).sort()).toEqual([
       "alg_unsupported", "audience_mismatch", "claim_invalid", "issuer_mismatch", "jwks_unavailable", "key_ambiguous",
-      "kid_not_found", "malformed_token", "signature_invalid", "token_expired", "token_not_yet_valid", "unknown",
-    ]);
+      "kid_not_found", "malformed_token", "signature_invalid", "token_expired", "token_lifetime_exceeded", "token_not_yet_valid", "unknown",
+    ]); // token_lifetime_exceeded: beyond DESIGN.md, the bound on a token's lifetime (issue 10 item 10)
   });
 });

@@ -55,6 +55,26 @@ describe("reason words", () => {
     expect(t.fx.sim.requests.some((r) => r.path.startsWith("/other-issuer"))).toBe(false);
   });
 
+  it.each([
+    ["a trailing slash", "", "/"],
+    ["two trailing slashes", "", "//"],
+    ["a trailing space", "", " "],
+    ["a leading space", " ", ""],
+    ["a trailing tab", "", "\t"],
+    ["a trailing newline", "", "\n"],
+  ])("issuer_mismatch for the trusted issuer with %s, signed by the issuer's own key", async (_name, before, after) => {
+    await expectReason(await t.fx.sim.oidc.sign({ iss: `${before}${t.fx.sim.oidc.issuer}${after}` }), "issuer_mismatch");
+  });
+
+  it("token_lifetime_exceeded for an exp of 1e300, an exp − iat over an hour, an iat over an hour old", async () => {
+    await expectReason(await t.fx.sim.oidc.sign({ exp: 1e300 }), "token_lifetime_exceeded");
+    await expectReason(await t.fx.sim.oidc.sign({ iat: now() - 10, nbf: now() - 10, exp: now() + 3600 }), "token_lifetime_exceeded");
+    await expectReason(await t.fx.sim.oidc.sign({ iat: now() - 365 * 86400, nbf: undefined, exp: now() + 60 }), "token_lifetime_exceeded");
+    await expectReason(await t.fx.sim.oidc.sign({ iat: now() - 3700, nbf: undefined, exp: now() + 60 }), "token_lifetime_exceeded");
+    const res = await send(await t.fx.sim.oidc.sign({ iat: now() - 1800, nbf: now() - 1800, exp: now() + 600 }));
+    expect(res.status).toBe(200);
+  });
+
   it("kid_not_found for a kid the issuer does not publish", async () => {
     await expectReason(await t.fx.sim.oidc.sign({}, { kid: "no-such-kid" }), "kid_not_found");
   });
@@ -157,6 +177,7 @@ describe("key set", () => {
     const res = await send(await t.fx.sim.oidc.sign());
     expect(res.status).toBe(503);
     expect(res.body).toEqual({ error: "oidc_key_fetch_failed", reason: "jwks_unavailable" });
+    expect(Number(res.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
     expect(Date.now() - started).toBeLessThan(10_000);
   });
 
@@ -190,7 +211,7 @@ describe("key set", () => {
     expect(t.fx.sim.oidc.jwksRequests).toBe(2);
   });
 
-  it("refetches at most once per cooldown for unknown kids", async () => {
+  it("refetches at most once per cooldown for unknown kids, answering 503 with Retry-After while it holds a refetch back", async () => {
     const guarded = await startBroker({ ...t.fx.env }, { timing: { jwksCooldownMs: 60_000 } });
     try {
       const post = async (token: string) => postJson(`${guarded.url}/token`, { oidcToken: token, owner: "octo-org", repo: "app" });
@@ -199,12 +220,64 @@ describe("key set", () => {
       const before = t.fx.sim.oidc.jwksRequests;
       for (let i = 0; i < 5; i += 1) {
         const res = await post(await t.fx.sim.oidc.sign({}, { kid: `forged-${i}` }));
-        expect(res.body).toEqual({ error: "invalid_oidc_token", reason: "kid_not_found" });
+        expect(res.body).toEqual({ error: "oidc_key_fetch_failed", reason: "jwks_unavailable" });
+        expect(res.status).toBe(503);
+        const wait = Number(res.headers.get("retry-after"));
+        expect(wait).toBeGreaterThanOrEqual(1);
+        expect(wait).toBeLessThanOrEqual(60);
       }
       expect(t.fx.sim.oidc.jwksRequests - before).toBeLessThanOrEqual(1);
       t.logs.push(...guarded.logs);
     } finally {
       await guarded.close();
+    }
+  });
+
+  it("answers 503, not a final 401, for a just-published kid whose refetch a forged kid's cooldown held back", async () => {
+    let offsetMs = 0;
+    const guarded = await startBroker({ ...t.fx.env }, { timing: { jwksCooldownMs: 60_000 }, now: () => Date.now() + offsetMs });
+    try {
+      const post = async (token: string) => {
+        const res = await postJson(`${guarded.url}/token`, { oidcToken: token, owner: "octo-org", repo: "app" });
+        if (typeof res.body?.token === "string") secrets.push(res.body.token);
+        return res;
+      };
+      expect((await post(await t.fx.sim.oidc.sign())).status).toBe(200);
+      offsetMs += 61_000; // the forged kid's refetch is allowed, and starts the cooldown
+      const forged = await post(await t.fx.sim.oidc.sign({}, { kid: "forged" }));
+      expect(forged.body).toEqual({ error: "invalid_oidc_token", reason: "kid_not_found" });
+
+      t.fx.sim.oidc.rotateKey({ keepOld: true }); // a real job signs with the key just published
+      const raced = await post(await t.fx.sim.oidc.sign());
+      expect(raced.body).toEqual({ error: "oidc_key_fetch_failed", reason: "jwks_unavailable" });
+      expect(raced.status).toBe(503);
+      expect(Number(raced.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+      expect(t.fx.sim.oidc.jwksRequests).toBe(2);
+
+      offsetMs += 61_000; // the retry, once the cooldown is over, gets its verdict
+      expect((await post(await t.fx.sim.oidc.sign())).status).toBe(200);
+      expect(t.fx.sim.oidc.jwksRequests).toBe(3);
+      t.logs.push(...guarded.logs);
+    } finally {
+      await guarded.close();
+    }
+  });
+
+  it("503 with Retry-After when the key endpoint fails; a kid unknown to the last-known-good set gets no verdict", async () => {
+    const stale = await startBroker({ ...t.fx.env }, { timing: { jwksMaxAgeMs: 0 } });
+    try {
+      const post = async (token: string) => postJson(`${stale.url}/token`, { oidcToken: token, owner: "octo-org", repo: "app" });
+      const first = await post(await t.fx.sim.oidc.sign());
+      expect(first.status).toBe(200);
+      secrets.push(first.body.token as string);
+      t.fx.sim.oidc.keyEndpoint = "fail";
+      const unknown = await post(await t.fx.sim.oidc.sign({}, { kid: "not-in-the-old-set" }));
+      expect(unknown.body).toEqual({ error: "oidc_key_fetch_failed", reason: "jwks_unavailable" });
+      expect(unknown.status).toBe(503);
+      expect(Number(unknown.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+      t.logs.push(...stale.logs);
+    } finally {
+      await stale.close();
     }
   });
 

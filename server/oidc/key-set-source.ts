@@ -1,10 +1,8 @@
-import { importJWK, type JWK } from "jose";
 import { BrokerError } from "../../shared/broker-error.js";
 import { fetchWithTimeout } from "../github/platform-request.js";
-import type { KeyValueStore } from "../kv/key-value-store.js";
 import type { Logger } from "../log.js";
-
-type VerifyKey = Awaited<ReturnType<typeof importJWK>>;
+import { importKeySet, pickKey, type KeyPick, type KeySet } from "./key-set.js";
+import { openSnapshot, sealSnapshot, type SealedSnapshot, type SnapshotBinding } from "./snapshot-seal.js";
 
 /**
  * An issuer's signing keys, found the OIDC way (discovery → jwks_uri) and kept in memory.
@@ -12,8 +10,12 @@ type VerifyKey = Awaited<ReturnType<typeof importJWK>>;
  * Cache (see README "Caches"): the discovery document and the key set, per issuer, per process.
  * Refreshed when older than `maxAgeMs` or when a token names an unknown `kid`, at most once per
  * `cooldownMs` (so a flood of forged kids cannot become a flood of fetches), one fetch at a time.
- * When a fetch fails the last-known-good set is used: in memory first, then the snapshot in
+ * When a fetch fails the last-known-good set is used: in memory first, then the sealed snapshot in
  * SERVICE_JWKS_CACHE (usable for 24 h). With neither: 503 oidc_key_fetch_failed.
+ *
+ * Verdicts: an unknown `kid` is a 401 `kid_not_found` only against a key set fetched after the
+ * token arrived. If that refetch failed or the cooldown held it back, no verdict was reached (the
+ * key may have been published a moment ago): 503, retryable, with the wait in `retryAfter`.
  */
 export interface KeySetSourceOptions {
   issuer: string;
@@ -27,32 +29,20 @@ export interface KeySetSourceOptions {
   snapshotRetryMs: number;
 }
 
-interface KeySet {
-  jwks: { keys: JWK[] };
-  keys: Array<{ kid: string | undefined; key: VerifyKey }>;
-  fetchedAt: number;
-  source: "network" | "snapshot";
-}
-
-interface Snapshot {
-  issuer: string;
-  jwks: { keys: JWK[] };
-  fetchedAt: number;
-}
-
 export const SNAPSHOT_MAX_AGE_MS = 24 * 60 * 60 * 1000;
 
-export type KeyPick = { key: VerifyKey } | { reason: "kid_not_found" | "key_ambiguous" };
-
 export function createKeySetSource(options: KeySetSourceOptions) {
+  const { issuer, log, now } = options;
   let current: KeySet | undefined;
   let jwksUri: string | undefined;
   let lastAttemptAt = Number.NEGATIVE_INFINITY;
-  let inFlight: Promise<KeySet | undefined> | undefined;
-  let snapshotWrittenFor: number | undefined;
+  let fetching: Promise<KeySet | undefined> | undefined;
+  let fetchesStarted = 0;
+  let snapshotWrittenFor: KeySet | undefined;
   let writing: Promise<void> | undefined;
   let lastWriteFailedAt = Number.NEGATIVE_INFINITY;
-  const snapshotKey = `jwks:${options.issuer}`;
+  let lastRejectWarnedAt = Number.NEGATIVE_INFINITY;
+  const snapshotKey = `jwks:${issuer}`;
 
   const timedFetch = fetchWithTimeout(options.fetch, options.timeoutMs);
   const getJson = async (url: string): Promise<unknown> => {
@@ -61,82 +51,127 @@ export function createKeySetSource(options: KeySetSourceOptions) {
     return response.json();
   };
 
-  const fetchKeySet = async (): Promise<KeySet> => {
+  const fetchKeySet = async (startedAt: number, fetchNumber: number): Promise<KeySet> => {
     if (!jwksUri) {
-      const discovery = (await getJson(`${options.issuer}/.well-known/openid-configuration`)) as { jwks_uri?: unknown } | null;
+      const discovery = (await getJson(`${issuer}/.well-known/openid-configuration`)) as { jwks_uri?: unknown } | null;
       if (typeof discovery?.jwks_uri !== "string") throw new Error("discovery document has no jwks_uri");
       jwksUri = discovery.jwks_uri;
     }
-    const jwks = await getJson(jwksUri);
-    return importKeySet(jwks, options.now(), "network");
+    return importKeySet(await getJson(jwksUri), startedAt, "network", fetchNumber);
   };
 
-  /** One fetch at a time; on failure fall back to what we have, then to the shared snapshot. */
-  const refresh = (store: KeyValueStore | null, network: boolean): Promise<KeySet | undefined> => {
-    inFlight ??= (async () => {
-      try {
-        if (!network) throw new Error("refetch cooldown");
-        lastAttemptAt = options.now();
-        current = await fetchKeySet();
-        return current;
-      } catch (error) {
-        if (network) {
-          jwksUri = undefined; // rediscover next time: the document may be what changed
-          options.log.warn({ issuer: options.issuer, err: String(error).slice(0, 200) }, "OIDC key set fetch failed");
-        }
-        if (current && options.now() - current.fetchedAt < SNAPSHOT_MAX_AGE_MS) return current;
-        const snapshot = store ? await store.get<Snapshot>(snapshotKey) : undefined;
-        if (snapshot && snapshot.issuer === options.issuer && options.now() - snapshot.fetchedAt < SNAPSHOT_MAX_AGE_MS) {
-          try {
-            current = await importKeySet(snapshot.jwks, snapshot.fetchedAt, "snapshot");
-            options.log.info({ issuer: options.issuer }, "using last-known-good key set snapshot");
-            return current;
-          } catch {
-            options.log.warn({ issuer: options.issuer }, "key set snapshot unusable");
-          }
-        }
+  const mayRefetch = () => now() - lastAttemptAt >= options.cooldownMs;
+  const usable = (set: KeySet | undefined): set is KeySet => set !== undefined && now() - set.fetchedAt < SNAPSHOT_MAX_AGE_MS;
+  const fresh = (set: KeySet | undefined): set is KeySet => set !== undefined && set.source === "network" && now() - set.fetchedAt <= options.maxAgeMs;
+  /** Whether `set` came from a fetch that started after the `fetchesStarted` count was `seen` (not a clock: two fetches may share a millisecond). */
+  const fetchedSince = (set: KeySet, seen: number) => set.source === "network" && set.fetchNumber > seen;
+
+  /**
+   * One network fetch at a time, shared by every caller while it runs; resolves to the new set, or
+   * to undefined when it failed (logged). The shared promise is stored before anything can settle
+   * it and forgotten only after it has settled, so a settled fetch is never mistaken for one in
+   * flight (which once wedged the source until a restart).
+   */
+  const fetchOnce = (): Promise<KeySet | undefined> => {
+    if (fetching) return fetching;
+    const startedAt = now();
+    lastAttemptAt = startedAt;
+    fetchesStarted += 1;
+    const run = fetchKeySet(startedAt, fetchesStarted).then(
+      (set) => {
+        current = set;
+        return set;
+      },
+      (error: unknown) => {
+        jwksUri = undefined; // rediscover next time: the document may be what changed
+        log.warn({ issuer, err: String(error).slice(0, 200) }, "OIDC key set fetch failed");
         return undefined;
-      } finally {
-        inFlight = undefined;
-      }
-    })();
-    return inFlight;
+      },
+    );
+    fetching = run;
+    void run.then(() => {
+      if (fetching === run) fetching = undefined;
+    });
+    return run;
   };
 
-  const mayRefetch = () => options.now() - lastAttemptAt >= options.cooldownMs;
+  /** The sealed snapshot in SERVICE_JWKS_CACHE, if it checks out and is under 24 h old. */
+  const loadSnapshot = async (binding: SnapshotBinding | null): Promise<KeySet | undefined> => {
+    if (!binding) return undefined;
+    const stored = await binding.store.get<unknown>(snapshotKey);
+    if (stored === undefined) return undefined;
+    const opened = openSnapshot(binding.sealKey, stored, issuer);
+    if (!opened) {
+      // Once a minute at most: during an outage every request reads the store again.
+      if (now() - lastRejectWarnedAt >= 60_000) log.warn({ issuer }, "key set snapshot failed its integrity check; ignored");
+      lastRejectWarnedAt = now();
+      return undefined;
+    }
+    if (now() - opened.fetchedAt >= SNAPSHOT_MAX_AGE_MS) return undefined;
+    try {
+      const set = await importKeySet(opened.jwks, opened.fetchedAt, "snapshot", 0);
+      if (!current || current.fetchedAt < set.fetchedAt) current = set;
+      log.info({ issuer }, "using last-known-good key set snapshot");
+      return set;
+    } catch {
+      log.warn({ issuer }, "key set snapshot unusable");
+      return undefined;
+    }
+  };
+
+  /** A key set for a request that has none fresh: the network if allowed, else the last-known-good. */
+  const obtain = async (binding: SnapshotBinding | null): Promise<KeySet | undefined> => {
+    if (fetching || mayRefetch()) {
+      const fetched = await fetchOnce();
+      if (fetched) return fetched;
+    }
+    if (usable(current)) return current;
+    return loadSnapshot(binding);
+  };
+
+  const unavailable = () =>
+    new BrokerError("oidc_key_fetch_failed", {
+      reason: "jwks_unavailable",
+      retryAfter: Math.max(1, (lastAttemptAt + options.cooldownMs - now()) / 1000),
+    });
 
   return {
-    issuer: options.issuer,
+    issuer,
 
-    /** The key for a token's `kid`; throws 503 when no key set could be obtained at all. */
-    async getKey(kid: string | undefined, store: KeyValueStore | null): Promise<KeyPick> {
-      let set = current;
-      const stale = !set || set.source === "snapshot" || options.now() - set.fetchedAt > options.maxAgeMs;
-      // Without any key set and inside the cooldown only the shared snapshot is consulted.
-      if (stale && (mayRefetch() || !set)) set = (await refresh(store, mayRefetch())) ?? set;
-      if (!set) throw new BrokerError("oidc_key_fetch_failed", { reason: "jwks_unavailable" });
+    /**
+     * The key for a token's `kid`. Throws 503 oidc_key_fetch_failed when no key set could be
+     * obtained, or when the `kid` is unknown and no key set fetched since the token arrived says so.
+     */
+    async getKey(kid: string | undefined, binding: SnapshotBinding | null): Promise<KeyPick> {
+      const seen = fetchesStarted;
+      let set = fresh(current) ? current : await obtain(binding);
+      if (!set) throw unavailable();
       let pick = pickKey(set, kid);
-      if ("reason" in pick && pick.reason === "kid_not_found" && mayRefetch()) {
-        set = (await refresh(store, true)) ?? set;
-        pick = pickKey(set, kid);
+      if ("reason" in pick && pick.reason === "kid_not_found" && !fetchedSince(set, seen)) {
+        if (fetching || mayRefetch()) {
+          set = (await fetchOnce()) ?? set;
+          pick = pickKey(set, kid);
+        }
+        if ("reason" in pick && pick.reason === "kid_not_found" && !fetchedSince(set, seen)) throw unavailable();
       }
       return pick;
     },
 
     /**
-     * After a successful verification: share the set this process fetched as the snapshot. The
-     * write runs in the background (a slow or absent store must not delay the answer), one at a
-     * time, and after a failed write not again for `snapshotRetryMs`.
+     * After a successful verification: share the set this process fetched as the sealed snapshot.
+     * The write runs in the background (a slow or absent store must not delay the answer), one at
+     * a time, and after a failed write not again for `snapshotRetryMs`.
      */
-    noteVerified(store: KeyValueStore | null): void {
-      if (!store || !current || current.source !== "network" || snapshotWrittenFor === current.fetchedAt) return;
-      if (writing || options.now() - lastWriteFailedAt < options.snapshotRetryMs) return;
+    noteVerified(binding: SnapshotBinding | null): void {
+      if (!binding || !current || current.source !== "network" || snapshotWrittenFor === current) return;
+      if (writing || now() - lastWriteFailedAt < options.snapshotRetryMs) return;
       const set = current;
-      writing = store
-        .set<Snapshot>(snapshotKey, { issuer: options.issuer, jwks: set.jwks, fetchedAt: set.fetchedAt }, SNAPSHOT_MAX_AGE_MS)
+      const sealed = sealSnapshot(binding.sealKey, { issuer, fetchedAt: set.fetchedAt, jwks: set.jwks });
+      writing = binding.store
+        .set<SealedSnapshot>(snapshotKey, sealed, SNAPSHOT_MAX_AGE_MS)
         .then((written) => {
-          if (written) snapshotWrittenFor = set.fetchedAt;
-          else lastWriteFailedAt = options.now();
+          if (written) snapshotWrittenFor = set;
+          else lastWriteFailedAt = now();
         })
         .finally(() => {
           writing = undefined;
@@ -151,31 +186,3 @@ export function createKeySetSource(options: KeySetSourceOptions) {
 }
 
 export type KeySetSource = ReturnType<typeof createKeySetSource>;
-
-async function importKeySet(jwks: unknown, fetchedAt: number, source: KeySet["source"]): Promise<KeySet> {
-  const list = (jwks as { keys?: unknown } | null)?.keys;
-  if (!Array.isArray(list)) throw new Error("key set has no keys array");
-  const keys: KeySet["keys"] = [];
-  for (const jwk of list as JWK[]) {
-    // Only RSA signing keys can verify an RS256 token; anything else is skipped, not fatal.
-    if (jwk?.kty !== "RSA" || (jwk.use !== undefined && jwk.use !== "sig")) continue;
-    if (jwk.alg !== undefined && jwk.alg !== "RS256") continue;
-    try {
-      const key = await importJWK({ ...jwk, alg: "RS256", ext: false }, "RS256");
-      keys.push({ kid: typeof jwk.kid === "string" ? jwk.kid : undefined, key });
-    } catch {
-      // A malformed key in the set does not invalidate the others.
-    }
-  }
-  if (keys.length === 0) throw new Error("key set has no usable RS256 key");
-  return { jwks: { keys: list as JWK[] }, keys, fetchedAt, source };
-}
-
-function pickKey(set: KeySet, kid: string | undefined): KeyPick {
-  if (kid !== undefined) {
-    const found = set.keys.find((k) => k.kid === kid);
-    return found ? { key: found.key } : { reason: "kid_not_found" };
-  }
-  if (set.keys.length === 1) return { key: set.keys[0]!.key };
-  return { reason: "key_ambiguous" };
-}

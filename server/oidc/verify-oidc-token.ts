@@ -1,10 +1,9 @@
 import { compactVerify, type JWTPayload } from "jose";
 import { BrokerError } from "../../shared/broker-error.js";
 import type { OidcReason } from "../../shared/error-codes.js";
-import type { KeyValueStore } from "../kv/key-value-store.js";
-import { normaliseIssuer } from "../settings.js";
 import { checkClaims } from "./check-claims.js";
 import type { KeySetSource } from "./key-set-source.js";
+import type { SnapshotBinding } from "./snapshot-seal.js";
 
 /** The claims of a CI job's OIDC token that the broker reads (all GitHub custom claims are strings). */
 export interface OidcClaims extends JWTPayload {
@@ -29,7 +28,8 @@ export interface VerifyInput<P> {
   issuers: ReadonlyArray<TrustedIssuer<P>>;
   audiences: readonly string[];
   now: () => number;
-  snapshotStore: KeyValueStore | null;
+  /** SERVICE_JWKS_CACHE and the key that seals it; null: no snapshot is read or written. */
+  snapshot: SnapshotBinding | null;
 }
 
 const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
@@ -41,8 +41,9 @@ function refuse(reason: OidcReason, detail?: string): never {
 
 /**
  * Verifies a CI-job OIDC token. The issuer is pinned from the (unverified) `iss` *before* a key set
- * is chosen, so a forged `iss` can only select a trusted issuer's own keys; header fields that point
- * at keys (`jku`, `x5u`, `jwk`) are never followed. RS256 only.
+ * is chosen, so a forged `iss` can only select a trusted issuer's own keys; the raw claim must equal
+ * a configured issuer exactly (the setting is normalised, the token's claim never is). Header
+ * fields that point at keys (`jku`, `x5u`, `jwk`) are never followed. RS256 only.
  */
 export async function verifyOidcToken<P>(input: VerifyInput<P>): Promise<{ claims: OidcClaims; trusted: TrustedIssuer<P> }> {
   if (!COMPACT_JWS.test(input.token)) refuse("malformed_token");
@@ -52,11 +53,11 @@ export async function verifyOidcToken<P>(input: VerifyInput<P>): Promise<{ claim
   if (!header || !unverified) refuse("malformed_token");
   if (header.alg !== "RS256") refuse("alg_unsupported");
   if (typeof unverified.iss !== "string") refuse("issuer_mismatch");
-  const trusted = input.issuers.find((candidate) => candidate.issuer === normaliseIssuer(unverified.iss));
+  const trusted = input.issuers.find((candidate) => candidate.issuer === unverified.iss);
   if (!trusted) refuse("issuer_mismatch");
   if (header.kid !== undefined && typeof header.kid !== "string") refuse("malformed_token");
 
-  const pick = await trusted.keys.getKey(header.kid, input.snapshotStore);
+  const pick = await trusted.keys.getKey(header.kid, input.snapshot);
   if ("reason" in pick) refuse(pick.reason);
 
   // The signature covers the header and payload segments exactly as sent, and the claims below are
@@ -66,9 +67,9 @@ export async function verifyOidcToken<P>(input: VerifyInput<P>): Promise<{ claim
   } catch (error) {
     refuse(reasonFor(error));
   }
-  const broken = checkClaims(unverified, { issuer: unverified.iss, audiences: input.audiences, nowSeconds: Math.floor(input.now() / 1000) });
+  const broken = checkClaims(unverified, { issuer: trusted.issuer, audiences: input.audiences, nowSeconds: Math.floor(input.now() / 1000) });
   if (broken) refuse(broken.reason, `${broken.claim} claim`);
-  trusted.keys.noteVerified(input.snapshotStore);
+  trusted.keys.noteVerified(input.snapshot);
   return { claims: unverified as OidcClaims, trusted };
 }
 

@@ -25,7 +25,7 @@ export function tokenRoute(ctx: BrokerContext): RequestHandler {
       issuers: trustedPlatforms(settings).map((platform) => ({ issuer: platform.issuer, keys: ctx.keySetFor(platform.issuer), platform })),
       audiences: settings.audiences,
       now: ctx.now,
-      snapshotStore: ctx.stores.get(settings.jwksCacheUrl, "tokensmith-jwks"),
+      snapshot: ctx.jwksSnapshot(settings),
     });
     const repository = matchRepository(claims.repository, body.owner, body.repo);
     checkAllowlist(settings.allowedRepositories, repository);
