@@ -102,15 +102,26 @@ describe.each([
 });
 
 describe("the mint's 4xx", () => {
-  it("a 422 is not retried and drops the cached installation", async () => {
+  it("a 422 on a cached installation is not retried as such: asked again once from a fresh lookup", async () => {
     expect((await exchange()).status).toBe(200);
+    t.fx.sim.clearRequests();
     t.fx.sim.faults.add({ method: "POST", path: MINT, times: 1, respond: { status: 422, body: { message: "The permissions requested are not granted to this installation." } } });
+    expect((await exchange()).status).toBe(200);
+    expect(count(MINT)).toBe(2);
+    expect(count(LOOKUP)).toBe(1);
+  });
+
+  it("a persistent 422 (a mint by repository id: not accessible) is 404 app_not_installed and drops the cached installation", async () => {
+    expect((await exchange()).status).toBe(200);
+    t.fx.sim.clearRequests();
+    const fault = t.fx.sim.faults.add({ method: "POST", path: MINT, respond: { status: 422, body: { message: "There is at least one repository that does not exist or is not accessible to the parent installation." } } });
     const res = await exchange();
-    // A mint by repository id: a 422 reads as "not accessible to this installation" (token-repository-id.test.ts).
     expect(res.status).toBe(404);
     expect(res.body).toEqual({ error: "app_not_installed" });
     expect(res.headers.get("retry-after")).toBeNull();
     expect(count(MINT)).toBe(2);
+    expect(count(LOOKUP)).toBe(1);
+    fault.remove();
     t.fx.sim.clearRequests();
     expect((await exchange()).status).toBe(200);
     expect(count(LOOKUP)).toBe(1);
