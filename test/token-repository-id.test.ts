@@ -93,12 +93,20 @@ describe("ENT_APP_INSTALLATION_ID never mints across owners", () => {
     expect(audit).toMatchObject({ repository: "acme/widgets", repository_id: widgets.id, repository_owner_id: widgets.ownerId, installation_id: acmeInstallation });
   });
 
-  it("the per-repository lookup of the tenant checks the owner id too", async () => {
+  it("the per-repository lookup is held to the owner id too: another account's installation in its answer mints nothing", async () => {
+    ent.clearRequests();
+    useEnterprise(acmeInstallation);
+    expect((await exchange(ent, "acme/widgets")).status).toBe(200);
+    // acme's installation exactly as the platform wrote it, answered to mallory's lookup (as a
+    // followed redirect or a confused proxy would).
+    const acmeJson = ent.requests.find((r) => r.method === "GET" && r.path.endsWith(`/app/installations/${acmeInstallation}`))!.response!.body;
     ent.clearRequests();
     useEnterprise();
+    ent.faults.add({ method: "GET", path: /\/repos\/mallory\/widgets\/installation$/, times: 1, respond: { status: 200, body: acmeJson } });
     const res = await exchange(ent, "mallory/widgets");
     expect(res.status).toBe(404);
     expect(res.body).toEqual({ error: "app_not_installed" });
+    expect(ent.requests.filter((r) => /\/repos\/mallory\/widgets\/installation$/.test(r.path))).toHaveLength(1);
     expect(mintsOn(ent)).toHaveLength(0);
   });
 });
