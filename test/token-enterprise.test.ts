@@ -101,7 +101,9 @@ describe("enterprise issuer", () => {
     const res = await send(await ent.oidc.sign());
     expect(res.status).toBe(200);
     expect(ent.requests.some((r) => /\/repos\/[^/]+\/[^/]+\/installation$/.test(r.path))).toBe(false);
-    expect(ent.requests.some((r) => r.method === "POST" && r.path.endsWith(`/app/installations/${entInstallation}/access_tokens`))).toBe(true);
+    const mint = ent.requests.find((r) => r.method === "POST" && r.path.endsWith(`/app/installations/${entInstallation}/access_tokens`));
+    // By the claims' repository id, so the installation can only mint for the job's own repository.
+    expect(mint?.body).toEqual({ repository_ids: [ent.repository("octo-org", "app").id], permissions: { contents: "write", pull_requests: "read" } });
   });
 
   it.each(["0", "-4", "abc", "1.5"])("ENT_APP_INSTALLATION_ID=%j is ignored", async (raw) => {

@@ -2,6 +2,7 @@
 // DESIGN.md allows (GETs and the idempotent mint, on network errors, 5xx and rate limits).
 import { describe, expect, it } from "@jest/globals";
 import { postJson } from "./support/broker.js";
+import { installationSubject } from "../server/github/repository-scope.js";
 import { brokerPerTest } from "./support/broker-per-test.js";
 
 const secrets: string[] = [];
@@ -101,12 +102,26 @@ describe.each([
 });
 
 describe("the mint's 4xx", () => {
-  it("a 422 is not retried and drops the cached installation", async () => {
+  it("a 422 on a cached installation is not retried as such: asked again once from a fresh lookup", async () => {
     expect((await exchange()).status).toBe(200);
+    t.fx.sim.clearRequests();
     t.fx.sim.faults.add({ method: "POST", path: MINT, times: 1, respond: { status: 422, body: { message: "The permissions requested are not granted to this installation." } } });
+    expect((await exchange()).status).toBe(200);
+    expect(count(MINT)).toBe(2);
+    expect(count(LOOKUP)).toBe(1);
+  });
+
+  it("a persistent 422 (a mint by repository id: not accessible) is 404 app_not_installed and drops the cached installation", async () => {
+    expect((await exchange()).status).toBe(200);
+    t.fx.sim.clearRequests();
+    const fault = t.fx.sim.faults.add({ method: "POST", path: MINT, respond: { status: 422, body: { message: "There is at least one repository that does not exist or is not accessible to the parent installation." } } });
     const res = await exchange();
-    expect(res.status).toBe(502);
-    expect(res.body).toEqual({ error: "installation_token_failed" });
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ error: "app_not_installed" });
+    expect(res.headers.get("retry-after")).toBeNull();
+    expect(count(MINT)).toBe(2);
+    expect(count(LOOKUP)).toBe(1);
+    fault.remove();
     t.fx.sim.clearRequests();
     expect((await exchange()).status).toBe(200);
     expect(count(LOOKUP)).toBe(1);
@@ -114,7 +129,9 @@ describe("the mint's 4xx", () => {
 
   it("a 401 on the installation lookup (App JWT refused) signs a fresh App JWT next time", async () => {
     expect((await exchange()).status).toBe(200);
-    t.broker.app.broker.installations.drop(t.broker.app.broker.installations.key(t.fx.sim.apiBase, String(t.fx.app.id), "octo-org/app"));
+    const repository = t.fx.sim.repository("octo-org", "app");
+    const ids = { repositoryId: repository.id, ownerId: repository.ownerId };
+    t.broker.app.broker.installations.drop(t.broker.app.broker.installations.key(t.fx.sim.apiBase, String(t.fx.app.id), installationSubject({ owner: "octo-org", repo: "app", ids })));
     const signed = t.broker.app.broker.appJwt.signedCount;
     t.fx.sim.faults.add({ method: "GET", path: LOOKUP, times: 1, respond: { status: 401, body: { message: "A JSON web token could not be decoded" } } });
     expect((await exchange()).status).toBe(500);

@@ -32,7 +32,8 @@ describe("POST /token success", () => {
     expect(issued!.permissions).toEqual({ contents: "write", pull_requests: "write" });
     expect(headers.get("content-type")).toMatch(/application\/json/);
     const [mint] = mints();
-    expect(mint!.body).toEqual({ repositories: ["app"], permissions: { contents: "write", pull_requests: "write" } });
+    // By id (the claims' repository_id), never by name: a name can come to mean another repository.
+    expect(mint!.body).toEqual({ repository_ids: [t.fx.sim.repository("octo-org", "app").id], permissions: { contents: "write", pull_requests: "write" } });
     expect(mint!.auth).toEqual({ kind: "app", appId: String(t.fx.app.id) });
   });
 

@@ -2,11 +2,14 @@ import { RequestError } from "@octokit/request-error";
 import { BrokerError } from "../../shared/broker-error.js";
 import type { PlatformClient } from "./platform-client.js";
 import { DEFAULT_RETRY, statusOf, withRetry, type RetryPolicy } from "./platform-request.js";
+import { transientRetryAfter } from "./transient-failure.js";
 
 export interface Installation {
   id: number;
   /** What the installation was granted, e.g. { contents: "write", metadata: "read" }. */
   permissions: Record<string, string>;
+  /** The account it is installed on; null when the platform names none (an enterprise installation). */
+  account: { login: string; id: number } | null;
 }
 
 export interface InstallationLookup {
@@ -17,11 +20,14 @@ export interface InstallationLookup {
   installationId?: number | null;
   owner: string;
   repo: string;
+  /** Milliseconds since the epoch (a rate limit's reset is turned into a wait). Default Date.now. */
+  now?: () => number;
 }
 
 /**
  * `GET /repos/{owner}/{repo}/installation` (or `GET /app/installations/{id}` when the id is
- * configured). 404 → app_not_installed; anything else unusable → github_installation_lookup_failed.
+ * configured). 404 → app_not_installed; anything else unusable → github_installation_lookup_failed,
+ * with `retryAfter` when the failure is transient (5xx, network, rate limit) and none otherwise.
  */
 export async function findInstallation(lookup: InstallationLookup): Promise<Installation> {
   let data: unknown;
@@ -38,11 +44,21 @@ export async function findInstallation(lookup: InstallationLookup): Promise<Inst
     data = response.data;
   } catch (error) {
     if (error instanceof RequestError && statusOf(error) === 404) throw new BrokerError("app_not_installed");
-    throw new BrokerError("github_installation_lookup_failed", { detail: `status ${statusOf(error) ?? "network"}`, cause: error });
+    throw new BrokerError("github_installation_lookup_failed", {
+      detail: `status ${statusOf(error) ?? "network"}`,
+      cause: error,
+      retryAfter: transientRetryAfter(error, (lookup.now ?? Date.now)()),
+    });
   }
-  const { id, permissions } = (data ?? {}) as { id?: unknown; permissions?: unknown };
+  const { id, permissions, account } = (data ?? {}) as { id?: unknown; permissions?: unknown; account?: unknown };
   if (!Number.isSafeInteger(id) || (id as number) <= 0 || !permissions || typeof permissions !== "object" || Array.isArray(permissions)) {
     throw new BrokerError("github_installation_lookup_failed", { detail: "installation object without id or permissions" });
   }
-  return { id: id as number, permissions: { ...(permissions as Record<string, string>) } };
+  return { id: id as number, permissions: { ...(permissions as Record<string, string>) }, account: readAccount(account) };
+}
+
+function readAccount(account: unknown): Installation["account"] {
+  if (!account || typeof account !== "object") return null;
+  const { login, id } = account as { login?: unknown; id?: unknown };
+  return typeof login === "string" && Number.isSafeInteger(id) ? { login, id: id as number } : null;
 }

@@ -2,15 +2,17 @@ import type { Installation } from "./find-installation.js";
 
 /**
  * Repository → installation (id and granted permissions), per platform and App.
- * Cache (README "Caches"): key = API base + App ID + owner/repo (lowercased: names are
- * case-insensitive on the platform); lifetime 5 minutes; dropped when a mint answers 404 or 422
- * (the installation is gone or its permissions changed). Bounded in size.
+ * Cache (README "Caches"): key = API base + App ID + subject (`installationSubject`: the
+ * repository id and owner id for /token, so a renamed owner or a re-created repository never hits a
+ * stale entry; `owner/repo` for /sign; lowercased: names are case-insensitive on the platform);
+ * lifetime 5 minutes; dropped when a mint fails (404, 422, …) or its answer names another
+ * repository. Bounded in size.
  */
 export function createInstallationCache(options: { now: () => number; ttlMs: number; maxEntries?: number }) {
   const entries = new Map<string, { value: Installation; until: number }>();
   const max = options.maxEntries ?? 10_000;
   return {
-    key: (apiBase: string, appId: string, repository: string) => `${apiBase}\u0000${appId}\u0000${repository.toLowerCase()}`,
+    key: (apiBase: string, appId: string, subject: string) => `${apiBase}\u0000${appId}\u0000${subject.toLowerCase()}`,
     get(key: string): Installation | undefined {
       const hit = entries.get(key);
       if (!hit) return undefined;

@@ -1,52 +1,102 @@
+import { BrokerError } from "../../shared/broker-error.js";
 import type { Permissions } from "../../shared/token-permissions.js";
 import type { AppCredentials } from "../app-credentials.js";
 import type { BrokerContext } from "../context.js";
 import type { PlatformSettings } from "../settings.js";
+import type { PlatformClient } from "./platform-client.js";
 import { findInstallation, type Installation } from "./find-installation.js";
 import { mintInstallationToken, type MintedToken } from "./mint-installation-token.js";
+import { installationServes, installationSubject, mintedForScope, type RepositoryScope } from "./repository-scope.js";
+import { revokeInstallationToken } from "./revoke-installation-token.js";
 
-export interface RepositoryTokenInput {
+export interface RepositoryTokenInput extends RepositoryScope {
   platform: PlatformSettings;
   app: AppCredentials;
-  owner: string;
-  repo: string;
   /** What to ask for, given what the installation was granted. */
   permissions: (granted: Record<string, string>) => Permissions;
+  /** For the log lines of a revocation. */
+  requestId?: string;
 }
 
 /**
  * A fresh installation token for one repository: the installation (cached briefly, see README
- * "Caches") then the mint. A failed mint drops the cached installation, which may be gone or
- * changed; a 401 drops the App JWT (e.g. the platform's clock disagrees with ours).
+ * "Caches"), which must be on the repository's owner, then the mint — by repository id when the
+ * ids are known (/token), by name otherwise (/sign) — whose answer must name exactly that
+ * repository. Anything else is 404 app_not_installed with nothing handed out: a token minted
+ * anyway is revoked at once. A failed mint drops the cached installation, which may be gone or
+ * changed (a 404/422 on a cached one is asked again once, from a fresh lookup); a 401 drops the
+ * App JWT (e.g. the platform's clock disagrees with ours).
  */
 export async function mintRepositoryToken(ctx: BrokerContext, input: RepositoryTokenInput): Promise<{ installation: Installation; minted: MintedToken }> {
-  const { platform, app, owner, repo } = input;
+  const { platform, app } = input;
+  const scope: RepositoryScope = { owner: input.owner, repo: input.repo, ids: input.ids };
   const client = ctx.clientFor(platform);
   const appJwt = await ctx.appJwt.jwtFor(app);
-  const cacheKey = ctx.installations.key(platform.apiBase, app.appId, `${owner}/${repo}`);
-  let installation = ctx.installations.get(cacheKey);
-  if (!installation) {
-    try {
-      installation = await findInstallation({ client, appJwt, retry: ctx.retry, installationId: platform.installationId, owner, repo });
-    } catch (error) {
-      ctx.appJwt.noteFailure(app, error);
-      throw error;
-    }
-    ctx.installations.set(cacheKey, installation);
+  const cacheKey = ctx.installations.key(platform.apiBase, app.appId, installationSubject(scope));
+  const cached = ctx.installations.get(cacheKey);
+  if (cached) {
+    // A cached installation may be stale (its permissions changed, its repositories moved): a mint
+    // refused with 404/422 is asked again once, from a fresh lookup, with every check made again.
+    const outcome = await mintChecked(ctx, input, scope, { client, appJwt, cacheKey, installation: cached });
+    if (!("refused" in outcome)) return outcome;
   }
+  let installation: Installation;
   try {
-    const minted = await mintInstallationToken({
-      client,
-      appJwt,
-      installationId: installation.id,
-      repositoryName: repo,
-      permissions: input.permissions(installation.permissions),
-      retry: ctx.retry,
-    });
-    return { installation, minted };
+    installation = await findInstallation({ client, appJwt, retry: ctx.retry, installationId: platform.installationId, owner: scope.owner, repo: scope.repo, now: ctx.now });
   } catch (error) {
-    ctx.installations.drop(cacheKey);
     ctx.appJwt.noteFailure(app, error);
     throw error;
   }
+  if (!installationServes(installation, scope)) {
+    // ENT_APP_INSTALLATION_ID names another owner's installation, or the owner is not who the claims say.
+    throw new BrokerError("app_not_installed", { detail: "installation is on another account" });
+  }
+  ctx.installations.set(cacheKey, installation);
+  const outcome = await mintChecked(ctx, input, scope, { client, appJwt, cacheKey, installation });
+  if ("refused" in outcome) throw outcome.refused;
+  return outcome;
+}
+
+interface MintFrom {
+  client: PlatformClient;
+  appJwt: string;
+  cacheKey: string;
+  installation: Installation;
+}
+
+/**
+ * The mint on one installation, its answer checked; any failure drops the cached installation. The
+ * platform's refusal (404/422 → app_not_installed) is returned, for the caller to decide on a
+ * fresh lookup; every other failure is thrown.
+ */
+async function mintChecked(
+  ctx: BrokerContext,
+  input: RepositoryTokenInput,
+  scope: RepositoryScope,
+  from: MintFrom,
+): Promise<{ installation: Installation; minted: MintedToken } | { refused: BrokerError }> {
+  const { client, appJwt, cacheKey, installation } = from;
+  let minted: MintedToken;
+  try {
+    minted = await mintInstallationToken({
+      client,
+      appJwt,
+      installationId: installation.id,
+      ...(scope.ids ? { repositoryIds: [scope.ids.repositoryId] } : { repositoryName: scope.repo }),
+      permissions: input.permissions(installation.permissions),
+      retry: ctx.retry,
+      now: ctx.now,
+    });
+  } catch (error) {
+    ctx.installations.drop(cacheKey);
+    ctx.appJwt.noteFailure(input.app, error);
+    if (error instanceof BrokerError && error.code === "app_not_installed") return { refused: error };
+    throw error;
+  }
+  if (!mintedForScope(minted.repositories, scope)) {
+    ctx.installations.drop(cacheKey);
+    await revokeInstallationToken({ client, token: minted.token, log: ctx.log, why: "mint answer names another repository", requestId: input.requestId });
+    throw new BrokerError("app_not_installed", { detail: "mint answer does not name the repository asked for" });
+  }
+  return { installation, minted };
 }

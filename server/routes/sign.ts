@@ -34,12 +34,21 @@ function sign(ctx: BrokerContext): RequestHandler {
     // Spec 2.6: /sign ignores TOKEN_PERMISSIONS and always mints contents: write only.
     let minted;
     try {
-      ({ minted } = await mintRepositoryToken(ctx, { platform, app, owner: command.owner, repo: command.name, permissions: () => ({ contents: "write" }) }));
+      ({ minted } = await mintRepositoryToken(ctx, {
+        platform,
+        app,
+        owner: command.owner,
+        repo: command.name,
+        permissions: () => ({ contents: "write" }),
+        requestId: res.locals.requestId as string | undefined,
+      }));
     } catch (error) {
-      // Whatever stopped the mint (not installed, lookup or mint refused), /sign has one word for it.
+      // Whatever stopped the mint (not installed, lookup or mint refused), /sign has one word for it;
+      // a transient failure keeps its Retry-After.
       if (!(error instanceof BrokerError)) ctx.log.error({ err: error, request_id: res.locals.requestId }, "unexpected failure while minting for /sign");
       const detail = error instanceof BrokerError ? error.message : "unexpected failure";
-      throw new BrokerError("installation_token_failed", { detail, cause: error });
+      const retryAfter = error instanceof BrokerError ? error.retryAfter : undefined;
+      throw new BrokerError("installation_token_failed", { detail, cause: error, retryAfter });
     }
 
     const commit = await createCommit({

@@ -7,12 +7,13 @@ import { sendJson } from "../http/send-json.js";
 import { fingerprint } from "../log.js";
 import { verifyOidcToken } from "../oidc/verify-oidc-token.js";
 import { readTokenRequest } from "../token/read-token-request.js";
-import { checkAllowlist, matchRepository, requireApp, requireTokenPermissions, trustedPlatforms } from "../token/trust.js";
+import { checkAllowlist, matchRepository, readRepositoryIdentity, requireApp, requireTokenPermissions, trustedPlatforms } from "../token/trust.js";
 
 /**
  * POST /token: the spec's ladder, top to bottom (DESIGN.md order of checks):
- * fields → TOKEN_PERMISSIONS → OIDC verification → repository claim → allowlist → App configured
- * → installation lookup → mint.
+ * fields → TOKEN_PERMISSIONS → OIDC verification (with the repository and owner ids) → repository
+ * claim → allowlist → App configured → installation lookup (on the claims' owner id) → mint by the
+ * claims' repository id (its answer must name that repository).
  */
 export function tokenRoute(ctx: BrokerContext): RequestHandler {
   return async (req, res) => {
@@ -27,6 +28,7 @@ export function tokenRoute(ctx: BrokerContext): RequestHandler {
       now: ctx.now,
       snapshot: ctx.jwksSnapshot(settings),
     });
+    const ids = readRepositoryIdentity(claims);
     const repository = matchRepository(claims.repository, body.owner, body.repo);
     checkAllowlist(settings.allowedRepositories, repository);
 
@@ -37,6 +39,8 @@ export function tokenRoute(ctx: BrokerContext): RequestHandler {
       app,
       owner: body.owner,
       repo: body.repo,
+      ids,
+      requestId: res.locals.requestId as string | undefined,
       permissions: (granted) => intersectPermissions(requested, granted),
     });
 
@@ -44,6 +48,8 @@ export function tokenRoute(ctx: BrokerContext): RequestHandler {
       {
         audit: "token_minted",
         repository,
+        repository_id: ids.repositoryId,
+        repository_owner_id: ids.ownerId,
         installation_id: installation.id,
         permissions: minted.permissions,
         platform: platform.name,

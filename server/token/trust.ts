@@ -33,3 +33,28 @@ export function requireApp(platform: PlatformSettings): AppCredentials {
   if (!platform.app.ok) throw new BrokerError("app_unconfigured");
   return platform.app.credentials;
 }
+
+/** The repository and its owner by id: what a mint is scoped to and checked against (ids survive renames and re-creations; names do not). */
+export interface RepositoryIdentity {
+  repositoryId: number;
+  ownerId: number;
+}
+
+// GitHub writes every custom claim as a string; ids are positive decimal integers.
+const DECIMAL_ID = /^[1-9][0-9]{0,15}$/;
+
+/**
+ * The token's `repository_id` and `repository_owner_id` claims, both required: a string of digits
+ * naming a positive safe integer. Anything else (absent, a number, "0", "12a", "1e3") → 401
+ * invalid_oidc_token, reason claim_invalid: without them the broker cannot tell a re-created
+ * repository or a renamed owner from the one the job ran in.
+ */
+export function readRepositoryIdentity(claims: Record<string, unknown>): RepositoryIdentity {
+  const id = (name: string): number => {
+    const value = Object.hasOwn(claims, name) ? claims[name] : undefined;
+    const parsed = typeof value === "string" && DECIMAL_ID.test(value) ? Number(value) : NaN;
+    if (!Number.isSafeInteger(parsed)) throw new BrokerError("invalid_oidc_token", { reason: "claim_invalid", detail: `${name} claim missing or not a decimal id` });
+    return parsed;
+  };
+  return { repositoryId: id("repository_id"), ownerId: id("repository_owner_id") };
+}

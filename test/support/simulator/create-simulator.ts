@@ -53,7 +53,10 @@ export async function createSimulator(opts: SimulatorOptions = {}): Promise<Simu
   });
   const { url } = server;
   const apiBase = `${url}${layout.api}`;
-  const oidc = createOidcIssuer({ issuer: `${url}${layout.issuer}`, issuerPath: layout.issuer, router, requests, now });
+  const oidc = createOidcIssuer({
+    issuer: `${url}${layout.issuer}`, issuerPath: layout.issuer, router, requests, now,
+    idsOf: (owner, name) => state.idsOf(owner, name),
+  });
   const actions = createActionsRunner(url, router, oidc);
 
   sim = {
@@ -93,6 +96,8 @@ export async function createSimulator(opts: SimulatorOptions = {}): Promise<Simu
     installation: (id) => state.installation(id),
     removeInstallation: (id) => state.removeInstallation(id),
     repository: (owner, name) => state.repository(owner, name),
+    renameAccount: (from, to) => state.renameAccount(from, to),
+    deleteRepository: (owner, name) => state.deleteRepository(owner, name),
     tokens: state.tokens,
     issueToken: (installationId, tokenOpts = {}) => {
       const inst = state.installation(installationId);

@@ -34,6 +34,9 @@ export class GithubState {
   readonly installations = new Map<number, InstallationState>();
   readonly repositories = new Map<string, RepositoryState>();
   readonly tokens = new Map<string, IssuedToken>();
+  /** Account login (lowercased) → id. Ids are stable across renames and never reused. */
+  private readonly accounts = new Map<string, number>();
+  private readonly usedIds = new Set<number>();
   private nextAppId = 100_001;
   private nextInstallationId = 50_000_001;
 
@@ -53,10 +56,71 @@ export class GithubState {
     const key = fullName.toLowerCase();
     let repo = this.repositories.get(key);
     if (!repo) {
-      repo = { id: stableId(fullName), owner, ownerId: stableId(owner), name, fullName };
+      repo = { id: this.freshId(fullName), owner, ownerId: this.accountId(owner), name, fullName };
       this.repositories.set(key, repo);
     }
     return repo;
+  }
+
+  /**
+   * The ids GitHub would put in an OIDC token for owner/name, without creating anything: the
+   * repository's own when it exists, else what it would get.
+   */
+  idsOf(owner: string, name: string): { repositoryId: number; ownerId: number } {
+    const repo = this.repositories.get(`${owner}/${name}`.toLowerCase());
+    if (repo) return { repositoryId: repo.id, ownerId: repo.ownerId };
+    return { repositoryId: stableId(`${owner}/${name}`), ownerId: this.accounts.get(owner.toLowerCase()) ?? stableId(owner) };
+  }
+
+  /** The account's id: stable per login until the login changes hands (a rename frees it for a new account). */
+  accountId(login: string): number {
+    const key = login.toLowerCase();
+    let id = this.accounts.get(key);
+    if (id === undefined) {
+      id = this.freshId(login);
+      this.accounts.set(key, id);
+    }
+    return id;
+  }
+
+  /** stableId(name), unless an earlier account or repository of that name took it: ids are never reused. */
+  private freshId(name: string): number {
+    let id = stableId(name);
+    while (this.usedIds.has(id)) id += 1;
+    this.usedIds.add(id);
+    return id;
+  }
+
+  /**
+   * An account renamed, as on GitHub: same id, new login; its repositories and installations follow.
+   * The old login is free: a later `repository(from, …)` belongs to a new account with a new id.
+   */
+  renameAccount(from: string, to: string): void {
+    const id = this.accounts.get(from.toLowerCase());
+    if (id === undefined) throw new Error(`simulator: no account ${from}`);
+    if (this.accounts.has(to.toLowerCase())) throw new Error(`simulator: account ${to} already exists`);
+    this.accounts.delete(from.toLowerCase());
+    this.accounts.set(to.toLowerCase(), id);
+    for (const [key, repo] of [...this.repositories]) {
+      if (repo.ownerId !== id) continue;
+      this.repositories.delete(key);
+      const moved = { ...repo, owner: to, fullName: `${to}/${repo.name}` };
+      this.repositories.set(moved.fullName.toLowerCase(), moved);
+    }
+    for (const inst of this.installations.values()) if (inst.accountId === id) inst.account = to;
+  }
+
+  /**
+   * A repository deleted, as on GitHub: it leaves every installation's selection. Creating one of the
+   * same name later (`repository(owner, name)`) gives it a new id.
+   */
+  deleteRepository(owner: string, name: string): void {
+    const key = `${owner}/${name}`.toLowerCase();
+    if (!this.repositories.delete(key)) throw new Error(`simulator: no repository ${owner}/${name}`);
+    for (const inst of this.installations.values()) {
+      if (inst.account.toLowerCase() !== owner.toLowerCase() || inst.repositories === "all") continue;
+      inst.repositories = inst.repositories.filter((r) => r.toLowerCase() !== name.toLowerCase());
+    }
   }
 
   addInstallation(opts: AddInstallationOptions): number {
@@ -70,7 +134,7 @@ export class GithubState {
       id,
       appId: opts.appId,
       account: opts.account,
-      accountId: stableId(opts.account),
+      accountId: this.accountId(opts.account),
       permissions: { ...opts.permissions },
       repositories,
       createdAt: now,

@@ -69,6 +69,19 @@ export function mergeClaims(base: object, ...overrides: ReadonlyArray<Record<str
   return out;
 }
 
+/**
+ * As GitHub does, `repository_owner`, `repository_id` and `repository_owner_id` describe the
+ * `repository` claim: when a test names another repository, they follow it (from the simulated
+ * state), unless the test sets them itself (the later override wins).
+ */
+function repositoryClaims(claims: Record<string, unknown> | undefined, idsOf: OidcIssuerDeps["idsOf"]): Record<string, unknown> {
+  const repository = claims?.repository;
+  const match = typeof repository === "string" ? /^([^/]+)\/([^/]+)$/.exec(repository) : null;
+  if (!match || !idsOf) return {};
+  const { repositoryId, ownerId } = idsOf(match[1]!, match[2]!);
+  return { repository_owner: match[1], repository_id: String(repositoryId), repository_owner_id: String(ownerId) };
+}
+
 export interface OidcIssuerDeps {
   issuer: string;
   /** The issuer's path relative to the simulator URL (routes are registered there). */
@@ -76,6 +89,8 @@ export interface OidcIssuerDeps {
   router: Router;
   requests: readonly RecordedRequest[];
   now: () => number;
+  /** The platform's ids for owner/name, so a token's id claims agree with the simulated state. */
+  idsOf?: (owner: string, name: string) => { repositoryId: number; ownerId: number };
 }
 
 export function createOidcIssuer(deps: OidcIssuerDeps): OidcIssuer {
@@ -139,7 +154,7 @@ export function createOidcIssuer(deps: OidcIssuerDeps): OidcIssuer {
       Object.assign(header, opts.header);
       // HS* without a key: the classic confusion attack, keyed with the public key PEM.
       const key = opts.privateKey ?? (alg.startsWith("HS") ? current.publicKeyPem : current.privateKey);
-      const payload = mergeClaims(defaultClaims(issuer, Math.floor(deps.now() / 1000)), claims);
+      const payload = mergeClaims(defaultClaims(issuer, Math.floor(deps.now() / 1000)), repositoryClaims(claims, deps.idsOf), claims);
       return signCompact(header, payload, key);
     },
     rotateKey(opts: { keepOld?: boolean } = {}): OidcKey {

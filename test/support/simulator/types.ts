@@ -204,6 +204,10 @@ export interface Simulator {
   removeInstallation(id: number): void;
   /** Get or create a repository (stable ids per name). */
   repository(owner: string, name: string): RepositoryState;
+  /** Rename an account: same id, new login; its repositories and installations follow, the old login is free. */
+  renameAccount(from: string, to: string): void;
+  /** Delete a repository (it leaves installations' selections); re-creating the name gives a new id. */
+  deleteRepository(owner: string, name: string): void;
   readonly tokens: Map<string, IssuedToken>;
   /** Mint a token directly (no HTTP), e.g. to seed a test. */
   issueToken(installationId: number, opts?: { permissions?: Record<string, string>; repositories?: string[] | "all" }): string;

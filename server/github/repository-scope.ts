@@ -1,0 +1,44 @@
+// What a repository token must be scoped to, and the checks of the platform's answers against it,
+// as pure functions (STYLE.md practice 6). /token knows the repository and its owner by id (from
+// the OIDC claims); /sign only by name.
+import type { Installation } from "./find-installation.js";
+import type { MintedRepository } from "./mint-installation-token.js";
+
+export interface RepositoryScope {
+  owner: string;
+  repo: string;
+  /** The claims' `repository_id` and `repository_owner_id`; absent for /sign (no claims). */
+  ids?: { repositoryId: number; ownerId: number };
+}
+
+/**
+ * The repository → installation cache subject. By id when the ids are known: a renamed owner or a
+ * re-created repository is another key, so a stale entry never serves them. By name otherwise
+ * (lowercased by the cache), in a namespace of its own.
+ */
+export function installationSubject(scope: RepositoryScope): string {
+  return scope.ids ? `id:${scope.ids.repositoryId}:${scope.ids.ownerId}` : `name:${scope.owner}/${scope.repo}`;
+}
+
+/**
+ * The installation must be on the repository's owner: the same account id when the ids are known
+ * (ids survive renames, logins do not), else the same login (case-insensitive). An installation
+ * naming no account serves nobody.
+ */
+export function installationServes(installation: Installation, scope: RepositoryScope): boolean {
+  const account = installation.account;
+  if (!account) return false;
+  return scope.ids ? account.id === scope.ids.ownerId : account.login.toLowerCase() === scope.owner.toLowerCase();
+}
+
+/**
+ * The mint's answer must name exactly the repository asked for: one entry, its `full_name` equal to
+ * owner/repo (case-insensitive: names are on the platform) and, when the ids are known, its id and
+ * its owner's id equal to them.
+ */
+export function mintedForScope(repositories: readonly MintedRepository[] | null, scope: RepositoryScope): boolean {
+  if (!repositories || repositories.length !== 1) return false;
+  const [only] = repositories as [MintedRepository];
+  if (only.fullName === null || only.fullName.toLowerCase() !== `${scope.owner}/${scope.repo}`.toLowerCase()) return false;
+  return !scope.ids || (only.id === scope.ids.repositoryId && only.ownerId === scope.ids.ownerId);
+}
