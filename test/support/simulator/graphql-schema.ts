@@ -97,10 +97,29 @@ export const GITHUB_SDL = /* GraphQL */ `
     date: GitTimestamp
   }
 
-  type GitSignature {
+  interface GitSignature {
+    email: String!
     isValid: Boolean!
-    state: String!
+    payload: String!
+    signature: String!
+    state: GitSignatureState!
     wasSignedByGitHub: Boolean!
+  }
+
+  type GpgSignature implements GitSignature {
+    email: String!
+    isValid: Boolean!
+    keyId: String
+    payload: String!
+    signature: String!
+    state: GitSignatureState!
+    wasSignedByGitHub: Boolean!
+  }
+
+  enum GitSignatureState {
+    VALID
+    INVALID
+    UNSIGNED
   }
 
   type Release {
