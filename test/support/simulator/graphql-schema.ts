@@ -54,7 +54,6 @@ export const GITHUB_SDL = /* GraphQL */ `
     defaultBranchRef: Ref
     ref(qualifiedName: String!): Ref
     latestRelease: Release
-    release(tagName: String!): Release
     releases(first: Int, last: Int, after: String, before: String, orderBy: ReleaseOrder): ReleaseConnection!
   }
 

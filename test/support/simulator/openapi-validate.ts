@@ -33,8 +33,9 @@ interface RawOperation {
   operationId: string;
   externalDocs?: { url?: string };
   requestBody?: { content?: Record<string, { schema?: SchemaObject }> };
-  responses: Record<string, { content?: Record<string, { schema?: SchemaObject }> }>;
+  responses: Record<string, RawResponse>;
 }
+type RawResponse = { $ref?: string; content?: Record<string, { schema?: SchemaObject }> };
 
 const HTTP_METHODS = ["get", "put", "post", "patch", "delete"];
 const BASE = "github-rest";
@@ -104,10 +105,12 @@ function githubMessage(error: ErrorObject, body: unknown): string {
 
 export class OpenapiDescription {
   private readonly byShape = new Map<string, { path: string; method: string; raw: RawOperation }>();
-  private readonly ajv = new Ajv({ strict: false, validateFormats: false, allErrors: false, validateSchema: false });
+  private readonly ajv = new Ajv({ strict: false, validateFormats: false, allErrors: true, validateSchema: false });
   private readonly operations = new Map<string, OpenapiOperation | undefined>();
+  private readonly sharedResponses: Record<string, RawResponse>;
 
   constructor(description: Description) {
+    this.sharedResponses = (description.components.responses ?? {}) as Record<string, RawResponse>;
     this.ajv.addSchema({ $id: BASE, components: convert(description.components as Json) } as SchemaObject);
     for (const [path, item] of Object.entries(description.paths)) {
       for (const method of HTTP_METHODS) {
@@ -125,6 +128,20 @@ export class OpenapiDescription {
     const op = found && this.build(found.method, found.path, found.raw);
     this.operations.set(key, op);
     return op;
+  }
+
+  /** Problems of `value` against a component schema (`installation`, `repository`…); [] = none. */
+  validateComponent(name: string, value: unknown): string[] {
+    const validator = this.ajv.getSchema(`${BASE}#/components/schemas/${name}`);
+    if (!validator) return [`no component schema ${name}`];
+    if (validator(value)) return [];
+    return (validator.errors ?? []).map((e) => `${e.instancePath || "(root)"} ${e.message ?? e.keyword} ${JSON.stringify(e.params)}`);
+  }
+
+  /** `#/components/responses/not_found` and the like, resolved. */
+  private response(described: RawResponse | undefined): RawResponse | undefined {
+    const ref = described?.$ref;
+    return ref?.startsWith("#/components/responses/") ? this.sharedResponses[ref.slice("#/components/responses/".length)] : described;
   }
 
   private build(method: string, path: string, raw: RawOperation): OpenapiOperation {
@@ -145,7 +162,7 @@ export class OpenapiDescription {
         return `Invalid request.\n\n${githubMessage(bodyValidator.errors![0]!, body)}`;
       },
       validateResponse: (status, body) => {
-        const described = raw.responses[String(status)];
+        const described = this.response(raw.responses[String(status)]);
         if (!described) return [`status ${status} is not described for ${raw.operationId} (described: ${Object.keys(raw.responses).join(", ")})`];
         if (!responseValidators.has(status)) responseValidators.set(status, compile(described.content?.["application/json"]?.schema));
         const validator = responseValidators.get(status);
