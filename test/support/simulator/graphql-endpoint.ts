@@ -55,6 +55,9 @@ export function nodeId(prefix: string, id: number | string): string {
 }
 
 export function createGraphqlEndpoint(sim: Simulator) {
+  // Built now, not on a first request, where it would stall the process past short timeouts.
+  platformSchema();
+  implementedSchema();
   const extensions: RepositoryExtension[] = [];
   const mutations = new Map<string, MutationResolver>();
   let requestCount = 0;

@@ -47,8 +47,8 @@ function shape(template: string): string {
 
 /**
  * OpenAPI 3.0 → JSON Schema for ajv: `nullable: true` becomes a `null` type (or an `anyOf` with
- * null where there is no `type`: `allOf`/`$ref`), and local `$ref`s point into the components
- * registered under one id.
+ * null where there is no `type`: `allOf`/`$ref`), and local `$ref`s point into the bundle of
+ * components compiled with the schema (`#/components/schemas/…` inside that bundle).
  */
 function convert(value: Json): Json {
   if (Array.isArray(value)) return value.map(convert);
@@ -56,7 +56,7 @@ function convert(value: Json): Json {
   const out: SchemaObject = {};
   for (const [key, inner] of Object.entries(value)) {
     if (key === "nullable") continue;
-    if (key === "$ref" && typeof inner === "string" && inner.startsWith("#/")) out[key] = `${BASE}${inner}`;
+    if (key === "$ref" && typeof inner === "string" && inner.startsWith("#/components/schemas/")) out[key] = inner; // resolved in the bundle
     else if (key === "example" || key === "examples" || key === "description") out[key] = inner; // data, not schema: left as is
     else out[key] = convert(inner);
   }
@@ -103,15 +103,34 @@ function githubMessage(error: ErrorObject, body: unknown): string {
   }
 }
 
+/** Every `#/components/schemas/NAME` that `schema` reaches, directly or through other components. */
+function reachableComponents(schema: Json, components: Record<string, Json>, found = new Set<string>()): Set<string> {
+  if (Array.isArray(schema)) for (const item of schema) reachableComponents(item, components, found);
+  else if (schema !== null && typeof schema === "object") {
+    for (const [key, inner] of Object.entries(schema)) {
+      if (key === "$ref" && typeof inner === "string" && inner.startsWith("#/components/schemas/")) {
+        const name = inner.slice("#/components/schemas/".length);
+        if (!found.has(name) && components[name] !== undefined) {
+          found.add(name);
+          reachableComponents(components[name]!, components, found);
+        }
+      } else if (key !== "example" && key !== "examples") reachableComponents(inner, components, found);
+    }
+  }
+  return found;
+}
+
 export class OpenapiDescription {
   private readonly byShape = new Map<string, { path: string; method: string; raw: RawOperation }>();
   private readonly ajv = new Ajv({ strict: false, validateFormats: false, allErrors: true, validateSchema: false });
   private readonly operations = new Map<string, OpenapiOperation | undefined>();
   private readonly sharedResponses: Record<string, RawResponse>;
+  private readonly schemas: Record<string, Json>;
+  private bundles = 0;
 
   constructor(description: Description) {
     this.sharedResponses = (description.components.responses ?? {}) as Record<string, RawResponse>;
-    this.ajv.addSchema({ $id: BASE, components: convert(description.components as Json) } as SchemaObject);
+    this.schemas = (description.components.schemas ?? {}) as Record<string, Json>;
     for (const [path, item] of Object.entries(description.paths)) {
       for (const method of HTTP_METHODS) {
         const raw = item[method];
@@ -132,8 +151,8 @@ export class OpenapiDescription {
 
   /** Problems of `value` against a component schema (`installation`, `repository`…); [] = none. */
   validateComponent(name: string, value: unknown): string[] {
-    const validator = this.ajv.getSchema(`${BASE}#/components/schemas/${name}`);
-    if (!validator) return [`no component schema ${name}`];
+    if (this.schemas[name] === undefined) return [`no component schema ${name}`];
+    const validator = this.compile({ $ref: `#/components/schemas/${name}` });
     if (validator(value)) return [];
     return (validator.errors ?? []).map((e) => `${e.instancePath || "(root)"} ${e.message ?? e.keyword} ${JSON.stringify(e.params)}`);
   }
@@ -144,9 +163,21 @@ export class OpenapiDescription {
     return ref?.startsWith("#/components/responses/") ? this.sharedResponses[ref.slice("#/components/responses/".length)] : described;
   }
 
+  /**
+   * Compiles one schema with only the components it reaches (converted as a bundle under an id of
+   * its own): a few milliseconds, where converting all of GitHub's components would stall the
+   * process for a second.
+   */
+  private compile(schema: SchemaObject): ValidateFunction {
+    const names = reachableComponents(schema, this.schemas);
+    const bundled: Record<string, Json> = {};
+    for (const name of names) bundled[name] = convert(this.schemas[name]!);
+    this.bundles += 1;
+    return this.ajv.compile({ $id: `${BASE}-${this.bundles}`, allOf: [convert(schema)], components: { schemas: bundled } } as SchemaObject);
+  }
+
   private build(method: string, path: string, raw: RawOperation): OpenapiOperation {
-    const compile = (schema: SchemaObject | undefined): ValidateFunction | undefined =>
-      schema ? this.ajv.compile(convert(schema) as SchemaObject) : undefined;
+    const compile = (schema: SchemaObject | undefined): ValidateFunction | undefined => (schema ? this.compile(schema) : undefined);
     const bodyValidator = compile(raw.requestBody?.content?.["application/json"]?.schema);
     const responseValidators = new Map<number, ValidateFunction | undefined>();
     const documentationUrl = raw.externalDocs?.url ?? "https://docs.github.com/rest";

@@ -33,7 +33,7 @@ interface Row {
   regex: RegExp;
   names: string[];
   handler: RouteHandler;
-  /** Looked up on the row's first request with a body: null = GitHub describes no such operation. */
+  /** Looked up when the row is added (GET rows take no body: never): null = GitHub describes no such operation. */
   operation?: OpenapiOperation | null;
 }
 
@@ -78,12 +78,20 @@ function compile(pattern: string): { regex: RegExp; names: string[] } {
 export class Router {
   private rows: Row[] = [];
 
+  /**
+   * Operations are looked up as rows are added, while the simulator is being created: read on a
+   * first request instead, the description would stall the process (and a broker under test in
+   * it) past short timeouts.
+   */
   constructor(private readonly describe: DescribeOperation = describeGithubOperation) {}
 
   add(method: string, pattern: string, handler: RouteHandler): void {
     const { regex, names } = compile(pattern);
     // Newest first, so a later task can replace a placeholder (e.g. the 501 GraphQL row).
-    this.rows.unshift({ method: method.toUpperCase(), pattern, regex, names, handler });
+    const row: Row = { method: method.toUpperCase(), pattern, regex, names, handler };
+    // Looked up (and its body schema compiled) now, while the simulator is being put together.
+    if (row.method !== "GET") row.operation = this.describe(row.method, pattern) ?? null;
+    this.rows.unshift(row);
   }
 
   match(method: string, path: string): RouteMatch | undefined {
@@ -118,7 +126,6 @@ export class Router {
   /** GitHub's 400 for a body that is not JSON, its 422 for one the operation's schema refuses. */
   private checkBody(row: Row, ctx: Omit<RouteContext, "params">): void {
     if (ctx.body === undefined || !AUTHENTICATED.has(ctx.auth.kind)) return;
-    if (row.operation === undefined) row.operation = this.describe(row.method, row.pattern) ?? null;
     const operation = row.operation;
     if (!operation?.hasBody) return;
     // http-server keeps a body that does not parse as the raw text.
