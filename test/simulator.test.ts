@@ -290,6 +290,11 @@ describe("enterprise flavor", () => {
       const jwt = await appJwt({ iss: entApp.id }, createPrivateKey(entApp.privateKeyPem));
       expect((await call("GET", "/repos/octo-org/app/installation", { base: ent.apiBase, auth: `Bearer ${jwt}` })).status).toBe(200);
       expect((await call("GET", "/repos/octo-org/app/installation", { base: ent.url, auth: `Bearer ${jwt}` })).status).toBe(501);
+      // The same description judges bodies under /api/v3.
+      const entInstallation = [...ent.installations.values()][0]!.id;
+      const refused = await call("POST", `/app/installations/${entInstallation}/access_tokens`, { base: ent.apiBase, auth: `Bearer ${jwt}`, body: { permissions: { contents: "admin" } } });
+      expect(refused.status).toBe(422);
+      expect(refused.body.message).toBe(`Invalid request.\n\nFor 'properties/contents', admin is not a member of ["read", "write"].`);
       const jwks = await call("GET", "/.well-known/jwks", { base: ent.oidc.issuer });
       expect(jwks.body.keys[0].kid).toBe(ent.oidc.currentKey.kid);
     } finally {
