@@ -55,6 +55,11 @@ function convert(value: Json): Json {
   if (value === null || typeof value !== "object") return value;
   const out: SchemaObject = {};
   for (const [key, inner] of Object.entries(value)) {
+    if (key === "properties" && inner !== null && typeof inner === "object" && !Array.isArray(inner)) {
+      // Property names are data: a property called `description` or `nullable` is still a schema.
+      out[key] = Object.fromEntries(Object.entries(inner).map(([name, schema]) => [name, convert(schema)]));
+      continue;
+    }
     if (key === "nullable") continue;
     if (key === "$ref" && typeof inner === "string" && inner.startsWith("#/components/schemas/")) out[key] = inner; // resolved in the bundle
     else if (key === "example" || key === "examples" || key === "description") out[key] = inner; // data, not schema: left as is
@@ -188,7 +193,8 @@ export class OpenapiDescription {
       documentationUrl,
       hasBody: bodyValidator !== undefined,
       validateBody: (body) => {
-        if (!bodyValidator || body === undefined) return undefined; // no body: the description makes them all optional here
+        // No body at all is left to the handler (every operation the simulator implements takes an optional one).
+        if (!bodyValidator || body === undefined) return undefined;
         if (bodyValidator(body)) return undefined;
         return `Invalid request.\n\n${githubMessage(bodyValidator.errors![0]!, body)}`;
       },
