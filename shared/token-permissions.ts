@@ -2,6 +2,11 @@
 // pairs. Keys are the platform's App permission names (lowercase, underscores); values exactly
 // `read` or `write`. Blank or unset → the default. Anything else, or nothing usable, is an error
 // (every /token request then answers 400 invalid_token_permissions).
+// Keys and levels are checked against the platform's published catalogue (shared/app-permissions.ts,
+// generated from GitHub's OpenAPI `app-permissions` schema): an unknown key, or a level the platform
+// does not offer for that key (`workflows` and `profile` are offered as write only), would make
+// every mint fail, so the setting is unusable.
+import { APP_PERMISSIONS } from "./app-permissions.js";
 
 export type PermissionLevel = "read" | "write";
 export type Permissions = Record<string, PermissionLevel>;
@@ -29,12 +34,23 @@ export function parseTokenPermissions(raw: string | undefined): PermissionsParse
     if (value !== "read" && value !== "write") {
       return { ok: false, problem: `permission ${key} must be read or write` };
     }
+    const catalogueProblem = checkCatalogue(key, value);
+    if (catalogueProblem) return { ok: false, problem: catalogueProblem };
     if (key in permissions && permissions[key] !== value) {
       return { ok: false, problem: `permission ${key} given twice` };
     }
     permissions[key] = value;
   }
   return { ok: true, permissions: { ...permissions } };
+}
+
+/** Is `key` a permission the platform publishes, and does it offer `level` for it? */
+export function checkCatalogue(key: string, level: PermissionLevel): string | undefined {
+  // hasOwn: a name such as `constructor` must not be found on Object.prototype.
+  const offered = Object.hasOwn(APP_PERMISSIONS, key) ? APP_PERMISSIONS[key]! : undefined;
+  if (!offered) return `unknown permission ${key} (not in the platform's App permission catalogue)`;
+  if (!offered.includes(level)) return `permission ${key} cannot be ${level}: the platform offers ${offered.join(" or ")}`;
+  return undefined;
 }
 
 function jsonEntries(text: string): Array<[string, unknown]> | string {

@@ -290,6 +290,11 @@ describe("enterprise flavor", () => {
       const jwt = await appJwt({ iss: entApp.id }, createPrivateKey(entApp.privateKeyPem));
       expect((await call("GET", "/repos/octo-org/app/installation", { base: ent.apiBase, auth: `Bearer ${jwt}` })).status).toBe(200);
       expect((await call("GET", "/repos/octo-org/app/installation", { base: ent.url, auth: `Bearer ${jwt}` })).status).toBe(501);
+      // The same description judges bodies under /api/v3.
+      const entInstallation = [...ent.installations.values()][0]!.id;
+      const refused = await call("POST", `/app/installations/${entInstallation}/access_tokens`, { base: ent.apiBase, auth: `Bearer ${jwt}`, body: { permissions: { contents: "admin" } } });
+      expect(refused.status).toBe(422);
+      expect(refused.body.message).toBe(`Invalid request.\n\nFor 'properties/contents', admin is not a member of ["read", "write"].`);
       const jwks = await call("GET", "/.well-known/jwks", { base: ent.oidc.issuer });
       expect(jwks.body.keys[0].kid).toBe(ent.oidc.currentKey.kid);
     } finally {
@@ -344,5 +349,89 @@ describe("GraphQL endpoint", () => {
     const token = sim.issueToken(installationId);
     const res = await gql('{ repository(owner: "octo-org", name: "app") { latestRelease { tagName } } }', `Bearer ${token}`);
     expect(res.body).toEqual({ data: { repository: { latestRelease: { tagName: "v-app" } } } });
+  });
+});
+
+describe("no friendlier than GitHub's published descriptions", () => {
+  const DOC_MINT = "https://docs.github.com/rest/apps/apps#create-an-installation-access-token-for-an-app";
+  const invalid = (detail: string) => `Invalid request.\n\n${detail}`;
+
+  it("refuses a level the platform does not offer (workflows: read) even where the installation holds write", async () => {
+    const ci = sim.addInstallation({ appId: app.id, account: "octo-ci", permissions: { contents: "read", workflows: "write" }, repositories: ["ci"] });
+    const mintOn = async (body: unknown) => call("POST", `/app/installations/${ci}/access_tokens`, { auth: `Bearer ${await appJwt()}`, body });
+    const refused = await mintOn({ permissions: { workflows: "read" } });
+    expect(refused.status).toBe(422);
+    expect(refused.body).toEqual({ message: invalid(`For 'properties/workflows', read is not a member of ["write"].`), documentation_url: DOC_MINT, status: "422" });
+    expect((await mintOn({ permissions: { workflows: "write" } })).status).toBe(201);
+  });
+
+  it.each([
+    ["a name where a list is described", { repositories: "app" }, `For 'properties/repositories', "app" is not an array.`],
+    ["a string id", { repository_ids: ["123456"] }, `For 'items', "123456" is not an integer.`],
+    ["a level that is no level", { permissions: { contents: "delete" } }, `For 'properties/contents', delete is not a member of ["read", "write"].`],
+    ["permissions as a list", { permissions: ["contents"] }, `For 'properties/permissions', ["contents"] is not an object.`],
+  ])("422 Invalid request for %s, before any token is issued", async (_name, body, detail) => {
+    const before = sim.tokens.size;
+    const res = await mint(body);
+    expect(res.status).toBe(422);
+    expect(res.body).toEqual({ message: invalid(detail), documentation_url: DOC_MINT, status: "422" });
+    expect(sim.tokens.size).toBe(before);
+  });
+
+  it("400 Problems parsing JSON for a body that is not JSON; 401 before any body check", async () => {
+    const notJson = await fetch(`${sim.apiBase}/app/installations/${installationId}/access_tokens`, { method: "POST", headers: { authorization: `Bearer ${await appJwt()}` }, body: "{nope" });
+    expect(notJson.status).toBe(400);
+    expect(await notJson.json()).toEqual({ message: "Problems parsing JSON", documentation_url: DOC_MINT, status: "400" });
+    const anonymous = await call("POST", `/app/installations/${installationId}/access_tokens`, { body: { repositories: "app" } });
+    expect(anonymous.status).toBe(401);
+  });
+
+  it("update-branch refuses an expected_head_sha that is not a string, and leaves the branch alone", async () => {
+    sim.git.createBranch("octo-org/app", "main", { files: { "a.txt": "a" } });
+    sim.git.createBranch("octo-org/app", "topic", { files: { "a.txt": "a" } });
+    const number = sim.git.addPullRequest("octo-org/app", { base: "main", head: "topic" });
+    sim.git.push("octo-org/app", "main", { files: { "b.txt": "b" } });
+    const token = sim.issueToken(installationId, { permissions: { pull_requests: "write" }, repositories: ["app"] });
+    const head = sim.git.head("octo-org/app", "topic");
+    const res = await call("PUT", `/repos/octo-org/app/pulls/${number}/update-branch`, { auth: `token ${token}`, body: { expected_head_sha: 123 } });
+    expect(res.status).toBe(422);
+    expect(res.body).toEqual({
+      message: invalid(`For 'properties/expected_head_sha', 123 is not a string.`),
+      documentation_url: "https://docs.github.com/rest/pulls/pulls#update-a-pull-request-branch",
+      status: "422",
+    });
+    expect(sim.git.head("octo-org/app", "topic")).toBe(head);
+  });
+
+  describe("GraphQL", () => {
+    const gql = async (query: string, token: string) => {
+      const res = await fetch(sim.graphqlUrl, { method: "POST", headers: { "content-type": "application/json", authorization: `bearer ${token}` }, body: JSON.stringify({ query }) });
+      return { status: res.status, body: (await res.json()) as { data?: unknown; errors?: Array<Record<string, unknown>>; message?: string } };
+    };
+
+    it("words an unknown field as GitHub does, with its code, and answers no data", async () => {
+      const res = await gql('{ repository(owner: "octo-org", name: "app") { nope } }', sim.issueToken(installationId));
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({
+        errors: [{ extensions: { code: "undefinedField", typeName: "Repository", fieldName: "nope" }, locations: [{ line: 1, column: 48 }], message: "Field 'nope' doesn't exist on type 'Repository'" }],
+      });
+    });
+
+    it("answers a signed commit's signature as GitHub's GitSignature interface, every non-null field resolved", async () => {
+      sim.git.createBranch("octo-org/app", "signed", { files: { "a.txt": "a" } });
+      const token = sim.issueToken(installationId, { permissions: { contents: "write" }, repositories: ["app"] });
+      const head = sim.git.head("octo-org/app", "signed")!;
+      const mutation = `mutation { createCommitOnBranch(input: {branch: {repositoryNameWithOwner: "octo-org/app", branchName: "signed"}, expectedHeadOid: "${head}", message: {headline: "x"}, fileChanges: {additions: [{path: "b.txt", contents: "Yg=="}]}}) {
+        commit { signature { __typename email isValid payload signature state wasSignedByGitHub ... on GpgSignature { keyId } } } } }`;
+      const res = await gql(mutation, token);
+      expect(res.body.errors).toBeUndefined();
+      expect(res.body.data).toMatchObject({ createCommitOnBranch: { commit: { signature: { __typename: "GpgSignature", isValid: true, state: "VALID", wasSignedByGitHub: true, email: "noreply@github.com" } } } });
+    });
+
+    it("501s a document GitHub accepts but the simulator does not implement, rather than answering nulls", async () => {
+      const res = await gql('{ repository(owner: "octo-org", name: "app") { description } }', sim.issueToken(installationId));
+      expect(res.status).toBe(501);
+      expect(res.body.message).toMatch(/^simulator: not implemented in GraphQL: .*description/);
+    });
   });
 });

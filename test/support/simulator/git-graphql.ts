@@ -31,7 +31,10 @@ export function registerGitGraphql(sim: Simulator, store: GitStore): void {
     committer: commit.signedByGitHub
       ? { name: "GitHub", email: "noreply@github.com", date: commit.committedDate.toISOString() }
       : { ...commit.author, date: commit.committedDate.toISOString() },
-    signature: commit.signedByGitHub ? { isValid: true, state: "VALID", wasSignedByGitHub: true } : null,
+    // GitSignature is an interface: web-flow commits carry GitHub's GPG signature.
+    signature: commit.signedByGitHub
+      ? { __typename: "GpgSignature", email: "noreply@github.com", isValid: true, keyId: "B5690EEEBB952194", payload: `tree ${commit.oid}\n`, signature: "-----BEGIN PGP SIGNATURE-----\n\n-----END PGP SIGNATURE-----\n", state: "VALID", wasSignedByGitHub: true }
+      : null,
     parents: ({ first }: { first?: number }) => {
       const parents = commit.parents.map((oid) => store.commits.get(oid)!).filter(Boolean);
       return { totalCount: parents.length, nodes: parents.slice(0, first ?? parents.length).map(commitObject) };

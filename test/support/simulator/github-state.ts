@@ -3,6 +3,7 @@
 import { createHash, randomInt } from "node:crypto";
 import { takeKeyPair } from "./key-pool.js";
 import type { AddInstallationOptions, AppState, InstallationState, IssuedToken, RepositoryState } from "./types.js";
+import { repositoryDetails, simpleUserJson } from "./rest-shapes.js";
 
 /** Ids matching the default OIDC claims (repository_id 123456, repository_owner_id 654321). */
 const WELL_KNOWN_IDS: Record<string, number> = { "octo-org": 654321, "octo-org/app": 123456 };
@@ -219,19 +220,12 @@ export class GithubState {
 }
 
 function accountJson(login: string, id: number, urls: { apiBase: string; url: string }): Record<string, unknown> {
-  return {
-    login,
-    id,
-    node_id: `O_${Buffer.from(String(id)).toString("base64url")}`,
-    type: "Organization",
-    site_admin: false,
-    url: `${urls.apiBase}/users/${login}`,
-    html_url: `${urls.url}/${login}`,
-  };
+  return simpleUserJson(login, id, "Organization", urls);
 }
 
 export function repositoryJson(repo: RepositoryState, urls: { apiBase: string; url: string }): Record<string, unknown> {
   return {
+    ...repositoryDetails(repo.fullName, urls),
     id: repo.id,
     node_id: `R_${Buffer.from(String(repo.id)).toString("base64url")}`,
     name: repo.name,

@@ -1,8 +1,11 @@
-// POST {graphqlUrl}: parses, validates and executes queries against the schema subset, with an
-// installation token, answering the way GitHub does: HTTP 200 with `errors` for query problems
-// and for typed failures (NOT_FOUND, FORBIDDEN, STALE_DATA…), HTTP 401 without credentials.
+// POST {graphqlUrl}: parses and validates each document against GitHub's published schema, then
+// executes it with that schema (so every non-null field the document selects must be answered),
+// with an installation token, answering the way GitHub does: HTTP 200 with `errors` (and no
+// `data`) for an invalid document and beside `data` for typed failures (NOT_FOUND, FORBIDDEN,
+// STALE_DATA…), HTTP 401 without credentials. A valid document that selects what the simulator
+// does not implement (graphql-schema.ts's subset) is answered 501.
 import { GraphQLError, execute, parse, validate, type DocumentNode } from "graphql";
-import { githubSchema } from "./graphql-schema.js";
+import { implementedSchema, platformSchema } from "./graphql-schema.js";
 import { DOCS_ROOT, SimulatorHttpError } from "./router.js";
 import type { IssuedToken, InstallationState, RepositoryState, RouteContext, RouteResult, Simulator } from "./types.js";
 
@@ -52,6 +55,9 @@ export function nodeId(prefix: string, id: number | string): string {
 }
 
 export function createGraphqlEndpoint(sim: Simulator) {
+  // Built now, not on a first request, where it would stall the process past short timeouts.
+  platformSchema();
+  implementedSchema();
   const extensions: RepositoryExtension[] = [];
   const mutations = new Map<string, MutationResolver>();
   let requestCount = 0;
@@ -84,14 +90,20 @@ export function createGraphqlEndpoint(sim: Simulator) {
 
   // Clients send the same query text again and again (values travel as variables): parse and
   // validate each text once, so a benchmark measures the broker rather than graphql-js.
-  const checkedQueries = new Map<string, { document: DocumentNode } | { errors: Record<string, unknown>[] }>();
+  type Checked = { document: DocumentNode } | { errors: Record<string, unknown>[] } | { unimplemented: string };
+  const checkedQueries = new Map<string, Checked>();
   const parseAndValidate = (query: string) => {
     let checked = checkedQueries.get(query);
     if (!checked) {
       try {
         const document = parse(query);
-        const problems = validate(githubSchema(), document);
-        checked = problems.length > 0 ? { errors: problems.map(formatError) } : { document };
+        const problems = validate(platformSchema(), document);
+        const gaps = problems.length > 0 ? [] : validate(implementedSchema(), document);
+        checked = problems.length > 0
+          ? { errors: problems.map(formatValidationError) }
+          : gaps.length > 0
+            ? { unimplemented: gaps.map((gap) => gap.message).join(" ") }
+            : { document };
       } catch (error) {
         checked = { errors: [formatError(error as GraphQLError)] };
       }
@@ -113,10 +125,11 @@ export function createGraphqlEndpoint(sim: Simulator) {
     }
     const checked = parseAndValidate(body.query);
     if ("errors" in checked) return { status: 200, body: { errors: checked.errors } };
+    if ("unimplemented" in checked) return { status: 501, body: { message: `simulator: not implemented in GraphQL: ${checked.unimplemented}` } };
     const { document } = checked;
     const ctx: GraphqlContext = { sim, token, issued, installation };
     const result = await execute({
-      schema: githubSchema(),
+      schema: platformSchema(),
       document,
       rootValue: rootValue(ctx),
       contextValue: ctx,
@@ -136,6 +149,21 @@ export function createGraphqlEndpoint(sim: Simulator) {
     },
   };
   return { handle, registry };
+}
+
+/**
+ * GitHub (graphql-ruby) words an unknown field its own way, with a code in `extensions`; other
+ * validation problems keep graphql-js's wording.
+ */
+function formatValidationError(error: GraphQLError): Record<string, unknown> {
+  const unknown = /^Cannot query field "([^"]+)" on type "([^"]+)"\./.exec(error.message);
+  if (!unknown) return formatError(error);
+  const [, fieldName, typeName] = unknown;
+  return {
+    extensions: { code: "undefinedField", typeName, fieldName },
+    locations: error.locations,
+    message: `Field '${fieldName}' doesn't exist on type '${typeName}'`,
+  };
 }
 
 function formatError(error: GraphQLError): Record<string, unknown> {

@@ -1,7 +1,12 @@
-// A subset of GitHub's GraphQL schema, with GitHub's type, field and argument names, so a query
-// the broker sends here is validated the way the platform would validate it.
+// Two schemas. The platform's: GitHub's published schema (@octokit/graphql-schema), which every
+// document is validated against and executed with, so the simulator can neither accept a document
+// GitHub refuses nor answer a null where GitHub's schema promises a value. And the simulator's
+// subset below: the types and fields it implements, with GitHub's names; a document GitHub accepts
+// that reaches beyond it is answered "not implemented", loudly, never with made-up nulls.
 // Reference: https://docs.github.com/graphql/reference
-import { buildSchema } from "graphql";
+import { readFileSync } from "node:fs";
+import { buildClientSchema, buildSchema, type GraphQLSchema, type IntrospectionQuery } from "graphql";
+import { packageFile } from "./package-file.js";
 
 export const GITHUB_SDL = /* GraphQL */ `
   scalar GitObjectID
@@ -49,7 +54,6 @@ export const GITHUB_SDL = /* GraphQL */ `
     defaultBranchRef: Ref
     ref(qualifiedName: String!): Ref
     latestRelease: Release
-    release(tagName: String!): Release
     releases(first: Int, last: Int, after: String, before: String, orderBy: ReleaseOrder): ReleaseConnection!
   }
 
@@ -92,10 +96,29 @@ export const GITHUB_SDL = /* GraphQL */ `
     date: GitTimestamp
   }
 
-  type GitSignature {
+  interface GitSignature {
+    email: String!
     isValid: Boolean!
-    state: String!
+    payload: String!
+    signature: String!
+    state: GitSignatureState!
     wasSignedByGitHub: Boolean!
+  }
+
+  type GpgSignature implements GitSignature {
+    email: String!
+    isValid: Boolean!
+    keyId: String
+    payload: String!
+    signature: String!
+    state: GitSignatureState!
+    wasSignedByGitHub: Boolean!
+  }
+
+  enum GitSignatureState {
+    VALID
+    INVALID
+    UNSIGNED
   }
 
   type Release {
@@ -179,10 +202,24 @@ export const GITHUB_SDL = /* GraphQL */ `
   }
 `;
 
-let built: ReturnType<typeof buildSchema> | undefined;
+let built: GraphQLSchema | undefined;
+let platform: GraphQLSchema | undefined;
 
-/** Built once per process; abstract types resolve through each object's `__typename`. */
-export function githubSchema(): ReturnType<typeof buildSchema> {
+/** What the simulator implements; built once per process. */
+export function implementedSchema(): GraphQLSchema {
   built ??= buildSchema(GITHUB_SDL);
   return built;
+}
+
+/**
+ * GitHub's schema from the package's introspection result (its SDL repeats two fields, which
+ * graphql-js refuses to build); built once per process. Abstract types resolve through each
+ * object's `__typename`.
+ */
+export function platformSchema(): GraphQLSchema {
+  if (!platform) {
+    const introspection = JSON.parse(readFileSync(packageFile("@octokit/graphql-schema", "schema.json"), "utf8")) as { data?: IntrospectionQuery } & IntrospectionQuery;
+    platform = buildClientSchema(introspection.data ?? introspection);
+  }
+  return platform;
 }

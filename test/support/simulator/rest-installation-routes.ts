@@ -2,6 +2,7 @@
 // read one repository. Enough for the broker's revoke path and for smoke-testing minted tokens.
 import { DOCS_ROOT, githubError } from "./router.js";
 import { repositoryJson, type GithubState } from "./github-state.js";
+import { FULL_REPOSITORY_EXTRAS } from "./rest-shapes.js";
 import { linkHeader, paginate } from "./pagination.js";
 import type { InstallationState, IssuedToken, RepositoryState, Simulator } from "./types.js";
 
@@ -44,6 +45,6 @@ export function registerInstallationRoutes(sim: Simulator, state: GithubState): 
         ? state.covers(installation, repo) ? state.repository(installation.account, repo) : undefined
         : tokenRepositories(state, issued, installation).find((r) => r.name.toLowerCase() === repo.toLowerCase());
     if (!found) throw githubError(404, "Not Found", `${DOCS_ROOT}/repos/repos#get-a-repository`);
-    return { status: 200, body: repositoryJson(found, { apiBase: sim.apiBase, url: sim.url }) };
+    return { status: 200, body: { ...repositoryJson(found, { apiBase: sim.apiBase, url: sim.url }), ...FULL_REPOSITORY_EXTRAS } };
   });
 }

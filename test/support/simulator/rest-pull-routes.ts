@@ -5,6 +5,7 @@
 import { DOCS_ROOT, githubError } from "./router.js";
 import { isoSeconds, repositoryJson } from "./github-state.js";
 import { linkHeader, paginate } from "./pagination.js";
+import { simpleUserJson } from "./rest-shapes.js";
 import type { GitStore, PullRequestState } from "./git-state.js";
 import type { RouteContext, Simulator } from "./types.js";
 
@@ -30,25 +31,58 @@ export function registerPullRoutes(sim: Simulator, store: GitStore): void {
     const repo = sim.repository(...(pull.repository.split("/") as [string, string]));
     const repoJson = repositoryJson(repo, { apiBase: sim.apiBase, url: sim.url });
     const stamp = isoSeconds(pull.createdAt);
+    const api = `${sim.apiBase}/repos/${repo.fullName}`;
+    const self = `${api}/pulls/${pull.number}`;
+    const html = `${sim.url}/${repo.fullName}/pull/${pull.number}`;
+    const urls = { apiBase: sim.apiBase, url: sim.url };
+    const owner = simpleUserJson(repo.owner, repo.ownerId, "Organization", urls);
+    const link = (href: string) => ({ href });
     return {
-      url: `${sim.apiBase}/repos/${repo.fullName}/pulls/${pull.number}`,
+      url: self,
       id: repo.id * 1000 + pull.number,
       node_id: `PR_${Buffer.from(`${repo.id}:${pull.number}`).toString("base64url")}`,
-      html_url: `${sim.url}/${repo.fullName}/pull/${pull.number}`,
+      html_url: html,
+      diff_url: `${html}.diff`,
+      patch_url: `${html}.patch`,
+      issue_url: `${api}/issues/${pull.number}`,
+      commits_url: `${self}/commits`,
+      review_comments_url: `${self}/comments`,
+      review_comment_url: `${api}/pulls/comments{/number}`,
+      comments_url: `${api}/issues/${pull.number}/comments`,
+      statuses_url: `${api}/statuses/${pull.headSha}`,
       number: pull.number,
       state: pull.state,
       locked: false,
       title: pull.title,
-      user: { login: "mona", id: 583231, type: "User" },
+      user: simpleUserJson("mona", 583231, "User", urls),
       body: null,
+      labels: [],
+      milestone: null,
+      assignee: null,
+      assignees: [],
+      requested_reviewers: [],
+      requested_teams: [],
       created_at: stamp,
       updated_at: stamp,
       closed_at: pull.state === "closed" ? stamp : null,
       merged_at: null,
+      merge_commit_sha: null,
       draft: false,
-      head: { label: `${repo.owner}:${pull.head}`, ref: pull.head, sha: pull.headSha, repo: repoJson },
-      base: { label: `${repo.owner}:${pull.base}`, ref: pull.base, sha: store.head(repo.fullName, pull.base) ?? pull.mergedBaseSha, repo: repoJson },
+      head: { label: `${repo.owner}:${pull.head}`, ref: pull.head, sha: pull.headSha, user: owner, repo: repoJson },
+      base: { label: `${repo.owner}:${pull.base}`, ref: pull.base, sha: store.head(repo.fullName, pull.base) ?? pull.mergedBaseSha, user: owner, repo: repoJson },
+      _links: {
+        self: link(self),
+        html: link(html),
+        issue: link(`${api}/issues/${pull.number}`),
+        comments: link(`${api}/issues/${pull.number}/comments`),
+        review_comments: link(`${self}/comments`),
+        review_comment: link(`${api}/pulls/comments{/number}`),
+        commits: link(`${self}/commits`),
+        statuses: link(`${api}/statuses/${pull.headSha}`),
+      },
       author_association: "MEMBER",
+      auto_merge: null,
+      active_lock_reason: null,
     };
   };
 

@@ -1,5 +1,9 @@
 // A small explicit route table: method + path pattern → handler. Each feature (OIDC, App routes,
 // later GraphQL, pulls, releases...) registers its rows from its own module.
+// A row whose pattern is an operation of GitHub's REST description (method + path template) has
+// its JSON request body checked against that description before the handler runs, so no route can
+// take a body the platform refuses (see openapi-validate.ts).
+import { githubRestDescription, type OpenapiOperation } from "./openapi-validate.js";
 import type { RouteContext, RouteHandler, RouteResult } from "./types.js";
 
 export const DOCS_ROOT = "https://docs.github.com/rest";
@@ -29,12 +33,24 @@ interface Row {
   regex: RegExp;
   names: string[];
   handler: RouteHandler;
+  /** Looked up when the row is added (GET rows take no body: never): null = GitHub describes no such operation. */
+  operation?: OpenapiOperation | null;
 }
 
 export interface RouteMatch {
   handler: RouteHandler;
   params: Record<string, string>;
+  row: Row;
 }
+
+/** Which described operation a route pattern implements; the GHES flavor's `/api/v3` prefix aside. */
+export type DescribeOperation = (method: string, pattern: string) => OpenapiOperation | undefined;
+
+const describeGithubOperation: DescribeOperation = (method, pattern) =>
+  githubRestDescription().operation(method, pattern.replace(/^\/api\/v3(?=\/)/, ""));
+
+/** Bodies are judged only for callers GitHub would let in: 401 comes before 422. */
+const AUTHENTICATED = new Set(["app", "installation"]);
 
 /**
  * `:name` matches one path segment (URL-decoded); a trailing `*` matches the rest.
@@ -62,10 +78,20 @@ function compile(pattern: string): { regex: RegExp; names: string[] } {
 export class Router {
   private rows: Row[] = [];
 
+  /**
+   * Operations are looked up as rows are added, while the simulator is being created: read on a
+   * first request instead, the description would stall the process (and a broker under test in
+   * it) past short timeouts.
+   */
+  constructor(private readonly describe: DescribeOperation = describeGithubOperation) {}
+
   add(method: string, pattern: string, handler: RouteHandler): void {
     const { regex, names } = compile(pattern);
     // Newest first, so a later task can replace a placeholder (e.g. the 501 GraphQL row).
-    this.rows.unshift({ method: method.toUpperCase(), pattern, regex, names, handler });
+    const row: Row = { method: method.toUpperCase(), pattern, regex, names, handler };
+    // Looked up (and its body schema compiled) now, while the simulator is being put together.
+    if (row.method !== "GET") row.operation = this.describe(row.method, pattern) ?? null;
+    this.rows.unshift(row);
   }
 
   match(method: string, path: string): RouteMatch | undefined {
@@ -78,7 +104,7 @@ export class Router {
       row.names.forEach((name, i) => {
         params[name] = safeDecode(m[i + 1] ?? "");
       });
-      return { handler: row.handler, params };
+      return { handler: row.handler, params, row };
     }
     return undefined;
   }
@@ -88,12 +114,24 @@ export class Router {
     const found = this.match(ctx.method, ctx.path);
     if (!found) return notImplemented(ctx.method, ctx.path);
     try {
+      this.checkBody(found.row, ctx);
       return await found.handler({ ...ctx, params: found.params });
     } catch (error) {
       if (error instanceof SimulatorHttpError) return { status: error.status, headers: error.headers, body: error.body };
       // A bug in the simulator: surface it in the response so the failing test shows why.
       return { status: 500, body: { message: `simulator: handler threw: ${String((error as Error)?.stack ?? error)}` } };
     }
+  }
+
+  /** GitHub's 400 for a body that is not JSON, its 422 for one the operation's schema refuses. */
+  private checkBody(row: Row, ctx: Omit<RouteContext, "params">): void {
+    if (ctx.body === undefined || !AUTHENTICATED.has(ctx.auth.kind)) return;
+    const operation = row.operation;
+    if (!operation?.hasBody) return;
+    // http-server keeps a body that does not parse as the raw text.
+    if (typeof ctx.body === "string") throw githubError(400, "Problems parsing JSON", operation.documentationUrl);
+    const problem = operation.validateBody(ctx.body);
+    if (problem) throw githubError(422, problem, operation.documentationUrl);
   }
 }
 

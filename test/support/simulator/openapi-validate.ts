@@ -1,0 +1,220 @@
+// GitHub's published REST description (@octokit/openapi, api.github.com) as the simulator's judge:
+// each route the simulator implements is matched to the operation (method + path template) it
+// implements; a request body the description refuses is answered 422 the way GitHub words it
+// ("Invalid request.\n\nFor 'properties/…', … is not a string."), before any handler runs; and
+// tests check the simulator's answers against the operation's response schemas.
+// https://github.com/github/rest-api-description
+import { readFileSync } from "node:fs";
+import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
+import { packageFile } from "./package-file.js";
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+type SchemaObject = { [key: string]: Json };
+
+export interface OpenapiOperation {
+  operationId: string;
+  method: string;
+  /** The description's path template, e.g. `/repos/{owner}/{repo}/pulls`. */
+  path: string;
+  /** The documentation page GitHub names in its error bodies. */
+  documentationUrl: string;
+  /** Is a JSON request body described (and so validated)? */
+  hasBody: boolean;
+  validateBody(body: unknown): string | undefined;
+  /** Problems of an answer against the operation's response schema for that status ([] = none). */
+  validateResponse(status: number, body: unknown): string[];
+}
+
+interface Description {
+  paths: Record<string, Record<string, RawOperation>>;
+  components: SchemaObject;
+}
+interface RawOperation {
+  operationId: string;
+  externalDocs?: { url?: string };
+  requestBody?: { content?: Record<string, { schema?: SchemaObject }> };
+  responses: Record<string, RawResponse>;
+}
+type RawResponse = { $ref?: string; content?: Record<string, { schema?: SchemaObject }> };
+
+const HTTP_METHODS = ["get", "put", "post", "patch", "delete"];
+const BASE = "github-rest";
+
+/** `/repos/{owner}/{repo}` and `/repos/:owner/:repo` both become `/repos/{}/{}`. */
+function shape(template: string): string {
+  return template.replace(/\{[^}/]+\}/g, "{}").replace(/(^|\/):[^/]+/g, "$1{}");
+}
+
+/**
+ * OpenAPI 3.0 → JSON Schema for ajv: `nullable: true` becomes a `null` type (or an `anyOf` with
+ * null where there is no `type`: `allOf`/`$ref`), and local `$ref`s point into the bundle of
+ * components compiled with the schema (`#/components/schemas/…` inside that bundle).
+ */
+function convert(value: Json): Json {
+  if (Array.isArray(value)) return value.map(convert);
+  if (value === null || typeof value !== "object") return value;
+  const out: SchemaObject = {};
+  for (const [key, inner] of Object.entries(value)) {
+    if (key === "properties" && inner !== null && typeof inner === "object" && !Array.isArray(inner)) {
+      // Property names are data: a property called `description` or `nullable` is still a schema.
+      out[key] = Object.fromEntries(Object.entries(inner).map(([name, schema]) => [name, convert(schema)]));
+      continue;
+    }
+    if (key === "nullable") continue;
+    if (key === "$ref" && typeof inner === "string" && inner.startsWith("#/components/schemas/")) out[key] = inner; // resolved in the bundle
+    else if (key === "example" || key === "examples" || key === "description") out[key] = inner; // data, not schema: left as is
+    else out[key] = convert(inner);
+  }
+  if (value.nullable !== true) return out;
+  if (typeof out.type === "string") {
+    out.type = [out.type, "null"];
+    if (Array.isArray(out.enum) && !out.enum.includes(null)) out.enum = [...out.enum, null];
+    return out;
+  }
+  return { anyOf: [{ type: "null" }, out] };
+}
+
+/** Ruby's rendering of a value, as GitHub's validation messages show it (`nil`, `{"a" => 1}`). */
+function rubyValue(value: unknown): string {
+  if (value === null || value === undefined) return "nil";
+  if (Array.isArray(value)) return `[${value.map(rubyValue).join(", ")}]`;
+  if (typeof value === "object") return `{${Object.entries(value).map(([k, v]) => `${JSON.stringify(k)} => ${rubyValue(v)}`).join(", ")}}`;
+  return JSON.stringify(value);
+}
+
+const ARTICLE: Record<string, string> = { array: "an array", object: "an object", integer: "an integer", string: "a string", boolean: "a boolean", number: "a number", null: "null" };
+
+/** One line of GitHub's "Invalid request." message for the first problem ajv found. */
+function githubMessage(error: ErrorObject, body: unknown): string {
+  const segments = error.instancePath.split("/").slice(1).map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"));
+  let value: unknown = body;
+  for (const segment of segments) value = (value as Record<string, unknown> | undefined)?.[segment];
+  const last = segments.at(-1);
+  const where = last === undefined ? "" : /^\d+$/.test(last) ? "For 'items', " : `For 'properties/${last}', `;
+  switch (error.keyword) {
+    case "required":
+      return `"${(error.params as { missingProperty: string }).missingProperty}" wasn't supplied.`;
+    case "type": {
+      const types = ([] as string[]).concat((error.params as { type: string | string[] }).type).filter((t) => t !== "null");
+      const nullable = ([] as string[]).concat((error.params as { type: string | string[] }).type).includes("null");
+      return `${where}${rubyValue(value)} is not ${types.map((t) => ARTICLE[t] ?? t).join(" or ")}${nullable ? " or null" : ""}.`;
+    }
+    case "enum": // GitHub shows the refused string bare here: `bogus is not a member of ["open", "dismissed"]`
+      return `${where}${typeof value === "string" ? value : rubyValue(value)} is not a member of ${JSON.stringify((error.params as { allowedValues: unknown[] }).allowedValues).replace(/,/g, ", ")}.`;
+    case "additionalProperties":
+      return `${where}"${(error.params as { additionalProperty: string }).additionalProperty}" is not a permitted key.`;
+    default:
+      return `${where}${rubyValue(value)} is not valid (${error.message ?? error.keyword}).`;
+  }
+}
+
+/** Every `#/components/schemas/NAME` that `schema` reaches, directly or through other components. */
+function reachableComponents(schema: Json, components: Record<string, Json>, found = new Set<string>()): Set<string> {
+  if (Array.isArray(schema)) for (const item of schema) reachableComponents(item, components, found);
+  else if (schema !== null && typeof schema === "object") {
+    for (const [key, inner] of Object.entries(schema)) {
+      if (key === "$ref" && typeof inner === "string" && inner.startsWith("#/components/schemas/")) {
+        const name = inner.slice("#/components/schemas/".length);
+        if (!found.has(name) && components[name] !== undefined) {
+          found.add(name);
+          reachableComponents(components[name]!, components, found);
+        }
+      } else if (key !== "example" && key !== "examples") reachableComponents(inner, components, found);
+    }
+  }
+  return found;
+}
+
+export class OpenapiDescription {
+  private readonly byShape = new Map<string, { path: string; method: string; raw: RawOperation }>();
+  private readonly ajv = new Ajv({ strict: false, validateFormats: false, allErrors: true, validateSchema: false });
+  private readonly operations = new Map<string, OpenapiOperation | undefined>();
+  private readonly sharedResponses: Record<string, RawResponse>;
+  private readonly schemas: Record<string, Json>;
+  private bundles = 0;
+
+  constructor(description: Description) {
+    this.sharedResponses = (description.components.responses ?? {}) as Record<string, RawResponse>;
+    this.schemas = (description.components.schemas ?? {}) as Record<string, Json>;
+    for (const [path, item] of Object.entries(description.paths)) {
+      for (const method of HTTP_METHODS) {
+        const raw = item[method];
+        if (raw) this.byShape.set(`${method.toUpperCase()} ${shape(path)}`, { path, method: method.toUpperCase(), raw });
+      }
+    }
+  }
+
+  /** The operation a simulator route (`/repos/:owner/:repo/pulls`) implements, if GitHub describes one. */
+  operation(method: string, routePattern: string): OpenapiOperation | undefined {
+    const key = `${method.toUpperCase()} ${shape(routePattern)}`;
+    if (this.operations.has(key)) return this.operations.get(key);
+    const found = this.byShape.get(key);
+    const op = found && this.build(found.method, found.path, found.raw);
+    this.operations.set(key, op);
+    return op;
+  }
+
+  /** Problems of `value` against a component schema (`installation`, `repository`…); [] = none. */
+  validateComponent(name: string, value: unknown): string[] {
+    if (this.schemas[name] === undefined) return [`no component schema ${name}`];
+    const validator = this.compile({ $ref: `#/components/schemas/${name}` });
+    if (validator(value)) return [];
+    return (validator.errors ?? []).map((e) => `${e.instancePath || "(root)"} ${e.message ?? e.keyword} ${JSON.stringify(e.params)}`);
+  }
+
+  /** `#/components/responses/not_found` and the like, resolved. */
+  private response(described: RawResponse | undefined): RawResponse | undefined {
+    const ref = described?.$ref;
+    return ref?.startsWith("#/components/responses/") ? this.sharedResponses[ref.slice("#/components/responses/".length)] : described;
+  }
+
+  /**
+   * Compiles one schema with only the components it reaches (converted as a bundle under an id of
+   * its own): a few milliseconds, where converting all of GitHub's components would stall the
+   * process for a second.
+   */
+  private compile(schema: SchemaObject): ValidateFunction {
+    const names = reachableComponents(schema, this.schemas);
+    const bundled: Record<string, Json> = {};
+    for (const name of names) bundled[name] = convert(this.schemas[name]!);
+    this.bundles += 1;
+    return this.ajv.compile({ $id: `${BASE}-${this.bundles}`, allOf: [convert(schema)], components: { schemas: bundled } } as SchemaObject);
+  }
+
+  private build(method: string, path: string, raw: RawOperation): OpenapiOperation {
+    const compile = (schema: SchemaObject | undefined): ValidateFunction | undefined => (schema ? this.compile(schema) : undefined);
+    const bodyValidator = compile(raw.requestBody?.content?.["application/json"]?.schema);
+    const responseValidators = new Map<number, ValidateFunction | undefined>();
+    const documentationUrl = raw.externalDocs?.url ?? "https://docs.github.com/rest";
+    return {
+      operationId: raw.operationId,
+      method,
+      path,
+      documentationUrl,
+      hasBody: bodyValidator !== undefined,
+      validateBody: (body) => {
+        // No body at all is left to the handler (every operation the simulator implements takes an optional one).
+        if (!bodyValidator || body === undefined) return undefined;
+        if (bodyValidator(body)) return undefined;
+        return `Invalid request.\n\n${githubMessage(bodyValidator.errors![0]!, body)}`;
+      },
+      validateResponse: (status, body) => {
+        const described = this.response(raw.responses[String(status)]);
+        if (!described) return [`status ${status} is not described for ${raw.operationId} (described: ${Object.keys(raw.responses).join(", ")})`];
+        if (!responseValidators.has(status)) responseValidators.set(status, compile(described.content?.["application/json"]?.schema));
+        const validator = responseValidators.get(status);
+        if (!validator) return body === undefined || body === "" ? [] : [`status ${status} of ${raw.operationId} has no body in the description`];
+        if (validator(body)) return [];
+        return (validator.errors ?? []).map((e) => `${e.instancePath || "(root)"} ${e.message ?? e.keyword} ${JSON.stringify(e.params)}`);
+      },
+    };
+  }
+}
+
+let loaded: OpenapiDescription | undefined;
+
+/** The api.github.com description, read once per process (13 MB; the GHES ones differ little here). */
+export function githubRestDescription(): OpenapiDescription {
+  loaded ??= new OpenapiDescription(JSON.parse(readFileSync(packageFile("@octokit/openapi", "generated/api.github.com.json"), "utf8")) as Description);
+  return loaded;
+}
