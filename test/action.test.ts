@@ -39,7 +39,7 @@ async function runAction(inputs: Record<string, string> = {}, env: Env = {}, opt
     core,
     env: fullEnv,
     http: createHttp({ timeoutMs: options.timeoutMs ?? 5000 }),
-    retry: { attempts: 3, baseDelayMs: 100 },
+    retry: { attempts: 3, baseDelayMs: 100, maxRetryAfterMs: 5000 },
     // Records the backoff schedule instead of waiting it out.
     sleep: async (ms) => void sleeps.push(ms),
   });
