@@ -30,10 +30,13 @@ export function createHttp(options: { timeoutMs: number }): Http {
   };
 }
 
-function agentFor(url: URL): http.Agent {
+/** A Node agent, or the tunnelling agent HttpClient builds for a proxy (which has no destroy()). */
+type Agent = http.Agent & { destroy?: () => void };
+
+function agentFor(url: URL): Agent {
   if (getProxyUrl(url.href) !== "") {
     // A fresh client each time: HttpClient caches one agent per client whatever the protocol.
-    return new HttpClient(USER_AGENT, [], { keepAlive: false }).getAgent(url.href) as http.Agent;
+    return new HttpClient(USER_AGENT, [], { keepAlive: false }).getAgent(url.href) as Agent;
   }
   return url.protocol === "https:" ? new https.Agent({ keepAlive: false }) : new http.Agent({ keepAlive: false });
 }
@@ -59,7 +62,7 @@ function send(method: string, url: URL, body: string | null, headers: Record<str
       settled = true;
       clearTimeout(deadline);
       outcome();
-      agent.destroy();
+      agent.destroy?.();
     };
     const fail = (error: Error) =>
       settle(() => {

@@ -8,7 +8,7 @@ import { brokerPerTest } from "./support/broker-per-test.js";
 import { runnerJobEnv } from "./support/runner-env.js";
 import type { FaultResponse } from "./support/simulator/types.js";
 import { ACTION_YML, actionInputs, runStep, type StepResult } from "./support/action-runner.js";
-import { closedPortUrl, startSilentServer, startStubServer, type StubServer } from "./support/action-stub-server.js";
+import { closedPortUrl, startConnectProxy, startSilentServer, startStubServer, type StubServer } from "./support/action-stub-server.js";
 
 let stubs: Pick<StubServer, "close">[] = [];
 
@@ -107,6 +107,18 @@ describe("the bundled main and post steps", () => {
     expect(t.fx.sim.tokens.has(main.outputs.token!)).toBe(true);
     expect(tokenCalls()).toEqual(["200"]);
     expect(main.lines.some((line) => line.startsWith(`tokensmith: attempt 1: ${primary} is unreachable (`))).toBe(true);
+  });
+
+  it("goes through http_proxy for a broker whose name only the proxy can reach (the README's promise)", async () => {
+    const proxy = await startConnectProxy();
+    stubs.push(proxy);
+    const port = new URL(t.broker.url).port;
+    // .invalid never resolves (RFC 6761): the broker is reachable through the proxy or not at all.
+    const main = await runMain({ "broker-url": `http://tokensmith-broker.invalid:${port}` }, { http_proxy: proxy.url });
+    expect(main.exitCode).toBe(0);
+    expect(proxy.connects).toEqual([`tokensmith-broker.invalid:${port}`]);
+    expect(tokenCalls()).toEqual(["200"]);
+    expect(t.fx.sim.tokens.has(main.outputs.token!)).toBe(true);
   });
 
   it("fails on a 401 with the code and reason, and never calls the fallback", async () => {

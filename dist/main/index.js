@@ -31721,7 +31721,7 @@ function send(method, url, body, headers, timeoutMs) {
             settled = true;
             clearTimeout(deadline);
             outcome();
-            agent.destroy();
+            agent.destroy?.();
         };
         const fail = (error) => settle(() => {
             response?.destroy();
