@@ -22,3 +22,25 @@ describe("action.yml against GitHub's action schema", () => {
     expect(actionErrors(text).join("\n")).toContain("Unexpected value 'key'");
   });
 });
+
+describe("what the README and the repository say about the action", () => {
+  const root = new URL("../", import.meta.url);
+  const readme = readFileSync(new URL("README.md", root), "utf8");
+
+  it("names the runner version node24 needs (Actions Runner 2.327.1)", () => {
+    expect(readFileSync(ACTION_YML, "utf8")).toMatch(/^ {2}using: node24$/m);
+    expect(readme).toContain("Actions Runner 2.327.1 or\nlater");
+  });
+
+  it("uses actions/checkout at its current major (v6: v4 runs on the deprecated Node 20)", () => {
+    expect(readme.match(/actions\/checkout@v\d+/g)).toEqual(["actions/checkout@v6"]);
+  });
+
+  it("has the MIT LICENSE that package.json names", () => {
+    const pkg = JSON.parse(readFileSync(new URL("package.json", root), "utf8")) as { license?: string };
+    expect(pkg.license).toBe("MIT");
+    const license = readFileSync(new URL("LICENSE", root), "utf8");
+    expect(license.split("\n")[0]).toBe("MIT License");
+    expect(license).toContain("Copyright (c) 2026 the tokensmith authors");
+  });
+});
