@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { runStep } from "./support/action-runner.js";
 import { BLACK_HOLE, createBlackHoleNamespace, type BlackHoleNamespace } from "./support/action-netns.js";
+import { RUNTIMES } from "./support/action-node24.js";
 
 let ns: BlackHoleNamespace;
 beforeAll(async () => {
@@ -17,8 +18,11 @@ afterAll(async () => {
 const ATTEMPT_MS = 1000;
 const BOUND_MS = 40_000; // 4 attempts of 1 s plus backoff; the kernel's connect timeout is ~130 s
 
+let node = process.execPath;
+
 function runInNamespace(inputs: Record<string, string>) {
   return runStep("main", {
+    node,
     prefix: ns.prefix,
     inputs: { "auth-mode": "public-app", ...inputs },
     env: {
@@ -32,7 +36,10 @@ function runInNamespace(inputs: Record<string, string>) {
   });
 }
 
-describe("a black-holed broker address (packets dropped, no answer at all)", () => {
+describe.each(RUNTIMES)("a black-holed broker address (packets dropped, no answer at all), on $label", (runtime) => {
+  beforeAll(() => {
+    node = runtime.node();
+  }, 360_000);
   const broker = `http://${BLACK_HOLE}:8080`;
 
   it("every attempt ends at its timeout and the process exits with the failure", async () => {

@@ -32119,7 +32119,7 @@ function describeIdTokenFailure(outcome, where, after) {
         case "transient":
             return `tokensmith: the runner's OIDC token service at ${where} is unreachable or failing (${outcome.detail})${after}: re-run the job later; on a self-hosted runner, check its network and proxy settings.`;
         case "unexpected":
-            return `tokensmith: the runner's OIDC token service at ${where} answered ${outcome.detail}${after}, not a token: re-run the job; if it persists, the runner is misconfigured.`;
+            return `tokensmith: the runner's OIDC token service at ${where} answered ${outcome.detail}${after}: re-run the job; if it persists, the runner is misconfigured.`;
     }
 }
 
