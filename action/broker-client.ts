@@ -1,7 +1,8 @@
 // One POST /token to one broker address, and what its answer means to the action (spec 4.1):
 // a token, a verdict (a JSON body whose `error` is one of the broker's codes), an unreachable
 // broker (network error, timeout, or a 5xx that is not a verdict, e.g. a proxy's 502 page), or an
-// answer no tokensmith broker gives (a 4xx without a verdict, a 200 without a token).
+// answer no tokensmith broker gives (a 4xx without a verdict, a 200 without a token). A verdict
+// carries the broker's `Retry-After` (in ms) when it sent one: its mark of an answer worth retrying.
 import { isErrorCode } from "../shared/error-codes.js";
 import type { TokenRequest, TokenResponse } from "../shared/types.js";
 import type { Verdict } from "./hints.js";
@@ -9,20 +10,22 @@ import type { Http } from "./toolkit.js";
 
 export type BrokerOutcome =
   | { kind: "token"; token: TokenResponse }
-  | { kind: "verdict"; verdict: Verdict }
+  | { kind: "verdict"; verdict: Verdict; retryAfterMs?: number }
   | { kind: "unreachable"; detail: string }
   | { kind: "unexpected"; detail: string };
 
 export async function postToken(http: Http, brokerUrl: string, body: TokenRequest): Promise<BrokerOutcome> {
   let status: number;
   let text: string;
+  let retryAfter: string | string[] | undefined;
   try {
     const response = await http.request("POST", `${brokerUrl}/token`, JSON.stringify(body), {
       "content-type": "application/json",
       accept: "application/json",
     });
-    status = response.message.statusCode ?? 0;
-    text = await response.readBody();
+    status = response.status;
+    text = response.body;
+    retryAfter = response.headers["retry-after"];
   } catch (error) {
     return { kind: "unreachable", detail: networkDetail(error) };
   }
@@ -33,7 +36,9 @@ export async function postToken(http: Http, brokerUrl: string, body: TokenReques
     return { kind: "unexpected", detail: "HTTP 200 without a token in the body" };
   }
   if (isErrorBody(json)) {
-    return { kind: "verdict", verdict: { status, error: json.error, ...(typeof json.reason === "string" ? { reason: json.reason } : {}) } };
+    const wait = retryAfterMs(retryAfter);
+    const verdict: Verdict = { status, error: json.error, ...(typeof json.reason === "string" ? { reason: json.reason } : {}) };
+    return { kind: "verdict", verdict, ...(wait !== undefined ? { retryAfterMs: wait } : {}) };
   }
   if (status >= 500 || status === 0) return { kind: "unreachable", detail: `HTTP ${status} that is not a broker answer` };
   return { kind: "unexpected", detail: `HTTP ${status} that is not a broker answer` };
@@ -56,8 +61,20 @@ function isErrorBody(json: unknown): json is { error: Verdict["error"]; reason?:
   return typeof json === "object" && json !== null && isErrorCode((json as { error?: unknown }).error);
 }
 
+/**
+ * A `Retry-After` header in milliseconds: delta-seconds or an HTTP-date (RFC 9110 10.2.3);
+ * undefined when absent or not one of those.
+ */
+export function retryAfterMs(header: string | string[] | undefined): number | undefined {
+  const text = (Array.isArray(header) ? header[0] : header)?.trim();
+  if (!text) return undefined;
+  if (/^\d+$/.test(text)) return Number(text) * 1000;
+  const date = Date.parse(text);
+  return Number.isFinite(date) && /[a-z]/i.test(text) ? Math.max(0, date - Date.now()) : undefined;
+}
+
 /** The error's code (ECONNREFUSED, ENOTFOUND, ...) or message: never a header, never a body. */
-function networkDetail(error: unknown): string {
+export function networkDetail(error: unknown): string {
   const code = (error as { code?: unknown } | null)?.code;
   const message = error instanceof Error ? error.message : String(error);
   return typeof code === "string" && !message.includes(code) ? `${code}: ${message}` : message;

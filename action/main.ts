@@ -1,17 +1,22 @@
-// Entry point of the main step: the real toolkit, the real HTTP client, then run().
+// Entry point of the main step: the real toolkit, the real HTTP client, then run(); the process
+// exits as soon as the step is done (a runner waits for the process, not for the step's promise).
 import * as core from "@actions/core";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createHttp } from "./http.js";
 import { run } from "./run.js";
 
-// TOKENSMITH_RETRY_BASE_MS: operator/test tuning of the wait before the second attempt (doubled
-// after each later one). Not an input: a release workflow has no reason to change it.
-const base = Number(process.env.TOKENSMITH_RETRY_BASE_MS || "1000");
+// Operator/test tuning, not inputs (a release workflow has no reason to change them):
+// TOKENSMITH_RETRY_BASE_MS, the wait before the second attempt (doubled after each later one);
+// TOKENSMITH_ATTEMPT_TIMEOUT_MS, how long one HTTP request may take, connection included.
+const setting = (name: string, fallback: number, min: number) => {
+  const value = Number(process.env[name] || String(fallback));
+  return Number.isFinite(value) && value >= min ? value : fallback;
+};
 
 void run({
   core,
   env: process.env,
-  http: createHttp({ timeoutMs: 30_000 }),
-  retry: { attempts: 4, baseDelayMs: Number.isFinite(base) && base >= 0 ? base : 1000 },
+  http: createHttp({ timeoutMs: setting("TOKENSMITH_ATTEMPT_TIMEOUT_MS", 30_000, 1) }),
+  retry: { attempts: 4, baseDelayMs: setting("TOKENSMITH_RETRY_BASE_MS", 1000, 0), maxRetryAfterMs: 30_000 },
   sleep: (ms) => sleep(ms),
-});
+}).finally(() => process.exit());

@@ -2,6 +2,7 @@
 // anyway. A failed revocation is a warning, never a failed job: the token dies within the hour.
 // https://docs.github.com/en/rest/apps/installations#revoke-an-installation-access-token
 import { ActionFailure } from "./action-failure.js";
+import { networkDetail } from "./broker-client.js";
 import { readBoolean } from "./inputs.js";
 import { STATE, type Env, type Http, type Toolkit } from "./toolkit.js";
 
@@ -35,8 +36,7 @@ export async function post(deps: PostDeps): Promise<void> {
       accept: "application/vnd.github+json",
       "x-github-api-version": "2022-11-28",
     });
-    const status = response.message.statusCode ?? 0;
-    const body = await response.readBody();
+    const { status, body } = response;
     if (status === 204) {
       core.info("tokensmith: token revoked");
       return;
@@ -44,7 +44,7 @@ export async function post(deps: PostDeps): Promise<void> {
     core.warning(`tokensmith: token revocation failed: HTTP ${status}${platformMessage(body)}`);
   } catch (error) {
     if (error instanceof ActionFailure) core.warning(error.message);
-    else core.warning(`tokensmith: token revocation failed: ${error instanceof Error ? error.message : String(error)}`);
+    else core.warning(`tokensmith: token revocation failed: ${networkDetail(error)}`);
   }
 }
 

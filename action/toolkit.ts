@@ -1,7 +1,7 @@
 // The part of @actions/core the action uses, as an interface: the entry points pass the real
 // module, tests pass a recording toolkit (STYLE.md: injected toolkit, as in
 // actions/create-github-app-token and actions/typescript-action).
-import type { HttpClient } from "@actions/http-client";
+import type { IncomingHttpHeaders } from "node:http";
 
 export interface Toolkit {
   getInput(name: string): string;
@@ -10,8 +10,6 @@ export interface Toolkit {
   setOutput(name: string, value: string): void;
   saveState(name: string, value: string): void;
   getState(name: string): string;
-  /** GETs ACTIONS_ID_TOKEN_REQUEST_URL&audience=…; masks the JWT it returns. */
-  getIDToken(audience?: string): Promise<string>;
   info(message: string): void;
   warning(message: string): void;
   debug(message: string): void;
@@ -21,14 +19,25 @@ export interface Toolkit {
 /** What the action reads from the job's environment (the runner's default variables). */
 export type Env = Record<string, string | undefined>;
 
-/** Every HTTP call of the action goes through @actions/http-client (it honours https_proxy / no_proxy). */
-export type Http = Pick<HttpClient, "request">;
+export interface HttpAnswer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/** Every HTTP call of the action goes through this (http.ts: bounded, honours https_proxy / no_proxy). */
+export interface Http {
+  /** Rejects on a network error or when no complete answer came within the client's timeout. */
+  request(method: string, url: string, body: string | null, headers: Record<string, string>): Promise<HttpAnswer>;
+}
 
 export interface RetryPolicy {
   /** Rounds through the broker's addresses, the first included. */
   attempts: number;
   /** Wait before the second round; doubled for each later one. */
   baseDelayMs: number;
+  /** The longest a `Retry-After` may make the action wait before its next round. */
+  maxRetryAfterMs: number;
 }
 
 /** Names shared by main (which saves them) and post (which reads them). */

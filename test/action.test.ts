@@ -5,6 +5,7 @@ import { createHttp } from "../action/http.js";
 import { run } from "../action/run.js";
 import { post } from "../action/revoke-token.js";
 import type { Env } from "../action/toolkit.js";
+import { ERROR_CODES } from "../shared/error-codes.js";
 import { brokerPerTest } from "./support/broker-per-test.js";
 import { expectNoSecrets } from "./support/fixtures.js";
 import { DEFAULT_SHA } from "./support/simulator/index.js";
@@ -39,7 +40,7 @@ async function runAction(inputs: Record<string, string> = {}, env: Env = {}, opt
     core,
     env: fullEnv,
     http: createHttp({ timeoutMs: options.timeoutMs ?? 5000 }),
-    retry: { attempts: 3, baseDelayMs: 100 },
+    retry: { attempts: 3, baseDelayMs: 100, maxRetryAfterMs: 5000 },
     // Records the backoff schedule instead of waiting it out.
     sleep: async (ms) => void sleeps.push(ms),
   });
@@ -222,6 +223,73 @@ describe("main: 503 oidc_key_fetch_failed is retried with backoff", () => {
     expect(core.failed()).toBe(
       `tokensmith: The broker could not reach the OIDC issuer's keys; retrying usually helps. (error: oidc_key_fetch_failed, reason: jwks_unavailable, HTTP 503 from ${t.broker.url}) after 3 attempts`,
     );
+  });
+});
+
+describe("main: Retry-After decides which 5xx verdicts are retried, and how long to wait", () => {
+  const mintFailed = JSON.stringify({ error: "installation_token_failed" });
+
+  it.each([
+    ["3600 (capped at maxRetryAfterMs, 5000 here)", "3600", [5000, 5000]],
+    ["0 (the backoff is longer)", "0", [100, 200]],
+    ["2 (longer than the first backoff, not the second)", "2", [2000, 2000]],
+  ])("Retry-After: %s", async (_name, header, expected) => {
+    const broker = await stub(() => ({ status: 502, headers: { "retry-after": header }, body: mintFailed }));
+    const { core, sleeps } = await runAction({ "broker-url": broker.url });
+    expect(broker.requests).toHaveLength(3);
+    expect(sleeps).toEqual(expected);
+    expect(core.failed()).toBe(`tokensmith: ${ERROR_CODES.installation_token_failed.hint} (error: installation_token_failed, HTTP 502 from ${broker.url}) after 3 attempts`);
+  });
+
+  it("an HTTP-date Retry-After counts too", async () => {
+    const broker = await stub(() => ({ status: 503, headers: { "retry-after": new Date(Date.now() + 60_000).toUTCString() }, body: JSON.stringify({ error: "oidc_key_fetch_failed" }) }));
+    const { sleeps } = await runAction({ "broker-url": broker.url });
+    expect(sleeps).toEqual([5000, 5000]);
+  });
+
+  it.each([["absent", undefined], ["not a number or a date", "soon"]])("a 502 whose Retry-After is %s fails at once", async (_name, header) => {
+    const broker = await stub(() => ({ status: 502, ...(header ? { headers: { "retry-after": header } } : {}), body: mintFailed }));
+    const { core, sleeps } = await runAction({ "broker-url": broker.url });
+    expect(broker.requests).toHaveLength(1);
+    expect(sleeps).toEqual([]);
+    expect(core.failed()).toBe(`tokensmith: ${ERROR_CODES.installation_token_failed.hint} (error: installation_token_failed, HTTP 502 from ${broker.url})`);
+  });
+});
+
+describe("main: the runner's ID-token endpoint", () => {
+  it("a 503 then a token: retried with the backoff, one OIDC token masked", async () => {
+    t.fx.sim.faults.add({ method: "GET", path: "/_actions/idtoken", times: 1, respond: { status: 503, body: { message: "Service Unavailable" } } });
+    const { core, sleeps } = await runAction();
+    expect(core.failed()).toBeUndefined();
+    expect(idTokenRequests()).toHaveLength(2);
+    expect(sleeps).toEqual([100]);
+    expect(core.messages()).toContain("tokensmith: the runner's OIDC token service failed (HTTP 503); retrying in 100 ms (attempt 2 of 3)");
+  });
+
+  it("a hung endpoint: each try ends at the timeout, three tries, one line", async () => {
+    t.fx.sim.faults.add({ method: "GET", path: "/_actions/idtoken", respond: "hang" });
+    const { core, sleeps } = await runAction({}, {}, { timeoutMs: 300 });
+    expect(idTokenRequests()).toHaveLength(3);
+    expect(sleeps).toEqual([100, 200]);
+    expect(core.failed()).toBe(
+      `tokensmith: the runner's OIDC token service at ${t.fx.sim.url} is unreachable or failing (ETIMEDOUT: no answer within 300 ms) after 3 attempts: re-run the job later; on a self-hosted runner, check its network and proxy settings.`,
+    );
+    expect(tokenCalls()).toEqual([]);
+  });
+
+  it("a 403 fails at once with the id-token: write hint", async () => {
+    t.fx.sim.faults.add({ method: "GET", path: "/_actions/idtoken", respond: { status: 403, body: { message: "Forbidden" } } });
+    const { core, sleeps } = await runAction();
+    expect(idTokenRequests()).toHaveLength(1);
+    expect(sleeps).toEqual([]);
+    expect(core.failed()).toContain("the job lacks `permissions: id-token: write`, or its request token is stale");
+  });
+
+  it("a 200 without a token fails at once: not the runner's token service", async () => {
+    t.fx.sim.faults.add({ method: "GET", path: "/_actions/idtoken", respond: { status: 200, body: { count: 1 } } });
+    const { core } = await runAction();
+    expect(idTokenRequests()).toHaveLength(1);
+    expect(core.failed()).toBe(`tokensmith: the runner's OIDC token service at ${t.fx.sim.url} answered HTTP 200 without a token in the body: re-run the job; if it persists, the runner is misconfigured.`);
   });
 });
 

@@ -29041,7 +29041,7 @@ var MediaTypes;
  * @param serverUrl  The server URL where the request will be sent. For example, https://api.github.com
  */
 function lib_getProxyUrl(serverUrl) {
-    const proxyUrl = pm.getProxyUrl(new URL(serverUrl));
+    const proxyUrl = getProxyUrl(new URL(serverUrl));
     return proxyUrl ? proxyUrl.href : '';
 }
 const HttpRedirectCodes = [
@@ -31658,16 +31658,95 @@ function getIDToken(aud) {
 //# sourceMappingURL=core.js.map
 ;// CONCATENATED MODULE: external "node:timers/promises"
 const promises_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:timers/promises");
+// EXTERNAL MODULE: external "node:http"
+var external_node_http_ = __nccwpck_require__(7067);
+var external_node_http_namespaceObject = /*#__PURE__*/__nccwpck_require__.t(external_node_http_, 2);
+;// CONCATENATED MODULE: external "node:https"
+const external_node_https_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:https");
+var external_node_https_namespaceObject_0 = /*#__PURE__*/__nccwpck_require__.t(external_node_https_namespaceObject, 2);
 ;// CONCATENATED MODULE: ./build/action/http.js
-// The action's one HTTP client. @actions/http-client picks up https_proxy / http_proxy / no_proxy
-// from the runner's environment, so self-hosted runners behind a proxy keep working.
+// The action's one HTTP client, on node:http / node:https. Every request ends within its timeout,
+// the connection included: one deadline from the moment the request is made, and the socket is
+// destroyed (not half-closed) when it passes, so nothing is left holding the event loop. No
+// keep-alive: each request has its own agent, closed with it.
+//
+// Proxies: https_proxy / http_proxy / no_proxy are read with @actions/http-client's own rules
+// (getProxyUrl), and a proxied request goes through the tunnelling agent that HttpClient builds,
+// so self-hosted runners behind a proxy keep working.
 
+
+
+/** Bodies the action reads are a few hundred bytes: anything past this is not an answer for us. */
+const MAX_BODY_BYTES = 1024 * 1024;
+const USER_AGENT = "tokensmith-action";
+class HttpTimeout extends Error {
+    code = "ETIMEDOUT";
+    constructor(timeoutMs) {
+        super(`no answer within ${timeoutMs} ms`);
+        this.name = "HttpTimeout";
+    }
+}
 /** No redirects (a token request must reach the address the user named) and no built-in retries. */
 function createHttp(options) {
-    return new HttpClient("tokensmith-action", [], {
-        allowRetries: false,
-        allowRedirects: false,
-        socketTimeout: options.timeoutMs,
+    return {
+        request: (method, url, body, headers) => send(method, new URL(url), body, headers, options.timeoutMs),
+    };
+}
+function agentFor(url) {
+    if (lib_getProxyUrl(url.href) !== "") {
+        // A fresh client each time: HttpClient caches one agent per client whatever the protocol.
+        return new HttpClient(USER_AGENT, [], { keepAlive: false }).getAgent(url.href);
+    }
+    return url.protocol === "https:" ? new external_node_https_namespaceObject.Agent({ keepAlive: false }) : new external_node_http_.Agent({ keepAlive: false });
+}
+function send(method, url, body, headers, timeoutMs) {
+    return new Promise((resolve, reject) => {
+        const agent = agentFor(url);
+        const module = url.protocol === "https:" ? external_node_https_namespaceObject_0 : external_node_http_namespaceObject;
+        let settled = false;
+        let response;
+        const req = module.request(url, {
+            method,
+            agent,
+            headers: {
+                ...headers,
+                "user-agent": USER_AGENT,
+                connection: "close",
+                ...(body !== null ? { "content-length": String(Buffer.byteLength(body, "utf8")) } : {}),
+            },
+        });
+        const settle = (outcome) => {
+            if (settled)
+                return;
+            settled = true;
+            clearTimeout(deadline);
+            outcome();
+            agent.destroy?.();
+        };
+        const fail = (error) => settle(() => {
+            response?.destroy();
+            req.destroy();
+            reject(error);
+        });
+        // Armed before the socket exists: a connect that never completes is bounded too.
+        const deadline = setTimeout(() => fail(new HttpTimeout(timeoutMs)), timeoutMs);
+        req.on("error", fail);
+        req.on("response", (res) => {
+            response = res;
+            const chunks = [];
+            let size = 0;
+            res.on("data", (chunk) => {
+                size += chunk.length;
+                if (size > MAX_BODY_BYTES)
+                    fail(new Error(`answer larger than ${MAX_BODY_BYTES} bytes`));
+                else
+                    chunks.push(chunk);
+            });
+            res.on("error", fail);
+            res.on("aborted", () => fail(new Error("connection closed before the answer was complete")));
+            res.on("end", () => settle(() => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") })));
+        });
+        req.end(body ?? undefined);
     });
 }
 
@@ -31897,18 +31976,21 @@ const OIDC_REASONS = {
 // One POST /token to one broker address, and what its answer means to the action (spec 4.1):
 // a token, a verdict (a JSON body whose `error` is one of the broker's codes), an unreachable
 // broker (network error, timeout, or a 5xx that is not a verdict, e.g. a proxy's 502 page), or an
-// answer no tokensmith broker gives (a 4xx without a verdict, a 200 without a token).
+// answer no tokensmith broker gives (a 4xx without a verdict, a 200 without a token). A verdict
+// carries the broker's `Retry-After` (in ms) when it sent one: its mark of an answer worth retrying.
 
 async function postToken(http, brokerUrl, body) {
     let status;
     let text;
+    let retryAfter;
     try {
         const response = await http.request("POST", `${brokerUrl}/token`, JSON.stringify(body), {
             "content-type": "application/json",
             accept: "application/json",
         });
-        status = response.message.statusCode ?? 0;
-        text = await response.readBody();
+        status = response.status;
+        text = response.body;
+        retryAfter = response.headers["retry-after"];
     }
     catch (error) {
         return { kind: "unreachable", detail: networkDetail(error) };
@@ -31920,7 +32002,9 @@ async function postToken(http, brokerUrl, body) {
         return { kind: "unexpected", detail: "HTTP 200 without a token in the body" };
     }
     if (isErrorBody(json)) {
-        return { kind: "verdict", verdict: { status, error: json.error, ...(typeof json.reason === "string" ? { reason: json.reason } : {}) } };
+        const wait = retryAfterMs(retryAfter);
+        const verdict = { status, error: json.error, ...(typeof json.reason === "string" ? { reason: json.reason } : {}) };
+        return { kind: "verdict", verdict, ...(wait !== undefined ? { retryAfterMs: wait } : {}) };
     }
     if (status >= 500 || status === 0)
         return { kind: "unreachable", detail: `HTTP ${status} that is not a broker answer` };
@@ -31940,6 +32024,19 @@ function isTokenResponse(json) {
 }
 function isErrorBody(json) {
     return typeof json === "object" && json !== null && isErrorCode(json.error);
+}
+/**
+ * A `Retry-After` header in milliseconds: delta-seconds or an HTTP-date (RFC 9110 10.2.3);
+ * undefined when absent or not one of those.
+ */
+function retryAfterMs(header) {
+    const text = (Array.isArray(header) ? header[0] : header)?.trim();
+    if (!text)
+        return undefined;
+    if (/^\d+$/.test(text))
+        return Number(text) * 1000;
+    const date = Date.parse(text);
+    return Number.isFinite(date) && /[a-z]/i.test(text) ? Math.max(0, date - Date.now()) : undefined;
 }
 /** The error's code (ECONNREFUSED, ENOTFOUND, ...) or message: never a header, never a body. */
 function networkDetail(error) {
@@ -31980,11 +32077,54 @@ function reasonHint(reason) {
     return OIDC_REASONS[reason].hint;
 }
 
+;// CONCATENATED MODULE: ./build/action/id-token.js
+
+async function fetchIdToken(http, requestUrl, requestToken, audience) {
+    let answer;
+    try {
+        answer = await http.request("GET", `${requestUrl}&audience=${encodeURIComponent(audience)}`, null, {
+            authorization: `Bearer ${requestToken}`,
+            accept: "application/json",
+        });
+    }
+    catch (error) {
+        return { kind: "transient", detail: networkDetail(error) };
+    }
+    const { status } = answer;
+    if (status === 200) {
+        const value = parseValue(answer.body);
+        return value ? { kind: "token", value } : { kind: "unexpected", detail: "HTTP 200 without a token in the body" };
+    }
+    if (status === 401 || status === 403)
+        return { kind: "refused", status };
+    if (status >= 500 || status === 429) {
+        const wait = retryAfterMs(answer.headers["retry-after"]);
+        return { kind: "transient", detail: `HTTP ${status}`, ...(wait !== undefined ? { retryAfterMs: wait } : {}) };
+    }
+    return { kind: "unexpected", detail: `HTTP ${status}` };
+}
+function parseValue(body) {
+    try {
+        const value = JSON.parse(body)?.value;
+        return typeof value === "string" && value !== "" ? value : undefined;
+    }
+    catch {
+        return undefined;
+    }
+}
+/** One line per failure class, with the fix first; `where` is the service's origin, never its query. */
+function describeIdTokenFailure(outcome, where, after) {
+    switch (outcome.kind) {
+        case "refused":
+            return `tokensmith: the runner refused to issue an OIDC token (HTTP ${outcome.status} from ${where}): the job lacks \`permissions: id-token: write\`, or its request token is stale (re-run the job).`;
+        case "transient":
+            return `tokensmith: the runner's OIDC token service at ${where} is unreachable or failing (${outcome.detail})${after}: re-run the job later; on a self-hosted runner, check its network and proxy settings.`;
+        case "unexpected":
+            return `tokensmith: the runner's OIDC token service at ${where} answered ${outcome.detail}${after}: re-run the job; if it persists, the runner is misconfigured.`;
+    }
+}
+
 ;// CONCATENATED MODULE: ./build/action/request-token.js
-// The exchange: a fresh OIDC token for every POST, the primary broker then (only when the primary
-// is unreachable) the fallback, and backoff between rounds when no broker could be reached or the
-// broker's verdict is one that retrying can change (503 oidc_key_fetch_failed: no verdict on the
-// token was reached). Any other verdict, 4xx above all, ends the exchange at once.
 
 
 
@@ -31999,7 +32139,7 @@ async function requestToken(deps, inputs) {
         const unreachable = [];
         for (const brokerUrl of addresses) {
             // Runner OIDC tokens live five minutes: never reuse one across attempts.
-            const oidcToken = await deps.core.getIDToken(inputs.audience);
+            const oidcToken = await jobOidcToken(deps, inputs.audience);
             const outcome = await postToken(deps.http, brokerUrl, {
                 oidcToken,
                 owner: inputs.owner,
@@ -32015,10 +32155,10 @@ async function requestToken(deps, inputs) {
             }
             if (outcome.kind === "verdict") {
                 const context = { repository, audience: inputs.audience, brokerUrl };
-                if (!retryable(outcome.verdict))
+                if (!worthRetrying(outcome))
                     throw new ActionFailure(describeVerdict(outcome.verdict, context));
                 deps.core.info(`tokensmith: attempt ${attempt}: ${brokerUrl} answered ${outcome.verdict.status} ${outcome.verdict.error}${outcome.verdict.reason ? ` (${outcome.verdict.reason})` : ""}`);
-                problem = { kind: "verdict", verdict: outcome.verdict, brokerUrl };
+                problem = { kind: "verdict", verdict: outcome.verdict, brokerUrl, ...(outcome.retryAfterMs !== undefined ? { retryAfterMs: outcome.retryAfterMs } : {}) };
                 break; // a broker answered: the fallback would not know better
             }
             deps.core.info(`tokensmith: attempt ${attempt}: ${brokerUrl} is unreachable (${outcome.detail})`);
@@ -32026,7 +32166,7 @@ async function requestToken(deps, inputs) {
         }
         problem ??= { kind: "unreachable", details: unreachable };
         if (attempt < attempts) {
-            const delay = deps.retry.baseDelayMs * 2 ** (attempt - 1);
+            const delay = retryDelay(deps.retry, attempt, problem.kind === "verdict" ? problem.retryAfterMs : undefined);
             deps.core.info(`tokensmith: retrying in ${delay} ms (attempt ${attempt + 1} of ${attempts})`);
             await deps.sleep(delay);
         }
@@ -32039,9 +32179,52 @@ async function requestToken(deps, inputs) {
     const tried = problem?.details.join(", nor ") ?? inputs.brokerUrl;
     throw new ActionFailure(`tokensmith: could not reach the broker at ${tried}${after}: check broker-url${inputs.fallbackUrl ? " and broker-fallback-url" : ""}, or retry later.`);
 }
-/** Only a 5xx verdict the shared table marks retryable (503 oidc_key_fetch_failed above all). */
-function retryable(verdict) {
-    return verdict.status >= 500 && ERROR_CODES[verdict.error].retryable;
+/**
+ * A 5xx verdict the broker marked with Retry-After, or oidc_key_fetch_failed (no verdict on the
+ * token was reached; older brokers send no Retry-After). Never a 4xx. The shared table's
+ * `retryable` flag documents the same split; the header is what the action goes by.
+ */
+function worthRetrying(outcome) {
+    if (outcome.verdict.status < 500)
+        return false;
+    return outcome.retryAfterMs !== undefined || outcome.verdict.error === "oidc_key_fetch_failed";
+}
+/** The backoff before round `attempt + 1`, or what the server asked for (capped) when longer. */
+function retryDelay(retry, attempt, retryAfterMs) {
+    const backoff = retry.baseDelayMs * 2 ** (attempt - 1);
+    return retryAfterMs === undefined ? backoff : Math.max(backoff, Math.min(retryAfterMs, retry.maxRetryAfterMs));
+}
+/**
+ * A fresh OIDC token from the runner, masked before anything else sees it. Network errors, 5xx and
+ * 429 are retried with the same backoff; a refusal (401/403) or any other answer fails at once.
+ */
+async function jobOidcToken(deps, audience) {
+    const requestUrl = deps.env.ACTIONS_ID_TOKEN_REQUEST_URL ?? "";
+    const where = originOf(requestUrl);
+    const attempts = Math.max(1, deps.retry.attempts);
+    for (let attempt = 1;; attempt++) {
+        const outcome = await fetchIdToken(deps.http, requestUrl, deps.env.ACTIONS_ID_TOKEN_REQUEST_TOKEN ?? "", audience);
+        if (outcome.kind === "token") {
+            deps.core.setSecret(outcome.value);
+            return outcome.value;
+        }
+        if (outcome.kind !== "transient")
+            throw new ActionFailure(describeIdTokenFailure(outcome, where, ""));
+        if (attempt >= attempts)
+            throw new ActionFailure(describeIdTokenFailure(outcome, where, attempts > 1 ? ` after ${attempts} attempts` : ""));
+        const delay = retryDelay(deps.retry, attempt, outcome.retryAfterMs);
+        deps.core.info(`tokensmith: the runner's OIDC token service failed (${outcome.detail}); retrying in ${delay} ms (attempt ${attempt + 1} of ${attempts})`);
+        await deps.sleep(delay);
+    }
+}
+/** ACTIONS_ID_TOKEN_REQUEST_URL's origin: its query is the runner's business, not the log's. */
+function originOf(url) {
+    try {
+        return new URL(url).origin;
+    }
+    catch {
+        throw new ActionFailure(`tokensmith: ACTIONS_ID_TOKEN_REQUEST_URL is not a URL; run this step in a GitHub Actions job.`);
+    }
 }
 
 ;// CONCATENATED MODULE: ./build/action/toolkit.js
@@ -32084,19 +32267,24 @@ async function run(deps) {
 }
 
 ;// CONCATENATED MODULE: ./build/action/main.js
-// Entry point of the main step: the real toolkit, the real HTTP client, then run().
+// Entry point of the main step: the real toolkit, the real HTTP client, then run(); the process
+// exits as soon as the step is done (a runner waits for the process, not for the step's promise).
 
 
 
 
-// TOKENSMITH_RETRY_BASE_MS: operator/test tuning of the wait before the second attempt (doubled
-// after each later one). Not an input: a release workflow has no reason to change it.
-const base = Number(process.env.TOKENSMITH_RETRY_BASE_MS || "1000");
+// Operator/test tuning, not inputs (a release workflow has no reason to change them):
+// TOKENSMITH_RETRY_BASE_MS, the wait before the second attempt (doubled after each later one);
+// TOKENSMITH_ATTEMPT_TIMEOUT_MS, how long one HTTP request may take, connection included.
+const setting = (name, fallback, min) => {
+    const value = Number(process.env[name] || String(fallback));
+    return Number.isFinite(value) && value >= min ? value : fallback;
+};
 void run({
     core: core_namespaceObject,
     env: process.env,
-    http: createHttp({ timeoutMs: 30_000 }),
-    retry: { attempts: 4, baseDelayMs: Number.isFinite(base) && base >= 0 ? base : 1000 },
+    http: createHttp({ timeoutMs: setting("TOKENSMITH_ATTEMPT_TIMEOUT_MS", 30_000, 1) }),
+    retry: { attempts: 4, baseDelayMs: setting("TOKENSMITH_RETRY_BASE_MS", 1000, 0), maxRetryAfterMs: 30_000 },
     sleep: (ms) => (0,promises_namespaceObject.setTimeout)(ms),
-});
+}).finally(() => process.exit());
 

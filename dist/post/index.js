@@ -29041,7 +29041,7 @@ var MediaTypes;
  * @param serverUrl  The server URL where the request will be sent. For example, https://api.github.com
  */
 function lib_getProxyUrl(serverUrl) {
-    const proxyUrl = pm.getProxyUrl(new URL(serverUrl));
+    const proxyUrl = getProxyUrl(new URL(serverUrl));
     return proxyUrl ? proxyUrl.href : '';
 }
 const HttpRedirectCodes = [
@@ -31656,16 +31656,95 @@ function getIDToken(aud) {
  */
 
 //# sourceMappingURL=core.js.map
+// EXTERNAL MODULE: external "node:http"
+var external_node_http_ = __nccwpck_require__(7067);
+var external_node_http_namespaceObject = /*#__PURE__*/__nccwpck_require__.t(external_node_http_, 2);
+;// CONCATENATED MODULE: external "node:https"
+const external_node_https_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:https");
+var external_node_https_namespaceObject_0 = /*#__PURE__*/__nccwpck_require__.t(external_node_https_namespaceObject, 2);
 ;// CONCATENATED MODULE: ./build/action/http.js
-// The action's one HTTP client. @actions/http-client picks up https_proxy / http_proxy / no_proxy
-// from the runner's environment, so self-hosted runners behind a proxy keep working.
+// The action's one HTTP client, on node:http / node:https. Every request ends within its timeout,
+// the connection included: one deadline from the moment the request is made, and the socket is
+// destroyed (not half-closed) when it passes, so nothing is left holding the event loop. No
+// keep-alive: each request has its own agent, closed with it.
+//
+// Proxies: https_proxy / http_proxy / no_proxy are read with @actions/http-client's own rules
+// (getProxyUrl), and a proxied request goes through the tunnelling agent that HttpClient builds,
+// so self-hosted runners behind a proxy keep working.
 
+
+
+/** Bodies the action reads are a few hundred bytes: anything past this is not an answer for us. */
+const MAX_BODY_BYTES = 1024 * 1024;
+const USER_AGENT = "tokensmith-action";
+class HttpTimeout extends Error {
+    code = "ETIMEDOUT";
+    constructor(timeoutMs) {
+        super(`no answer within ${timeoutMs} ms`);
+        this.name = "HttpTimeout";
+    }
+}
 /** No redirects (a token request must reach the address the user named) and no built-in retries. */
 function createHttp(options) {
-    return new HttpClient("tokensmith-action", [], {
-        allowRetries: false,
-        allowRedirects: false,
-        socketTimeout: options.timeoutMs,
+    return {
+        request: (method, url, body, headers) => send(method, new URL(url), body, headers, options.timeoutMs),
+    };
+}
+function agentFor(url) {
+    if (lib_getProxyUrl(url.href) !== "") {
+        // A fresh client each time: HttpClient caches one agent per client whatever the protocol.
+        return new HttpClient(USER_AGENT, [], { keepAlive: false }).getAgent(url.href);
+    }
+    return url.protocol === "https:" ? new external_node_https_namespaceObject.Agent({ keepAlive: false }) : new external_node_http_.Agent({ keepAlive: false });
+}
+function send(method, url, body, headers, timeoutMs) {
+    return new Promise((resolve, reject) => {
+        const agent = agentFor(url);
+        const module = url.protocol === "https:" ? external_node_https_namespaceObject_0 : external_node_http_namespaceObject;
+        let settled = false;
+        let response;
+        const req = module.request(url, {
+            method,
+            agent,
+            headers: {
+                ...headers,
+                "user-agent": USER_AGENT,
+                connection: "close",
+                ...(body !== null ? { "content-length": String(Buffer.byteLength(body, "utf8")) } : {}),
+            },
+        });
+        const settle = (outcome) => {
+            if (settled)
+                return;
+            settled = true;
+            clearTimeout(deadline);
+            outcome();
+            agent.destroy?.();
+        };
+        const fail = (error) => settle(() => {
+            response?.destroy();
+            req.destroy();
+            reject(error);
+        });
+        // Armed before the socket exists: a connect that never completes is bounded too.
+        const deadline = setTimeout(() => fail(new HttpTimeout(timeoutMs)), timeoutMs);
+        req.on("error", fail);
+        req.on("response", (res) => {
+            response = res;
+            const chunks = [];
+            let size = 0;
+            res.on("data", (chunk) => {
+                size += chunk.length;
+                if (size > MAX_BODY_BYTES)
+                    fail(new Error(`answer larger than ${MAX_BODY_BYTES} bytes`));
+                else
+                    chunks.push(chunk);
+            });
+            res.on("error", fail);
+            res.on("aborted", () => fail(new Error("connection closed before the answer was complete")));
+            res.on("end", () => settle(() => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") })));
+        });
+        req.end(body ?? undefined);
     });
 }
 
@@ -31680,6 +31759,223 @@ class action_failure_ActionFailure extends Error {
         super(message);
         this.name = "ActionFailure";
     }
+}
+
+;// CONCATENATED MODULE: ./build/shared/error-codes.js
+// The broker's error codes, once, as data. The server's responses, the README's table, the
+// action's hints and the tests all read this table (spec sections 4 and 7; DESIGN.md).
+const ERROR_CODES = {
+    not_found: {
+        status: 404, routes: ["*"], retryable: false,
+        meaning: "The path is not one of the broker's four routes.",
+        hint: "Check `broker-url`: it must be the broker's origin, without a path.",
+    },
+    method_not_allowed: {
+        status: 405, routes: ["*"], retryable: false,
+        meaning: "The route exists but not for this method (the `Allow` header names the right one).",
+        hint: "Check `broker-url`: the broker answered, but not as a tokensmith broker would for this call.",
+    },
+    payload_too_large: {
+        status: 413, routes: ["/token", "/sign", "/webhook"], retryable: false,
+        meaning: "The body is over the route's limit (/token 64 KiB, /sign 20 MiB, /webhook 25 MiB).",
+        hint: "Send a smaller request body.",
+    },
+    invalid_json: {
+        status: 400, routes: ["/token", "/sign", "/webhook"], retryable: false,
+        meaning: "The body is not parseable JSON.",
+        hint: "The request body must be JSON.",
+    },
+    invalid_request: {
+        status: 400, routes: ["/token", "/sign", "/webhook"], retryable: false,
+        meaning: "The body parsed but is not a JSON object, or a field has the wrong type or form.",
+        hint: "The request body must be a JSON object with the documented fields.",
+    },
+    missing_required_fields: {
+        status: 400, routes: ["/token", "/sign"], retryable: false,
+        meaning: "A required field is absent or empty (/token: oidcToken, owner, repo; /sign: repo, branch, expected_head_oid, message.headline).",
+        hint: "Send every required field.",
+    },
+    invalid_token_permissions: {
+        status: 400, routes: ["/token"], retryable: false,
+        meaning: "The broker's TOKEN_PERMISSIONS setting is set but parses to nothing usable (broker misconfiguration).",
+        hint: "The broker's operator must fix TOKEN_PERMISSIONS (values are exactly read or write).",
+    },
+    invalid_oidc_token: {
+        status: 401, routes: ["/token"], retryable: false,
+        meaning: "The OIDC token failed verification; `reason` says which check.",
+        hint: "The job's OIDC token was refused; see the reason.",
+    },
+    repo_mismatch: {
+        status: 403, routes: ["/token"], retryable: false,
+        meaning: "The token's repository claim is not owner/repo.",
+        hint: "A job can only get a token for its own repository.",
+    },
+    repo_not_allowed: {
+        status: 403, routes: ["/token"], retryable: false,
+        meaning: "The repository is outside ALLOWED_REPOSITORIES.",
+        hint: "The broker's operator must add this repository to ALLOWED_REPOSITORIES.",
+    },
+    app_not_installed: {
+        status: 404, routes: ["/token"], retryable: false,
+        meaning: "The App is not installed on the repository.",
+        hint: "Install the App on this repository (organisation or repository settings → GitHub Apps).",
+    },
+    github_installation_lookup_failed: {
+        status: 500, routes: ["/token"], retryable: true,
+        meaning: "The platform answered the installation lookup with something unusable.",
+        hint: "The platform gave the broker an unusable answer; retry later, and tell the broker's operator if it persists.",
+    },
+    installation_token_failed: {
+        status: 502, routes: ["/token", "/sign", "/webhook"], retryable: true,
+        meaning: "A token could not be minted for that repository (the platform refused or failed the mint).",
+        hint: "The platform refused to mint a token; retry later, and tell the broker's operator if it persists.",
+    },
+    sign_failed: {
+        status: 502, routes: ["/sign"], retryable: false,
+        meaning: "The platform rejected the commit, commonly because expected_head_oid is stale.",
+        hint: "Fetch the branch's current head and retry with it as expected_head_oid.",
+    },
+    oidc_key_fetch_failed: {
+        status: 503, routes: ["/token"], retryable: true,
+        meaning: "The broker could not retrieve the issuer's key set (reason jwks_unavailable); no verdict was reached.",
+        hint: "The broker could not reach the OIDC issuer's keys; retrying usually helps.",
+    },
+    app_unconfigured: {
+        status: 503, routes: ["/token", "/sign", "/releases", "/webhook"], retryable: false,
+        meaning: "HOST_APP_ID or HOST_APP_PRIVATE_KEY is not set (or the key does not parse).",
+        hint: "The broker's operator must set HOST_APP_ID and HOST_APP_PRIVATE_KEY.",
+    },
+    unauthorized: {
+        status: 401, routes: ["/sign", "/releases"], retryable: false,
+        meaning: "The bearer secret is missing or wrong.",
+        hint: "Send `Authorization: Bearer <PROCESS_TRIGGER_SECRET>`.",
+    },
+    no_file_changes: {
+        status: 400, routes: ["/sign"], retryable: false,
+        meaning: "additions and deletions are both empty.",
+        hint: "Send at least one addition or deletion.",
+    },
+    invalid_repo: {
+        status: 400, routes: ["/sign"], retryable: false,
+        meaning: "repo is not owner/name.",
+        hint: "Send repo as owner/name.",
+    },
+    sign_disabled: {
+        status: 503, routes: ["/sign"], retryable: false,
+        meaning: "PROCESS_TRIGGER_SECRET is not set.",
+        hint: "The broker's operator must set PROCESS_TRIGGER_SECRET to enable /sign.",
+    },
+    releases_disabled: {
+        status: 503, routes: ["/releases"], retryable: false,
+        meaning: "PROCESS_TRIGGER_SECRET is not set.",
+        hint: "The broker's operator must set PROCESS_TRIGGER_SECRET to enable /releases.",
+    },
+    invalid_signature: {
+        status: 401, routes: ["/webhook"], retryable: false,
+        meaning: "The X-Hub-Signature-256 HMAC is missing or does not match.",
+        hint: "The App's webhook secret and the broker's HOST_WEBHOOK_SECRET must be the same.",
+    },
+    webhook_disabled: {
+        status: 503, routes: ["/webhook"], retryable: false,
+        meaning: "HOST_WEBHOOK_SECRET is not set.",
+        hint: "The broker's operator must set HOST_WEBHOOK_SECRET to enable /webhook.",
+    },
+    internal_error: {
+        status: 500, routes: ["*"], retryable: true,
+        meaning: "An unexpected failure inside the broker; nothing internal is disclosed (the broker's log has the detail).",
+        hint: "The broker failed unexpectedly; retry, and tell the broker's operator if it persists.",
+    },
+};
+function error_codes_isErrorCode(value) {
+    return typeof value === "string" && Object.prototype.hasOwnProperty.call(ERROR_CODES, value);
+}
+/** The `reason` words of a 401 invalid_oidc_token / 503 oidc_key_fetch_failed (DESIGN.md). */
+const OIDC_REASONS = {
+    malformed_token: { meaning: "Not a compact JWS, or its header or payload is not JSON.", hint: "Send the raw OIDC JWT the runner issued." },
+    alg_unsupported: { meaning: "The token is not signed with RS256 (e.g. `none`, HS256).", hint: "Only RS256 tokens from the CI platform are accepted." },
+    issuer_mismatch: { meaning: "`iss` is not a trusted issuer.", hint: "The token does not come from an issuer this broker trusts." },
+    kid_not_found: { meaning: "No key in the issuer's key set has the token's `kid`, even after a refetch.", hint: "The token was signed by a key the issuer does not publish." },
+    key_ambiguous: { meaning: "The token has no `kid` and the issuer publishes several keys.", hint: "Send a token with a `kid` header." },
+    signature_invalid: { meaning: "The signature does not verify against the issuer's key.", hint: "The token was altered or forged." },
+    token_expired: { meaning: "`exp` is in the past (60 s tolerance).", hint: "Request a fresh OIDC token just before calling the broker." },
+    token_not_yet_valid: { meaning: "`nbf` or `iat` is in the future (60 s tolerance).", hint: "Check the clocks of the runner and the broker." },
+    audience_mismatch: { meaning: "`aud` names no audience in OIDC_AUDIENCE.", hint: "The action's `oidc-audience` input and the broker's OIDC_AUDIENCE disagree." },
+    claim_invalid: { meaning: "A required claim is missing or malformed (e.g. no `repository`, no `exp`).", hint: "The token lacks a claim the broker needs." },
+    unknown: { meaning: "Verification failed for a reason not listed above.", hint: "The token was refused; the broker's log has the detail." },
+    jwks_unavailable: { meaning: "With 503 oidc_key_fetch_failed: the issuer's key set could not be fetched and no snapshot was usable.", hint: "Retry; the broker could not reach the issuer's keys." },
+};
+
+;// CONCATENATED MODULE: ./build/action/broker-client.js
+// One POST /token to one broker address, and what its answer means to the action (spec 4.1):
+// a token, a verdict (a JSON body whose `error` is one of the broker's codes), an unreachable
+// broker (network error, timeout, or a 5xx that is not a verdict, e.g. a proxy's 502 page), or an
+// answer no tokensmith broker gives (a 4xx without a verdict, a 200 without a token). A verdict
+// carries the broker's `Retry-After` (in ms) when it sent one: its mark of an answer worth retrying.
+
+async function postToken(http, brokerUrl, body) {
+    let status;
+    let text;
+    let retryAfter;
+    try {
+        const response = await http.request("POST", `${brokerUrl}/token`, JSON.stringify(body), {
+            "content-type": "application/json",
+            accept: "application/json",
+        });
+        status = response.status;
+        text = response.body;
+        retryAfter = response.headers["retry-after"];
+    }
+    catch (error) {
+        return { kind: "unreachable", detail: networkDetail(error) };
+    }
+    const json = parseJson(text);
+    if (status === 200) {
+        if (isTokenResponse(json))
+            return { kind: "token", token: json };
+        return { kind: "unexpected", detail: "HTTP 200 without a token in the body" };
+    }
+    if (isErrorBody(json)) {
+        const wait = retryAfterMs(retryAfter);
+        const verdict = { status, error: json.error, ...(typeof json.reason === "string" ? { reason: json.reason } : {}) };
+        return { kind: "verdict", verdict, ...(wait !== undefined ? { retryAfterMs: wait } : {}) };
+    }
+    if (status >= 500 || status === 0)
+        return { kind: "unreachable", detail: `HTTP ${status} that is not a broker answer` };
+    return { kind: "unexpected", detail: `HTTP ${status} that is not a broker answer` };
+}
+function parseJson(text) {
+    try {
+        return JSON.parse(text);
+    }
+    catch {
+        return undefined;
+    }
+}
+function isTokenResponse(json) {
+    const body = json;
+    return typeof body?.token === "string" && body.token !== "" && typeof body.expires_at === "string" && typeof body.repository === "string";
+}
+function isErrorBody(json) {
+    return typeof json === "object" && json !== null && isErrorCode(json.error);
+}
+/**
+ * A `Retry-After` header in milliseconds: delta-seconds or an HTTP-date (RFC 9110 10.2.3);
+ * undefined when absent or not one of those.
+ */
+function retryAfterMs(header) {
+    const text = (Array.isArray(header) ? header[0] : header)?.trim();
+    if (!text)
+        return undefined;
+    if (/^\d+$/.test(text))
+        return Number(text) * 1000;
+    const date = Date.parse(text);
+    return Number.isFinite(date) && /[a-z]/i.test(text) ? Math.max(0, date - Date.now()) : undefined;
+}
+/** The error's code (ECONNREFUSED, ENOTFOUND, ...) or message: never a header, never a body. */
+function networkDetail(error) {
+    const code = error?.code;
+    const message = error instanceof Error ? error.message : String(error);
+    return typeof code === "string" && !message.includes(code) ? `${code}: ${message}` : message;
 }
 
 ;// CONCATENATED MODULE: ./build/action/inputs.js
@@ -31757,6 +32053,7 @@ const STATE = { token: "token", expiresAt: "expires-at" };
 
 
 
+
 async function post(deps) {
     const { core } = deps;
     try {
@@ -31780,8 +32077,7 @@ async function post(deps) {
             accept: "application/vnd.github+json",
             "x-github-api-version": "2022-11-28",
         });
-        const status = response.message.statusCode ?? 0;
-        const body = await response.readBody();
+        const { status, body } = response;
         if (status === 204) {
             core.info("tokensmith: token revoked");
             return;
@@ -31792,7 +32088,7 @@ async function post(deps) {
         if (error instanceof action_failure_ActionFailure)
             core.warning(error.message);
         else
-            core.warning(`tokensmith: token revocation failed: ${error instanceof Error ? error.message : String(error)}`);
+            core.warning(`tokensmith: token revocation failed: ${networkDetail(error)}`);
     }
 }
 /** The platform's `message` field, when the body has one. */
@@ -31807,9 +32103,10 @@ function platformMessage(body) {
 }
 
 ;// CONCATENATED MODULE: ./build/action/post.js
-// Entry point of the post step: revoke the token main saved.
+// Entry point of the post step: revoke the token main saved, then exit (post() never throws).
 
 
 
-void post({ core: core_namespaceObject, env: process.env, http: createHttp({ timeoutMs: 10_000 }), now: Date.now });
+const timeout = Number(process.env.TOKENSMITH_ATTEMPT_TIMEOUT_MS || "10000");
+void post({ core: core_namespaceObject, env: process.env, http: createHttp({ timeoutMs: Number.isFinite(timeout) && timeout >= 1 ? Math.min(timeout, 10_000) : 10_000 }), now: Date.now }).finally(() => process.exit());
 

@@ -18,10 +18,21 @@ export interface StepOptions {
   env?: Record<string, string | undefined>;
   /** What main saved (post only). */
   state?: Record<string, string>;
+  /** The node binary to run the step with (default: this process's, process.execPath). */
+  node?: string;
+  /** A command the step runs under, e.g. ["ip", "netns", "exec", "ns"]. */
+  prefix?: string[];
+  /**
+   * Kill the child (SIGKILL) if it has not exited after this long: a step that does not end is a
+   * result (`killed: true`), not a test that hangs. Default 60 s.
+   */
+  killAfterMs?: number;
 }
 
 export interface StepResult {
   exitCode: number | null;
+  /** True when the child was still running after killAfterMs and was killed. */
+  killed: boolean;
   /** stdout then stderr, line by line: what the runner reads for workflow commands and the log. */
   lines: string[];
   outputs: Record<string, string>;
@@ -41,17 +52,23 @@ export async function runStep(step: "main" | "post", options: StepOptions = {}):
   for (const [name, value] of Object.entries(options.env ?? {})) if (value !== undefined) env[name] = value;
 
   try {
-    const child = spawn(process.execPath, [join(ROOT, "dist", step, "index.js")], { env, cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
+    const [command, ...args] = [...(options.prefix ?? []), options.node ?? process.execPath, join(ROOT, "dist", step, "index.js")];
+    const child = spawn(command!, args, { env, cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
+    let killed = false;
+    const killer = setTimeout(() => {
+      killed = true;
+      child.kill("SIGKILL");
+    }, options.killAfterMs ?? 60_000);
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
     const exitCode = await new Promise<number | null>((resolve, reject) => {
       child.once("error", reject);
       child.once("close", (code) => resolve(code));
-    });
+    }).finally(() => clearTimeout(killer));
     const lines = `${stdout}${stderr}`.split(/\r?\n/).filter((line) => line !== "");
-    return { exitCode, lines, outputs: parseFileCommands(readFileSync(outputFile, "utf8")), state: parseFileCommands(readFileSync(stateFile, "utf8")) };
+    return { exitCode, killed, lines, outputs: parseFileCommands(readFileSync(outputFile, "utf8")), state: parseFileCommands(readFileSync(stateFile, "utf8")) };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

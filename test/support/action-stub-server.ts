@@ -2,7 +2,7 @@
 // sit at a broker address that is not a broker (a proxy's 502 page, a hung socket), and counts
 // calls to a fallback address that must not be called.
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { connect, createServer as createNetServer, type AddressInfo, type Socket } from "node:net";
 
 export interface StubRequest {
   method: string;
@@ -11,7 +11,7 @@ export interface StubRequest {
   body: string;
 }
 
-export type StubAnswer = { status: number; contentType?: string; body?: string } | "hang";
+export type StubAnswer = { status: number; contentType?: string; headers?: Record<string, string>; body?: string } | "hang";
 
 export interface StubServer {
   url: string;
@@ -29,7 +29,7 @@ export async function startStubServer(answer: (request: StubRequest) => StubAnsw
       requests.push(request);
       const reply = answer(request);
       if (reply === "hang") return; // closeAllConnections() in close() ends it
-      res.writeHead(reply.status, { "content-type": reply.contentType ?? "application/json" });
+      res.writeHead(reply.status, { "content-type": reply.contentType ?? "application/json", ...reply.headers });
       res.end(reply.body ?? "");
     });
   });
@@ -52,4 +52,72 @@ export async function closedPortUrl(): Promise<string> {
   const { port } = server.address() as AddressInfo;
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return `http://127.0.0.1:${port}`;
+}
+
+/**
+ * A TCP server that accepts connections and never answers (nor closes them): a broker address
+ * behind a load balancer whose backend hangs. Counts the connections it accepted.
+ */
+export async function startSilentServer(): Promise<{ url: string; connections(): number; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  let accepted = 0;
+  const server = createNetServer((socket) => {
+    accepted += 1;
+    sockets.add(socket);
+    socket.on("error", () => undefined);
+    socket.on("close", () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    connections: () => accepted,
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/**
+ * An HTTP CONNECT proxy on loopback that tunnels every CONNECT host:port to 127.0.0.1:port, so a
+ * broker-url with a name nothing resolves is reachable only through the proxy. Records the
+ * CONNECT targets it was asked for.
+ */
+export async function startConnectProxy(): Promise<{ url: string; connects: string[]; close(): Promise<void> }> {
+  const connects: string[] = [];
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((_req, res) => {
+    res.writeHead(405, { "content-type": "text/plain" });
+    res.end("CONNECT only");
+  });
+  server.on("connect", (req: { url?: string }, client: Socket, head: Buffer) => {
+    const target = req.url ?? "";
+    connects.push(target);
+    const port = Number(/:(\d+)$/.exec(target)?.[1]);
+    const upstream = connect(port, "127.0.0.1", () => {
+      client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+      if (head.length > 0) upstream.write(head);
+      upstream.pipe(client);
+      client.pipe(upstream);
+    });
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on("error", () => undefined);
+      socket.on("close", () => sockets.delete(socket));
+    }
+    upstream.on("close", () => client.destroy());
+    client.on("close", () => upstream.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    connects,
+    async close() {
+      for (const socket of sockets) socket.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
 }

@@ -1,13 +1,12 @@
 // A recording stand-in for @actions/core, for the in-process action tests (the injected toolkit of
-// actions/typescript-action's __fixtures__/core.ts). Its getIDToken speaks the runner's real
-// protocol over HTTP, to the simulator's ID-token endpoint, and masks the JWT as core does.
+// actions/typescript-action's __fixtures__/core.ts). The job's OIDC token is not the toolkit's: the
+// action asks the runner's ID-token endpoint itself (action/id-token.ts), over real HTTP.
 import type { Env, Toolkit } from "../../action/toolkit.js";
 
 export type ToolkitEvent =
   | { type: "mask"; value: string }
   | { type: "output" | "state"; name: string; value: string }
-  | { type: "info" | "warning" | "debug" | "failed"; message: string }
-  | { type: "id-token"; audience: string | undefined };
+  | { type: "info" | "warning" | "debug" | "failed"; message: string };
 
 export interface RecordingToolkit extends Toolkit {
   readonly events: ToolkitEvent[];
@@ -21,7 +20,6 @@ export interface RecordingToolkit extends Toolkit {
 
 export function recordingToolkit(options: { inputs?: Record<string, string>; env?: Env; state?: Record<string, string> } = {}): RecordingToolkit {
   const events: ToolkitEvent[] = [];
-  const env = options.env ?? {};
   const named = (type: "output" | "state") =>
     Object.fromEntries(events.flatMap((e) => (e.type === type ? [[e.name, e.value]] : [])));
   const said = (type: "warning" | "failed") => events.flatMap((e) => (e.type === type ? [e.message] : []));
@@ -32,19 +30,6 @@ export function recordingToolkit(options: { inputs?: Record<string, string>; env
     setOutput: (name, value) => void events.push({ type: "output", name, value }),
     saveState: (name, value) => void events.push({ type: "state", name, value }),
     getState: (name) => options.state?.[name] ?? "",
-    async getIDToken(audience) {
-      events.push({ type: "id-token", audience });
-      const url = env.ACTIONS_ID_TOKEN_REQUEST_URL;
-      const bearer = env.ACTIONS_ID_TOKEN_REQUEST_TOKEN;
-      if (!url || !bearer) throw new Error("Unable to get ACTIONS_ID_TOKEN_REQUEST_URL env variable");
-      const response = await fetch(audience ? `${url}&audience=${encodeURIComponent(audience)}` : url, {
-        headers: { authorization: `Bearer ${bearer}`, accept: "application/json" },
-      });
-      const value = ((await response.json()) as { value?: string }).value;
-      if (!value) throw new Error(`ID token request failed with HTTP ${response.status}`);
-      toolkit.setSecret(value);
-      return value;
-    },
     info: (message) => void events.push({ type: "info", message }),
     warning: (message) => void events.push({ type: "warning", message }),
     debug: (message) => void events.push({ type: "debug", message }),
