@@ -150,7 +150,7 @@ describe.each(RUNTIMES)("on $label", (runtime) => {
       expect(main.exitCode).toBe(0);
       expect(tokenCalls()).toEqual(["503 oidc_key_fetch_failed", "200"]);
       expect(main.lines).toContain(`tokensmith: attempt 1: ${t.broker.url} answered 503 oidc_key_fetch_failed (jwks_unavailable)`);
-      expect(main.lines).toContain("tokensmith: retrying in 10 ms (attempt 2 of 4)");
+      expect(main.lines).toContain("tokensmith: retrying in 1000 ms (attempt 2 of 4)"); // the broker's Retry-After, not the 10 ms backoff
       expect(main.lines.filter((l) => l.startsWith("::add-mask::eyJ"))).toHaveLength(2); // a fresh OIDC token per attempt
       expectMaskedFirst(main, main.outputs.token!);
     });

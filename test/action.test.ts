@@ -207,7 +207,7 @@ describe("main: 503 oidc_key_fetch_failed is retried with backoff", () => {
     const { core, sleeps } = await runAction();
     expect(core.failed()).toBeUndefined();
     expect(tokenCalls()).toEqual(["503 oidc_key_fetch_failed", "200"]);
-    expect(sleeps).toEqual([100]);
+    expect(sleeps).toEqual([1000]); // the broker's Retry-After (at least 1 s) outlasts the 100 ms backoff
     const jwts = core.events.flatMap((e) => (e.type === "mask" && e.value.startsWith("eyJ") ? [e.value] : []));
     expect(new Set(jwts).size).toBe(2);
     expect(core.messages()).toContain(`tokensmith: attempt 1: ${t.broker.url} answered 503 oidc_key_fetch_failed (jwks_unavailable)`);
@@ -219,7 +219,7 @@ describe("main: 503 oidc_key_fetch_failed is retried with backoff", () => {
     const { core, sleeps } = await runAction({ "broker-fallback-url": fallback.url });
     expect(tokenCalls()).toEqual(["503 oidc_key_fetch_failed", "503 oidc_key_fetch_failed", "503 oidc_key_fetch_failed"]);
     expect(fallback.requests).toHaveLength(0);
-    expect(sleeps).toEqual([100, 200]);
+    expect(sleeps).toEqual([1000, 1000]); // Retry-After: 1 each time, longer than the backoff
     expect(core.failed()).toBe(
       `tokensmith: The broker could not reach the OIDC issuer's keys; retrying usually helps. (error: oidc_key_fetch_failed, reason: jwks_unavailable, HTTP 503 from ${t.broker.url}) after 3 attempts`,
     );

@@ -31811,9 +31811,9 @@ const ERROR_CODES = {
         hint: "A job can only get a token for its own repository.",
     },
     repo_not_allowed: {
-        status: 403, routes: ["/token"], retryable: false,
-        meaning: "The repository is outside ALLOWED_REPOSITORIES.",
-        hint: "The broker's operator must add this repository to ALLOWED_REPOSITORIES.",
+        status: 403, routes: ["/token", "/sign"], retryable: false,
+        meaning: "The repository is outside ALLOWED_REPOSITORIES (/token) or SIGN_ALLOWED_REPOSITORIES (/sign).",
+        hint: "The broker's operator must add this repository to ALLOWED_REPOSITORIES (SIGN_ALLOWED_REPOSITORIES for /sign).",
     },
     app_not_installed: {
         status: 404, routes: ["/token"], retryable: false,
@@ -31893,16 +31893,17 @@ function error_codes_isErrorCode(value) {
 const OIDC_REASONS = {
     malformed_token: { meaning: "Not a compact JWS, or its header or payload is not JSON.", hint: "Send the raw OIDC JWT the runner issued." },
     alg_unsupported: { meaning: "The token is not signed with RS256 (e.g. `none`, HS256).", hint: "Only RS256 tokens from the CI platform are accepted." },
-    issuer_mismatch: { meaning: "`iss` is not a trusted issuer.", hint: "The token does not come from an issuer this broker trusts." },
-    kid_not_found: { meaning: "No key in the issuer's key set has the token's `kid`, even after a refetch.", hint: "The token was signed by a key the issuer does not publish." },
+    issuer_mismatch: { meaning: "`iss` is not exactly a trusted issuer (compared as sent: a trailing `/` or whitespace does not match).", hint: "The token does not come from an issuer this broker trusts." },
+    kid_not_found: { meaning: "No key in the issuer's key set has the token's `kid`, in a key set fetched after the token arrived.", hint: "The token was signed by a key the issuer does not publish." },
     key_ambiguous: { meaning: "The token has no `kid` and the issuer publishes several keys.", hint: "Send a token with a `kid` header." },
     signature_invalid: { meaning: "The signature does not verify against the issuer's key.", hint: "The token was altered or forged." },
     token_expired: { meaning: "`exp` is in the past (60 s tolerance).", hint: "Request a fresh OIDC token just before calling the broker." },
     token_not_yet_valid: { meaning: "`nbf` or `iat` is in the future (60 s tolerance).", hint: "Check the clocks of the runner and the broker." },
+    token_lifetime_exceeded: { meaning: "`exp − iat` is over 1 h, or `iat` is more than 1 h old (the platform's tokens live 5 min).", hint: "Request a fresh OIDC token just before calling the broker; long-lived tokens are refused." },
     audience_mismatch: { meaning: "`aud` names no audience in OIDC_AUDIENCE.", hint: "The action's `oidc-audience` input and the broker's OIDC_AUDIENCE disagree." },
     claim_invalid: { meaning: "A required claim is missing or malformed (e.g. no `repository`, no `exp`).", hint: "The token lacks a claim the broker needs." },
     unknown: { meaning: "Verification failed for a reason not listed above.", hint: "The token was refused; the broker's log has the detail." },
-    jwks_unavailable: { meaning: "With 503 oidc_key_fetch_failed: the issuer's key set could not be fetched and no snapshot was usable.", hint: "Retry; the broker could not reach the issuer's keys." },
+    jwks_unavailable: { meaning: "With 503 oidc_key_fetch_failed: the issuer's key set could not be fetched and no snapshot was usable, or the token's `kid` is unknown and its refetch failed or was held back by the refetch cooldown (no verdict yet; `Retry-After` says when to retry).", hint: "Retry; the broker could not reach the issuer's keys." },
 };
 
 ;// CONCATENATED MODULE: ./build/action/broker-client.js
