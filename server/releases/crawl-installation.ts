@@ -6,6 +6,7 @@ import { intersectPermissions } from "../github/intersect-permissions.js";
 import { mintInstallationToken } from "../github/mint-installation-token.js";
 import { statusOf } from "../github/platform-request.js";
 import type { PlatformSettings } from "../settings.js";
+import type { PageLimit } from "./collect-pages.js";
 import { fetchLatestReleases } from "./fetch-latest-releases.js";
 import { REPOSITORIES_PER_QUERY } from "./latest-releases-query.js";
 import type { CrawlInstallation } from "./list-installations.js";
@@ -31,6 +32,8 @@ export interface InstallationCrawlInput {
   onListed: (count: number) => void;
   /** Bounds the GraphQL queries of every installation together. */
   queryLimit: <T>(run: () => Promise<T>) => Promise<T>;
+  /** Bounds the repository listing pages 2…n of every installation together. */
+  pageLimit: PageLimit;
   requestId?: string;
 }
 
@@ -63,7 +66,7 @@ export async function crawlInstallation(input: InstallationCrawlInput): Promise<
     return { status: "failed" };
   }
   try {
-    listed = await listRepositories({ request, token, limit: input.room, retry: ctx.retry });
+    listed = await listRepositories({ request, token, limit: input.room, retry: ctx.retry, pageLimit: input.pageLimit });
   } catch (error) {
     log.warn({ step: "list_repositories", err: describe(error) }, "releases crawl: installation skipped, repositories not listed");
     return { status: "failed" };
