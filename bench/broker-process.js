@@ -5,7 +5,8 @@ import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 
-const MAIN = fileURLToPath(new URL("../build/server/main.js", import.meta.url));
+// BENCH_BROKER_MAIN: another build's main.js, to compare two versions within one run.
+const MAIN = process.env.BENCH_BROKER_MAIN || fileURLToPath(new URL("../build/server/main.js", import.meta.url));
 
 async function freePort() {
   return new Promise((resolve) => {

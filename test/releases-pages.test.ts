@@ -43,8 +43,11 @@ let peak: Record<string, number>;
 let broker: { url: string; app: BrokerApp; env: Record<string, string | undefined>; server: Server };
 
 const LISTINGS = ["/installation/repositories", "/app/installations"];
+/** GraphQL queries that set out while a repository listing page was still on its way. */
+let queriesDuringListing: number;
 const countingFetch: typeof fetch = async (input, init) => {
   const path = new URL(typeof input === "string" || input instanceof URL ? input : input.url).pathname;
+  if (path === "/graphql" && (inFlight["/installation/repositories"] ?? 0) > 0) queriesDuringListing += 1;
   if (!LISTINGS.includes(path)) return loopbackOnlyFetch(input, init);
   inFlight[path] = (inFlight[path] ?? 0) + 1;
   peak[path] = Math.max(peak[path] ?? 0, inFlight[path]!);
@@ -62,6 +65,7 @@ beforeEach(async () => {
   fx.sim.clearRequests();
   inFlight = {};
   peak = {};
+  queriesDuringListing = 0;
   const env: Record<string, string | undefined> = { ...fx.env, RELEASES_MAX_INSTALLATIONS: "1000", RELEASES_MAX_REPOSITORIES: "5000" };
   const app = createApp({
     env: () => env,
@@ -75,7 +79,8 @@ beforeEach(async () => {
         },
       }),
     }),
-    timing: TEST_TIMING,
+    // Counts pages: a generous timeout keeps a loaded machine from turning a slow page into a retry.
+    timing: { ...TEST_TIMING, upstreamTimeoutMs: 30_000 },
     retry: { attempts: 3, baseDelayMs: 10, maxWaitMs: 2000 },
   });
   const server: Server = await new Promise((resolve) => {
@@ -132,6 +137,20 @@ describe("listing pages 2…n fetched concurrently", () => {
     expect(body.repos).toHaveLength(1050);
     expect(listingPages("/installation/repositories").sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
     expect(peak["/installation/repositories"]).toBe(PAGE_CONCURRENCY);
+  });
+
+  it("looks up a page's repositories while later pages are still on their way, each repository once", async () => {
+    broker.env.RELEASES_MAX_INSTALLATIONS = "1";
+    const { body } = await getReleases(broker.url);
+    expect(body.repos).toHaveLength(1050);
+    expect(queriesDuringListing).toBeGreaterThan(0);
+    const queried = fx.sim.requests
+      .filter((r) => r.path === "/graphql")
+      .flatMap((r) => {
+        const variables = (r.body as { variables: Record<string, string> }).variables;
+        return Object.keys(variables).filter((k) => k.startsWith("n")).map((k) => `${variables[`o${k.slice(1)}`]}/${variables[k]}`);
+      });
+    expect(queried.sort()).toEqual(BIG.map((n) => `big-org/${n}`));
   });
 
   it("respects RELEASES_MAX_REPOSITORIES: no page beyond what the cap needs", async () => {

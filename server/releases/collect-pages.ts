@@ -44,11 +44,17 @@ export async function collectPages<T>(options: {
   perPage?: number;
   /** Bounds pages 2…n (default: PAGE_CONCURRENCY at once for this listing alone). */
   pageLimit?: PageLimit;
+  /** Each page's items as soon as that page is in (pages may arrive out of order). */
+  onPage?: (page: number, items: readonly T[]) => void;
   retry?: RetryPolicy;
   fetchPage: (page: number) => Promise<Page<T>>;
 }): Promise<{ items: T[]; more: boolean }> {
   const perPage = options.perPage ?? PER_PAGE;
-  const fetchPage = (page: number) => withRetry(options.retry ?? DEFAULT_RETRY, `listing page ${page}`, () => options.fetchPage(page));
+  const fetchPage = async (page: number) => {
+    const answer = await withRetry(options.retry ?? DEFAULT_RETRY, `listing page ${page}`, () => options.fetchPage(page));
+    options.onPage?.(page, answer.items);
+    return answer;
+  };
   const first = await fetchPage(1);
   const items = [...first.items];
   const last = lastPage(first.link);

@@ -20,11 +20,14 @@ export async function listRepositories(input: {
   retry?: RetryPolicy;
   /** Bounds pages 2…n, fetched concurrently once page 1 is in (collect-pages.ts). */
   pageLimit?: PageLimit;
+  /** Each page's repositories as soon as that page is in (see collect-pages.ts). */
+  onPage?: (page: number, repositories: readonly CrawlRepository[]) => void;
 }): Promise<{ repositories: CrawlRepository[]; more: boolean }> {
   const { items, more } = await collectPages({
     limit: input.limit,
     retry: input.retry,
     pageLimit: input.pageLimit,
+    onPage: input.onPage,
     fetchPage: async (page) => {
       const response = await input.request("GET /installation/repositories", {
         per_page: PER_PAGE,
