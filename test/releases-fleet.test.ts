@@ -78,6 +78,24 @@ describe("one crawl for the fleet (LEGACY_QUOTA_KV on Redis)", () => {
     expect(logged(crawled[0] === a ? b! : a!, "another instance is crawling; waiting for its aggregate")).toBe(true);
   });
 
+  it("a holder whose crawl fails answers 500; the instance waiting for it then crawls and answers", async () => {
+    const [a, b] = await fleet(2);
+    fx.sim.latencyMs = 100;
+    // Every attempt of the first crawl's installation listing fails (the broker tries 3 times).
+    fx.sim.faults.add({ method: "GET", path: "/app/installations", times: 3, respond: { status: 503, body: { message: "Unavailable" } } });
+    const failing = getReleases(a!.url);
+    await until(() => installationListings() === 1, "the first instance's crawl to start");
+    const waiting = getReleases(b!.url);
+    const [first, second] = await Promise.all([failing, waiting]);
+    expect([first.status, first.body]).toEqual([500, { error: "internal_error" }]);
+    expect(second.status).toBe(200);
+    expect(second.body).toMatchObject({ cached: false, truncated: false });
+    expect(second.body.repos).toHaveLength(180);
+    expect(installationListings()).toBe(4); // three failed attempts, then the waiter's crawl
+    expect(logged(b!, "another instance is crawling; waiting for its aggregate")).toBe(true);
+    expect(logged(b!, "lease free without an aggregate; crawling here")).toBe(true);
+  });
+
   it("a holder killed mid-crawl: its lease runs out and a waiting instance crawls and answers", async () => {
     const [a, b] = await fleet(2, { RELEASES_CRAWL_LEASE_SECONDS: "1" });
     fx.sim.latencyMs = 300; // a crawl of several sequential steps takes well over the lease

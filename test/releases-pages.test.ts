@@ -9,7 +9,7 @@ import { createApp, type BrokerApp } from "../server/app.js";
 import { serve } from "../server/http/serve.js";
 import { Writable } from "node:stream";
 import { createLogger } from "../server/log.js";
-import { PAGE_CONCURRENCY } from "../server/releases/collect-pages.js";
+import { lastPage, PAGE_CONCURRENCY } from "../server/releases/collect-pages.js";
 import { loopbackOnlyFetch, TEST_TIMING } from "./support/broker.js";
 import { expectNoSecrets } from "./support/fixtures.js";
 import { keepLogs } from "./support/log-sink.js";
@@ -173,5 +173,20 @@ describe("listing pages 2…n fetched concurrently", () => {
     expect(body.truncated).toBe(true);
     expect(body.repos).toHaveLength(Number(cap));
     expect(listingPages("/installation/repositories").sort((a, b) => a - b)).toEqual(Array.from({ length: pages }, (_, i) => i + 1));
+  });
+});
+
+describe("lastPage: how many pages a Link header announces", () => {
+  it.each([
+    ['<https://api.github.com/installation/repositories?per_page=100&page=2>; rel="next", <https://api.github.com/installation/repositories?per_page=100&page=50>; rel="last"', 50],
+    ['<https://h/x?page=1&per_page=100>; rel="prev", <https://h/x?per_page=100&page=3>; rel="last", <https://h/x?page=1>; rel="first"', 3],
+    ['<https://h/x?per_page=100&page=2>; rel="next"', undefined], // no last: walk one page after another
+    ['<https://h/x?per_page=100&page=0>; rel="last"', undefined],
+    ['<https://h/x?per_page=100&page=two>; rel="last"', undefined],
+    ['<not a url>; rel="last"', undefined],
+    ["", undefined],
+    [undefined, undefined],
+  ])("%s → %s", (link, expected) => {
+    expect(lastPage(link)).toBe(expected);
   });
 });
