@@ -40,6 +40,8 @@ export interface Settings {
   releasesCacheTtlSeconds: number;
   releasesMaxInstallations: number;
   releasesMaxRepositories: number;
+  /** Lease of the fleet-wide /releases crawl lock in Redis (renewed while the crawl runs). */
+  releasesCrawlLeaseSeconds: number;
 }
 
 /** Every variable the broker reads; the memo key is their raw values. */
@@ -49,6 +51,7 @@ export const SETTING_NAMES = [
   "AUTO_UPDATE_BRANCHES", "ENT_OIDC_ISSUER", "ENT_API_BASE", "ENT_APP_ID", "ENT_APP_PRIVATE_KEY",
   "ENT_APP_INSTALLATION_ID", "SERVICE_JWKS_CACHE", "LEGACY_QUOTA_KV", "RELEASES_CACHE_TTL_SECONDS",
   "RELEASES_MAX_INSTALLATIONS", "RELEASES_MAX_REPOSITORIES", "SIGN_ALLOWED_REPOSITORIES",
+  "RELEASES_CRAWL_LEASE_SECONDS",
 ] as const;
 
 export function parseSettings(env: Env): Settings {
@@ -92,6 +95,7 @@ export function parseSettings(env: Env): Settings {
     releasesCacheTtlSeconds: positiveInteger(env.RELEASES_CACHE_TTL_SECONDS) ?? 300,
     releasesMaxInstallations: positiveInteger(env.RELEASES_MAX_INSTALLATIONS) ?? 100,
     releasesMaxRepositories: positiveInteger(env.RELEASES_MAX_REPOSITORIES) ?? 2000,
+    releasesCrawlLeaseSeconds: positiveInteger(env.RELEASES_CRAWL_LEASE_SECONDS) ?? 10,
   };
 }
 

@@ -79,3 +79,42 @@ describe("simulated releases", () => {
     expect(ok.data.repository.latestRelease).toEqual({ tagName: "v2" });
   });
 });
+
+describe("simulated repository listing (GET /installation/repositories)", () => {
+  async function listAll(token: string): Promise<{ names: string[]; totals: number[]; pages: number }> {
+    const names: string[] = [];
+    const totals: number[] = [];
+    let url: string | undefined = `${sim.apiBase}/installation/repositories?per_page=100`;
+    let pages = 0;
+    while (url) {
+      const res = await fetch(url, { headers: { authorization: `token ${token}` } });
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { total_count: number; repositories: Array<{ full_name: string }> };
+      names.push(...body.repositories.map((r) => r.full_name));
+      totals.push(body.total_count);
+      pages += 1;
+      url = /<([^>]*)>;\s*rel="next"/.exec(res.headers.get("link") ?? "")?.[1];
+    }
+    return { names, totals, pages };
+  }
+
+  it("pages a large selection in its order, once each, with the same total on every page", async () => {
+    const app = sim.createApp();
+    const selection = Array.from({ length: 1234 }, (_, i) => `big-${String(i).padStart(4, "0")}`).reverse();
+    const id = sim.addInstallation({ appId: app.id, account: "list-org", permissions: { metadata: "read" }, repositories: selection });
+    // A token narrowed to names, as a mint without `repositories` over a selection gives: the
+    // installation's own list, plus names it does not hold (ignored) and differently cased ones.
+    const token = sim.issueToken(id, { repositories: [...selection, "not-installed", "list-org/big-0001", "BIG-0002"] });
+    const listed = await listAll(token);
+    expect(listed.pages).toBe(13);
+    expect(listed.names).toEqual([...selection.map((n) => `list-org/${n}`), "list-org/big-0002"]);
+    expect(new Set(listed.totals)).toEqual(new Set([1235]));
+  });
+
+  it("an installation on all repositories lists what a narrowed token names, bare names only", async () => {
+    const app = sim.createApp();
+    const id = sim.addInstallation({ appId: app.id, account: "all-org", permissions: { metadata: "read" }, repositories: "all" });
+    const token = sim.issueToken(id, { repositories: ["one", "all-org/two", "Three"] });
+    expect((await listAll(token)).names).toEqual(["all-org/one", "all-org/Three"]);
+  });
+});

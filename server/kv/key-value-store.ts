@@ -1,6 +1,7 @@
 import Keyv from "keyv";
 import KeyvRedis from "@keyv/redis";
 import type { Logger } from "../log.js";
+import { openLeaseLock, type LeaseLock } from "./lease-lock.js";
 
 /**
  * The spec's key-value bindings (SERVICE_JWKS_CACHE, LEGACY_QUOTA_KV) as Keyv stores. Every call is
@@ -71,10 +72,30 @@ export function openKeyValueStore(url: string, namespace: string, options: Store
   };
 }
 
-/** Stores are opened once per URL and namespace and reused across requests. */
+/**
+ * Stores are opened once per URL and namespace and reused across requests; so are lease locks,
+ * one Redis connection per store URL (memory:// and unusable URLs have none: a lock only matters
+ * between processes).
+ */
 export function createStoreRegistry(options: StoreOptions) {
   const stores = new Map<string, KeyValueStore>();
+  const locks = new Map<string, LeaseLock>();
   return {
+    lockFor(url: string | null): LeaseLock | null {
+      const scheme = url?.split(":", 1)[0]?.toLowerCase();
+      if (!url || (scheme !== "redis" && scheme !== "rediss")) return null;
+      let lock = locks.get(url);
+      if (!lock) {
+        try {
+          lock = openLeaseLock(url, options);
+        } catch (error) {
+          options.log.error({ store: redactUrl(url), err: errorName(error) }, "key-value store URL not usable for a lock; crawling without it");
+          return null;
+        }
+        locks.set(url, lock);
+      }
+      return lock;
+    },
     get(url: string | null, namespace: string): KeyValueStore | null {
       if (!url) return null;
       const key = `${namespace}\u0000${url}`;
@@ -92,7 +113,9 @@ export function createStoreRegistry(options: StoreOptions) {
     },
     async closeAll(): Promise<void> {
       await Promise.all([...stores.values()].map((s) => s.close()));
+      await Promise.all([...locks.values()].map((l) => l.close()));
       stores.clear();
+      locks.clear();
     },
   };
 }

@@ -1,7 +1,17 @@
+import pLimit from "p-limit";
 import { DEFAULT_RETRY, withRetry, type RetryPolicy } from "../github/platform-request.js";
 
 /** The platform's page size cap for the listings the crawl walks. */
 export const PER_PAGE = 100;
+
+/**
+ * Listing pages after the first fetched at once (per crawl: crawl-releases.ts shares one bound
+ * between the installations), under the platform's 100 concurrent requests with its other bounds.
+ */
+export const PAGE_CONCURRENCY = 8;
+
+/** Runs `run` when a slot is free (a p-limit function). */
+export type PageLimit = <R>(run: () => Promise<R>) => Promise<R>;
 
 /**
  * Octokit parses bodies with a BigInt-safe JSON parser that costs tens of milliseconds per crawl
@@ -21,21 +31,81 @@ export interface Page<T> {
 }
 
 /**
- * Walks `page=1, 2, …` (per_page=100) until there is no `rel="next"` or `limit` items are in hand.
- * Each page is a GET, so it is retried with the shared policy.
+ * Every page of a listing (`per_page` items each) until `limit` items are in hand. Page 1 comes
+ * alone; its Link header's `rel="last"` says how many pages there are, and the pages still needed
+ * for `limit` items are then fetched concurrently (bounded by `pageLimit`; a page beyond
+ * what the limit needs is never asked for). Items keep page order whatever finishes first. Without
+ * a `rel="last"` the pages are walked one after another (`rel="next"`). Each page is a GET, so it
+ * is retried with the shared policy; the first failure fails the listing and no further page starts.
  * https://docs.github.com/rest/using-the-rest-api/using-pagination-in-the-rest-api
  */
 export async function collectPages<T>(options: {
   limit: number;
+  perPage?: number;
+  /** Bounds pages 2…n (default: PAGE_CONCURRENCY at once for this listing alone). */
+  pageLimit?: PageLimit;
+  /** Each page's items as soon as that page is in (pages may arrive out of order). */
+  onPage?: (page: number, items: readonly T[]) => void;
   retry?: RetryPolicy;
   fetchPage: (page: number) => Promise<Page<T>>;
 }): Promise<{ items: T[]; more: boolean }> {
-  const items: T[] = [];
-  for (let page = 1; ; page += 1) {
+  const perPage = options.perPage ?? PER_PAGE;
+  const fetchPage = async (page: number) => {
     const answer = await withRetry(options.retry ?? DEFAULT_RETRY, `listing page ${page}`, () => options.fetchPage(page));
-    items.push(...answer.items);
-    const hasNext = /<[^>]*>;\s*rel="next"/.test(answer.link ?? "");
-    if (items.length >= options.limit) return { items: items.slice(0, options.limit), more: hasNext || items.length > options.limit };
-    if (!hasNext || answer.items.length === 0) return { items, more: false };
+    options.onPage?.(page, answer.items);
+    return answer;
+  };
+  const first = await fetchPage(1);
+  const items = [...first.items];
+  const last = lastPage(first.link);
+  let next = 2;
+  let hasNext = hasNextPage(first.link) && first.items.length > 0;
+  if (last !== undefined && hasNext) {
+    const own = pLimit(PAGE_CONCURRENCY);
+    const bound: PageLimit = options.pageLimit ?? ((run) => own(run));
+    let failed = false;
+    // Normally one wave; another only if pages came back shorter than per_page.
+    while (items.length < options.limit && next <= last) {
+      const wanted = Math.min(last - next + 1, Math.ceil((options.limit - items.length) / perPage));
+      const wave = Array.from({ length: wanted }, (_, i) => next + i);
+      const answers = await Promise.all(
+        wave.map((page) =>
+          bound(async () => {
+            if (failed) throw new Error("listing abandoned");
+            return fetchPage(page).catch((error: unknown) => {
+              failed = true;
+              throw error;
+            });
+          }),
+        ),
+      );
+      for (const answer of answers) items.push(...answer.items);
+      next += wanted;
+    }
+    hasNext = next <= last;
+  } else {
+    for (; hasNext && items.length < options.limit; next += 1) {
+      const answer = await fetchPage(next);
+      items.push(...answer.items);
+      hasNext = hasNextPage(answer.link) && answer.items.length > 0;
+    }
+  }
+  if (items.length >= options.limit) return { items: items.slice(0, options.limit), more: hasNext || items.length > options.limit };
+  return { items, more: false };
+}
+
+function hasNextPage(link: string | undefined): boolean {
+  return /<[^>]*>;\s*rel="next"/.test(link ?? "");
+}
+
+/** The `page` of the Link header's `rel="last"` URL, or undefined. */
+export function lastPage(link: string | undefined): number | undefined {
+  const match = /<([^>]*)>;\s*rel="last"/.exec(link ?? "");
+  if (!match) return undefined;
+  try {
+    const page = Number(new URL(match[1]!).searchParams.get("page"));
+    return Number.isSafeInteger(page) && page >= 1 ? page : undefined;
+  } catch {
+    return undefined;
   }
 }

@@ -6,10 +6,11 @@ import { intersectPermissions } from "../github/intersect-permissions.js";
 import { mintInstallationToken } from "../github/mint-installation-token.js";
 import { statusOf } from "../github/platform-request.js";
 import type { PlatformSettings } from "../settings.js";
+import { PER_PAGE, type PageLimit } from "./collect-pages.js";
 import { fetchLatestReleases } from "./fetch-latest-releases.js";
 import { REPOSITORIES_PER_QUERY } from "./latest-releases-query.js";
 import type { CrawlInstallation } from "./list-installations.js";
-import { listRepositories } from "./list-repositories.js";
+import { listRepositories, type CrawlRepository } from "./list-repositories.js";
 
 /** The crawl reads releases and repository names: read access, nothing more. */
 export const CRAWL_PERMISSIONS = { contents: "read", metadata: "read" } as const;
@@ -31,14 +32,16 @@ export interface InstallationCrawlInput {
   onListed: (count: number) => void;
   /** Bounds the GraphQL queries of every installation together. */
   queryLimit: <T>(run: () => Promise<T>) => Promise<T>;
+  /** Bounds the repository listing pages 2…n of every installation together. */
+  pageLimit: PageLimit;
   requestId?: string;
 }
 
 /**
- * One installation: a read-only token over all its repositories, the repository listing, then one
- * batched GraphQL query per chunk. A failed token or listing fails the installation (logged; the
- * caller decides what the aggregate says); a failed lookup fails only its repositories
- * (`latest: null`, logged).
+ * One installation: a read-only token over all its repositories, the repository listing, and one
+ * batched GraphQL query per chunk, each started as soon as its listing page is in. A failed token
+ * or listing fails the installation (logged; the caller decides what the aggregate says); a failed
+ * lookup fails only its repositories (`latest: null`, logged).
  */
 export async function crawlInstallation(input: InstallationCrawlInput): Promise<InstallationCrawl> {
   const { ctx, platform, installation } = input;
@@ -62,30 +65,44 @@ export async function crawlInstallation(input: InstallationCrawlInput): Promise<
     log.warn({ step: "mint", err: describe(error) }, "releases crawl: installation skipped, no token");
     return { status: "failed" };
   }
+  // Each listing page's repositories are looked up as soon as the page is in, while later pages
+  // are still on their way; a page is cut where the cap would cut it if the pages before it are
+  // full (anything a short page leaves unqueried is looked up once the listing is complete).
+  const lookups = new Map<string, Promise<RepoReleases>>();
+  const lookUp = (repositories: readonly CrawlRepository[]) => {
+    for (let i = 0; i < repositories.length; i += REPOSITORIES_PER_QUERY) {
+      const chunk = repositories.slice(i, i + REPOSITORIES_PER_QUERY);
+      const answers = input.queryLimit(() => queryChunk(chunk));
+      chunk.forEach((repository, j) => lookups.set(repository.fullName, answers.then((all) => all[j]!)));
+    }
+  };
+  const queryChunk = async (chunk: readonly CrawlRepository[]): Promise<RepoReleases[]> => {
+    const outcomes = await fetchLatestReleases({ request, graphqlUrl: platform.graphqlUrl, token, repositories: chunk, retry: ctx.retry });
+    const failed = chunk.flatMap((repository, i) => (outcomes[i]!.ok ? [] : [{ repo: repository.fullName, problem: (outcomes[i] as { problem: string }).problem }]));
+    if (failed.length > 0) log.warn({ step: "latest_release", failed }, "releases crawl: latest release unknown for some repositories (reported as null)");
+    return chunk.map((repository, i): RepoReleases => {
+      const outcome = outcomes[i]!;
+      return { repo: repository.fullName, latest: outcome.ok ? outcome.latest : null };
+    });
+  };
   try {
-    listed = await listRepositories({ request, token, limit: input.room, retry: ctx.retry });
+    listed = await listRepositories({
+      request,
+      token,
+      limit: input.room,
+      retry: ctx.retry,
+      pageLimit: input.pageLimit,
+      onPage: (page, repositories) => lookUp(repositories.slice(0, Math.max(0, input.room - (page - 1) * PER_PAGE))),
+    });
   } catch (error) {
     log.warn({ step: "list_repositories", err: describe(error) }, "releases crawl: installation skipped, repositories not listed");
     return { status: "failed" };
   }
   input.onListed(listed.repositories.length);
 
-  const chunks: (typeof listed.repositories)[] = [];
-  for (let i = 0; i < listed.repositories.length; i += REPOSITORIES_PER_QUERY) chunks.push(listed.repositories.slice(i, i + REPOSITORIES_PER_QUERY));
-  const answers = await Promise.all(
-    chunks.map((chunk) =>
-      input.queryLimit(async () => {
-        const outcomes = await fetchLatestReleases({ request, graphqlUrl: platform.graphqlUrl, token, repositories: chunk, retry: ctx.retry });
-        const failed = chunk.flatMap((repository, i) => (outcomes[i]!.ok ? [] : [{ repo: repository.fullName, problem: (outcomes[i] as { problem: string }).problem }]));
-        if (failed.length > 0) log.warn({ step: "latest_release", failed }, "releases crawl: latest release unknown for some repositories (reported as null)");
-        return chunk.map((repository, i): RepoReleases => {
-          const outcome = outcomes[i]!;
-          return { repo: repository.fullName, latest: outcome.ok ? outcome.latest : null };
-        });
-      }),
-    ),
-  );
-  return { status: "ok", repos: answers.flat(), more: listed.more };
+  lookUp(listed.repositories.filter((repository) => !lookups.has(repository.fullName)));
+  const repos = await Promise.all(listed.repositories.map((repository) => lookups.get(repository.fullName)!));
+  return { status: "ok", repos, more: listed.more };
 }
 
 /** What went wrong, as codes and statuses only: never text a credential could hide in. */

@@ -3,13 +3,15 @@ import type { RepoReleases } from "../../shared/types.js";
 import type { AppCredentials } from "../app-credentials.js";
 import type { BrokerContext } from "../context.js";
 import type { PlatformSettings } from "../settings.js";
+import { PAGE_CONCURRENCY } from "./collect-pages.js";
 import { crawlInstallation } from "./crawl-installation.js";
 import { listInstallations } from "./list-installations.js";
 import { createRepositoryBudget, takeFirst } from "./repository-budget.js";
 
 /**
- * Installations crawled at once, and GraphQL queries in flight at once: together at most 40
- * requests in flight, under the platform's 100 concurrent requests (secondary rate limits).
+ * Installations crawled at once, and GraphQL queries in flight at once; with the listing pages
+ * fetched concurrently (PAGE_CONCURRENCY, shared by the whole crawl) at most 48 requests in
+ * flight, under the platform's 100 concurrent requests (secondary rate limits).
  */
 export const INSTALLATION_CONCURRENCY = 20;
 export const QUERY_CONCURRENCY = 20;
@@ -52,6 +54,7 @@ export async function crawlReleases(input: CrawlInput): Promise<CrawlResult> {
   const budget = createRepositoryBudget(input.maxRepositories);
   const installationLimit = pLimit(INSTALLATION_CONCURRENCY);
   const queryLimit = pLimit(QUERY_CONCURRENCY);
+  const pageLimit = pLimit(PAGE_CONCURRENCY);
   const crawled = await Promise.all(
     listing.installations.map((installation, index) =>
       installationLimit(async () => {
@@ -68,6 +71,7 @@ export async function crawlReleases(input: CrawlInput): Promise<CrawlResult> {
           room: budget.roomFor(index),
           onListed: (count) => budget.record(index, count),
           queryLimit: (run) => queryLimit(run),
+          pageLimit: (run) => pageLimit(run),
           requestId: input.requestId,
         });
       }),

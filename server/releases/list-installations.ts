@@ -12,7 +12,7 @@ export interface CrawlInstallation {
 }
 
 /**
- * `GET /app/installations` with the App JWT, every page, up to `max` installations. More than
+ * `GET /app/installations` with the App JWT, every page (2…n concurrently), up to `max` installations. More than
  * `max` → `truncated`. Without this listing there is no aggregate at all, so a failure here fails
  * the request (500 internal_error: the spec gives /releases no upstream-failure code).
  * https://docs.github.com/rest/apps/apps#list-installations-for-the-authenticated-app

@@ -1,5 +1,5 @@
 import type { OctokitRequest, RetryPolicy } from "../github/platform-request.js";
-import { collectPages, parseJsonBody, PER_PAGE, RAW_BODY } from "./collect-pages.js";
+import { collectPages, parseJsonBody, PER_PAGE, RAW_BODY, type PageLimit } from "./collect-pages.js";
 
 export interface CrawlRepository {
   owner: string;
@@ -9,8 +9,8 @@ export interface CrawlRepository {
 }
 
 /**
- * `GET /installation/repositories` with an installation token, every page, stopping once `limit`
- * repositories are in hand (`more` says whether the platform had others).
+ * `GET /installation/repositories` with an installation token, every page (2…n concurrently),
+ * stopping once `limit` repositories are in hand (`more` says whether the platform had others).
  * https://docs.github.com/rest/apps/installations#list-repositories-accessible-to-the-app-installation
  */
 export async function listRepositories(input: {
@@ -18,10 +18,16 @@ export async function listRepositories(input: {
   token: string;
   limit: number;
   retry?: RetryPolicy;
+  /** Bounds pages 2…n, fetched concurrently once page 1 is in (collect-pages.ts). */
+  pageLimit?: PageLimit;
+  /** Each page's repositories as soon as that page is in (see collect-pages.ts). */
+  onPage?: (page: number, repositories: readonly CrawlRepository[]) => void;
 }): Promise<{ repositories: CrawlRepository[]; more: boolean }> {
   const { items, more } = await collectPages({
     limit: input.limit,
     retry: input.retry,
+    pageLimit: input.pageLimit,
+    onPage: input.onPage,
     fetchPage: async (page) => {
       const response = await input.request("GET /installation/repositories", {
         per_page: PER_PAGE,
