@@ -65,7 +65,9 @@ export function serve(
     const inProgress = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
     // Bytes after a request that is still being answered (say, a body sent without a length) are
     // a malformed next request: it is answered after that answer, never in its middle.
-    if (!socket.writable || error.code === "ECONNRESET" || (inProgress?.headersSent && !inProgress.writableEnded)) {
+    // A client gone mid-request (EOF inside a body) is not answered: its request is aborted.
+    const gone = error.code === "ECONNRESET" || error.code === "HPE_INVALID_EOF_STATE" || socket.readableEnded;
+    if (!socket.writable || gone || (inProgress?.headersSent && !inProgress.writableEnded)) {
       socket.destroy();
       return;
     }
