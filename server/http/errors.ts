@@ -6,7 +6,7 @@ import { sendJson } from "./send-json.js";
 /** The one place where errors become the spec's JSON bodies. */
 export function errorHandler(log: Logger): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => {
-    if (res.headersSent || res.writableEnded) {
+    if (res.headersSent || res.writableEnded || res.destroyed) {
       // Late work: the request was already answered (its deadline passed) or abandoned. Nothing
       // more can be sent; the outcome goes to the log.
       const code = error instanceof BrokerError ? error.code : "internal_error";
