@@ -49,7 +49,6 @@ export function requestLog(options: RequestLogOptions): RequestHandler {
     const deadline = setTimeout(() => {
       if (res.headersSent || res.writableEnded || res.destroyed) return;
       log.warn({ request_id: requestId, route: req.path, deadline_ms: deadlineMs }, "request deadline passed: answered 503 deadline_exceeded");
-      res.locals.pastDeadline = true;
       onDeadline(req, res);
     }, deadlineMs);
     res.on("finish", () => write(res.statusCode));
