@@ -1,9 +1,13 @@
 import type { RequestListener } from "node:http";
 import express, { type Express } from "express";
+import { BrokerError } from "../shared/broker-error.js";
 import { createContext, type BrokerContext, type BrokerDeps } from "./context.js";
+import { bodyRules, createBodyBudget, type BodyBudget } from "./http/body-budget.js";
 import { createRequestListener } from "./http/direct-route.js";
 import { errorHandler, notFound, onlyMethod } from "./http/errors.js";
 import { jsonObjectBody, KIB } from "./http/json-body.js";
+import { DEADLINE_RETRY_AFTER_S, UNAUTHENTICATED_BODY_BUDGET } from "./http/limits.js";
+import { closeAfterAnswer } from "./http/lingering-close.js";
 import { requestLog } from "./http/request-log.js";
 import { releasesRoute } from "./routes/releases.js";
 import { signRoute } from "./routes/sign.js";
@@ -15,6 +19,8 @@ export type BrokerApp = Express & {
   broker: BrokerContext;
   /** What the HTTP server calls: POST /token directly, everything else through Express. */
   listener: RequestListener;
+  /** Bytes held now by request bodies not yet authenticated (process-wide while one app serves). */
+  unauthenticatedBodies: Pick<BodyBudget, "held" | "limit">;
   /** Closes key-value store connections. */
   close(): Promise<void>;
 };
@@ -32,10 +38,20 @@ export function createApp(deps: BrokerDeps = {}): BrokerApp {
   app.set("strict routing", true);
   app.set("query parser", false); // no route reads a query string
 
-  const log = requestLog(ctx.log, ctx.now);
-  const token = [onlyMethod("POST"), jsonObjectBody(64 * KIB), tokenRoute(ctx)];
   const onError = errorHandler(ctx.log);
-  app.use(log);
+  const log = requestLog({
+    log: ctx.log,
+    now: ctx.now,
+    deadlineMs: ctx.timing.requestDeadlineMs,
+    onDeadline: (req, res) => {
+      closeAfterAnswer(req, res); // the request may still be sending its body; late work must not answer on this connection
+      onError(new BrokerError("deadline_exceeded", { retryAfter: DEADLINE_RETRY_AFTER_S }), req, res, () => {});
+    },
+  });
+  const budget = createBodyBudget(UNAUTHENTICATED_BODY_BUDGET);
+  const rules = bodyRules({ budget, readTimeoutMs: ctx.timing.bodyReadTimeoutMs, now: ctx.now });
+  const token = [onlyMethod("POST"), jsonObjectBody(64 * KIB), tokenRoute(ctx)];
+  app.use(log, rules);
   app.all("/token", ...token);
   app.all("/sign", onlyMethod("POST"), ...signRoute(ctx));
   app.all("/releases", onlyMethod("GET"), ...releasesRoute(ctx));
@@ -43,6 +59,6 @@ export function createApp(deps: BrokerDeps = {}): BrokerApp {
   app.use(notFound);
   app.use(onError);
 
-  const listener = createRequestListener(app, { path: "/token", handlers: [log, ...token], onError });
-  return Object.assign(app, { broker: ctx, listener, close: () => ctx.close() });
+  const listener = createRequestListener(app, { path: "/token", handlers: [log, rules, ...token], onError });
+  return Object.assign(app, { broker: ctx, listener, unauthenticatedBodies: budget, close: () => ctx.close() });
 }

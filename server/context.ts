@@ -2,6 +2,7 @@ import { createAppJwtSigner } from "./github/app-jwt.js";
 import { createInstallationCache } from "./github/installation-cache.js";
 import { createPlatformClient, type PlatformClient } from "./github/platform-client.js";
 import { createPlatformRequest, DEFAULT_RETRY, type OctokitRequest, type RetryInfo, type RetryPolicy } from "./github/platform-request.js";
+import { BODY_READ_TIMEOUT_MS, REQUEST_DEADLINE_MS } from "./http/limits.js";
 import { createStoreRegistry } from "./kv/key-value-store.js";
 import { createLogger, type Logger } from "./log.js";
 import { createKeySetSource, type KeySetSource } from "./oidc/key-set-source.js";
@@ -36,6 +37,10 @@ export interface Timing {
   snapshotRetryMs: number;
   /** Lifetime of a cached repository → installation lookup. */
   installationTtlMs: number;
+  /** Every request is answered within this (503 deadline_exceeded); see REQUEST_DEADLINE_MS. */
+  requestDeadlineMs: number;
+  /** A body not yet authenticated must have arrived this long after its request started (408 request_timeout). */
+  bodyReadTimeoutMs: number;
 }
 
 export const DEFAULT_TIMING: Timing = {
@@ -46,6 +51,8 @@ export const DEFAULT_TIMING: Timing = {
   kvTimeoutMs: 500,
   snapshotRetryMs: 10_000,
   installationTtlMs: 5 * 60_000,
+  requestDeadlineMs: REQUEST_DEADLINE_MS,
+  bodyReadTimeoutMs: BODY_READ_TIMEOUT_MS,
 };
 
 export function createContext(deps: BrokerDeps = {}) {

@@ -1,4 +1,5 @@
 import { createApp } from "./app.js";
+import { parseMaxConnections } from "./http/limits.js";
 import { serve } from "./http/serve.js";
 import { parseSettings } from "./settings.js";
 
@@ -16,11 +17,12 @@ if (!settings.main.app.ok) {
 for (const name of settings.trimmedSecrets) log.warn({ setting: name }, `${name} has leading or trailing whitespace: it is trimmed before use`);
 if (!settings.tokenPermissions.ok) log.error({ problem: settings.tokenPermissions.problem }, "TOKEN_PERMISSIONS unusable: /token answers 400 invalid_token_permissions");
 
+const maxConnections = parseMaxConnections(process.env.MAX_CONNECTIONS);
+if (maxConnections.problem) log.warn({ setting: "MAX_CONNECTIONS" }, maxConnections.problem);
 const server = serve(app, port, undefined, () => {
   const address = server.address();
-  log.info({ port: typeof address === "object" && address ? address.port : port }, "tokensmith broker listening");
-});
-server.keepAliveTimeout = 65_000;
+  log.info({ port: typeof address === "object" && address ? address.port : port, max_connections: server.maxConnections }, "tokensmith broker listening");
+}, { maxConnections: maxConnections.value });
 
 let stopping = false;
 function shutdown(signal: string) {

@@ -3,6 +3,7 @@ import type { RequestHandler } from "express";
 import { BrokerError } from "../../shared/broker-error.js";
 import type { ErrorCode } from "../../shared/error-codes.js";
 import type { BrokerContext } from "../context.js";
+import { markAuthenticated } from "./body-budget.js";
 
 // Both sides are hashed with a per-process key before comparing, so the comparison takes the same
 // time whatever the lengths of the two strings and wherever they first differ.
@@ -19,12 +20,13 @@ export function constantTimeEqual(a: string, b: string): boolean {
  * the route's own code; missing or wrong bearer → 401 unauthorized. Runs before the body is read.
  */
 export function requireTriggerSecret(ctx: BrokerContext, disabledCode: ErrorCode): RequestHandler {
-  return (req, _res, next) => {
+  return (req, res, next) => {
     const secret = ctx.settings().processTriggerSecret;
     if (!secret) return next(new BrokerError(disabledCode));
     const header = req.headers.authorization ?? "";
     const match = /^Bearer +(.+)$/i.exec(header);
     if (!match || !constantTimeEqual(match[1]!.trim(), secret)) return next(new BrokerError("unauthorized"));
+    markAuthenticated(res.locals); // the body that follows is no longer a stranger's
     next();
   };
 }

@@ -5,8 +5,14 @@ import { sendJson } from "./send-json.js";
 
 /** The one place where errors become the spec's JSON bodies. */
 export function errorHandler(log: Logger): ErrorRequestHandler {
-  return (error: unknown, req, res, next) => {
-    if (res.headersSent) return next(error);
+  return (error: unknown, req, res, _next) => {
+    if (res.headersSent || res.writableEnded || res.destroyed) {
+      // Late work: the request was already answered (its deadline passed) or abandoned. Nothing
+      // more can be sent; the outcome goes to the log.
+      const code = error instanceof BrokerError ? error.code : "internal_error";
+      log.warn({ code, err: error instanceof BrokerError ? undefined : error, route: req.path, request_id: res.locals.requestId }, "work ended after its request was answered or abandoned");
+      return;
+    }
     const brokerError = error instanceof BrokerError ? error : null;
     if (!brokerError) {
       // Unknown failure: the detail goes to the log, never to the caller.

@@ -1,63 +1,116 @@
-import type { IncomingMessage } from "node:http";
-import type { RequestHandler } from "express";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Request, RequestHandler, Response } from "express";
 import { BrokerError } from "../../shared/broker-error.js";
+import type { BodyBudget, BodyRules } from "./body-budget.js";
+import { SERVER_BUSY_RETRY_AFTER_S } from "./limits.js";
+import { closeAfterAnswer } from "./lingering-close.js";
 
 export const KIB = 1024;
 export const MIB = 1024 * KIB;
+
+export interface ReadOptions {
+  /** The body counts against this budget while it is read (bodies not yet authenticated). */
+  budget?: BodyBudget;
+  /** The body must have arrived by then (epoch ms on `now`), or it is refused with 408 request_timeout. */
+  deadlineAt?: number;
+  now?: () => number;
+}
+
+export interface HeldBody {
+  bytes: Buffer;
+  /** Gives back what the body took from the budget (idempotent). */
+  release(): void;
+}
 
 /**
  * Reads a request body of at most `limit` bytes. A declared Content-Length over the limit is
  * refused before a byte is read, and a body that grows past it is refused as soon as it does:
  * nothing over the limit is ever buffered. Compressed bodies are refused (the limit would not
- * bound what they inflate to, and a webhook's signature covers the bytes as sent).
+ * bound what they inflate to, and a webhook's signature covers the bytes as sent). With a budget,
+ * a declared length is taken from it whole before reading, a chunked body's bytes as they come;
+ * what does not fit is refused with 503 server_busy. The budget is given back when the body is
+ * refused or aborted, and by the caller (`release`) once it has consumed the bytes.
  */
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+export function readBody(req: IncomingMessage, limit: number, options: ReadOptions = {}): Promise<HeldBody> {
   return new Promise((resolve, reject) => {
     const declared = Number(req.headers["content-length"]);
     if (declared > limit) return reject(new BrokerError("payload_too_large"));
     const encoding = (req.headers["content-encoding"] ?? "identity").toLowerCase();
     if (encoding !== "identity") return reject(new BrokerError("invalid_request", { detail: `content-encoding ${encoding}` }));
+    const { budget } = options;
+    let taken = 0;
+    const release = () => {
+      budget?.give(taken);
+      taken = 0;
+    };
+    const busy = () => new BrokerError("server_busy", { retryAfter: SERVER_BUSY_RETRY_AFTER_S, detail: "unauthenticated body budget full" });
+    if (budget && Number.isSafeInteger(declared) && declared > 0) {
+      if (!budget.take(declared)) return reject(busy());
+      taken = declared;
+    }
     const chunks: Buffer[] = [];
     let size = 0;
+    const fail = (error: BrokerError) => {
+      cleanup();
+      release();
+      reject(error);
+    };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) {
-        cleanup();
-        reject(new BrokerError("payload_too_large"));
-        return;
+      if (size > limit) return fail(new BrokerError("payload_too_large"));
+      if (budget && size > taken) {
+        if (!budget.take(size - taken)) return fail(busy());
+        taken = size;
       }
       chunks.push(chunk);
     };
     const onEnd = () => {
       cleanup();
-      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+      resolve({ bytes: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), release });
     };
-    const onError = () => {
-      cleanup();
-      reject(new BrokerError("invalid_request", { detail: "request body aborted" }));
-    };
+    const onAbort = () => fail(new BrokerError("invalid_request", { detail: "request body aborted" }));
+    const timer =
+      options.deadlineAt === undefined
+        ? undefined
+        : setTimeout(() => fail(new BrokerError("request_timeout", { detail: `body not received in time (${size} bytes read)` })), Math.max(0, options.deadlineAt - (options.now ?? Date.now)()));
     const cleanup = () => {
+      clearTimeout(timer);
       req.off("data", onData);
       req.off("end", onEnd);
-      req.off("error", onError);
-      req.off("aborted", onError);
+      req.off("error", onAbort);
+      req.off("aborted", onAbort);
+      req.off("close", onAbort);
     };
     req.on("data", onData);
     req.on("end", onEnd);
-    req.on("error", onError);
-    req.on("aborted", onError);
+    req.on("error", onAbort);
+    req.on("aborted", onAbort);
+    req.on("close", onAbort); // the connection died before the end: 'end' never comes
   });
+}
+
+/** Reads this request's body under its rules: the budget while nobody has authenticated the caller. */
+function readFor(req: Request, res: Response, limit: number): Promise<HeldBody> {
+  const rules = res.locals.bodyRules as BodyRules | undefined;
+  if (!rules || res.locals.authenticated === true) return readBody(req, limit);
+  return readBody(req, limit, { budget: rules.budget, deadlineAt: rules.readDeadlineAt, now: rules.now });
 }
 
 /** The raw bytes in `req.body` (for /webhook, whose signature covers the bytes exactly as sent). */
 export function rawBody(limit: number): RequestHandler {
   return (req, res, next) => {
-    readBody(req, limit).then(
-      (bytes) => {
-        req.body = bytes;
-        next();
+    readFor(req, res, limit).then(
+      (held) => {
+        req.body = held.bytes;
+        // The next handler checks the signature synchronously: once it returns, the bytes are
+        // authenticated or refused.
+        try {
+          next();
+        } finally {
+          held.release();
+        }
       },
-      (error: unknown) => next(refuse(res, error)),
+      (error: unknown) => next(refuse(req, res, error)),
     );
   };
 }
@@ -68,16 +121,18 @@ export function rawBody(limit: number): RequestHandler {
  */
 export function jsonObjectBody(limit: number): RequestHandler {
   return (req, res, next) => {
-    readBody(req, limit).then(
-      (bytes) => {
+    readFor(req, res, limit).then(
+      (held) => {
         try {
-          req.body = parseJsonObject(bytes);
+          req.body = parseJsonObject(held.bytes);
         } catch (error) {
           return next(error);
+        } finally {
+          held.release(); // the raw bytes are not kept
         }
         next();
       },
-      (error: unknown) => next(refuse(res, error)),
+      (error: unknown) => next(refuse(req, res, error)),
     );
   };
 }
@@ -97,8 +152,12 @@ export function parseJsonObject(bytes: Buffer): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
-/** After refusing a body part-way, close the connection rather than read the rest of it. */
-function refuse(res: { setHeader(name: string, value: string): unknown }, error: unknown): unknown {
-  res.setHeader("Connection", "close");
+/**
+ * After refusing a body part-way, the connection is closed once the answer is out (the rest of the
+ * body is not read as a request), with a lingering close so that a client still sending reads it.
+ * An aborted body has nobody to answer.
+ */
+function refuse(req: IncomingMessage, res: ServerResponse, error: unknown): unknown {
+  if (!res.writableEnded && !res.destroyed) closeAfterAnswer(req, res);
   return error;
 }

@@ -1,27 +1,59 @@
 import { randomUUID } from "node:crypto";
-import type { RequestHandler } from "express";
+import type { Request, RequestHandler, Response } from "express";
 import type { Logger } from "../log.js";
 
-/** One structured line per request: route, status, code, duration, request id. Never a body. */
-export function requestLog(log: Logger, now: () => number): RequestHandler {
+/** Logged as the status of a request whose caller went away before its answer was sent (nginx's 499). */
+export const ABANDONED_STATUS = 499;
+
+export interface RequestLogOptions {
+  log: Logger;
+  now: () => number;
+  /** Every request is answered within this (REQUEST_DEADLINE_MS): `res.locals.deadlineAt` is now + this. */
+  deadlineMs: number;
+  /** Answers a request still unanswered at its deadline (the app's error handler with 503 deadline_exceeded). */
+  onDeadline: (req: Request, res: Response) => void;
+}
+
+/**
+ * Runs first on every route. One structured line per request, exactly once: route, status, code,
+ * duration, request id, never a body; written when the answer is sent, or when the connection
+ * closes before it was (status 499). Sets `res.locals.deadlineAt` (epoch ms on `now`): platform
+ * calls do not start what cannot finish before it, and a request still unanswered then is
+ * answered by `onDeadline`.
+ */
+export function requestLog(options: RequestLogOptions): RequestHandler {
+  const { log, now, deadlineMs, onDeadline } = options;
   return (req, res, next) => {
     const started = now();
     const requestId = randomUUID();
     res.locals.requestId = requestId;
+    res.locals.deadlineAt = started + deadlineMs;
     res.setHeader("X-Request-Id", requestId);
-    res.on("finish", () => {
+    let logged = false;
+    const write = (status: number) => {
+      if (logged) return;
+      logged = true;
+      clearTimeout(deadline);
       log.info(
         {
           request_id: requestId,
           method: req.method,
           route: req.path.length > 100 ? `${req.path.slice(0, 100)}…` : req.path,
-          status: res.statusCode,
+          status,
           code: res.locals.errorCode,
           duration_ms: now() - started,
         },
         "request",
       );
-    });
+    };
+    const deadline = setTimeout(() => {
+      if (res.headersSent || res.writableEnded || res.destroyed) return;
+      log.warn({ request_id: requestId, route: req.path, deadline_ms: deadlineMs }, "request deadline passed: answered 503 deadline_exceeded");
+      onDeadline(req, res);
+    }, deadlineMs);
+    res.on("finish", () => write(res.statusCode));
+    // 'close' without 'finish': the caller (or the network) went away before the whole answer was sent.
+    res.on("close", () => write(res.writableFinished ? res.statusCode : ABANDONED_STATUS));
     next();
   };
 }

@@ -1,0 +1,71 @@
+// The HTTP edge's limits and deadlines, in one place (README "Timeouts, retries, limits").
+
+const MIB = 1024 * 1024;
+
+/**
+ * Every request is answered within this. The action gives one attempt 30 s (action/main.ts) and
+ * then retries: an answer after that is read by nobody, while the broker may still mint a token
+ * for it. 25 s leaves the answer 5 s to reach a runner on a slow network before the action gives up.
+ */
+export const REQUEST_DEADLINE_MS = 25_000;
+
+/**
+ * A request body must have arrived this long after the request started, or it is refused (408).
+ * The platform waits 10 s for a webhook's answer, and a /token body is 64 KiB: a body still
+ * arriving after 10 s is a trickle, not a slow network.
+ */
+export const BODY_READ_TIMEOUT_MS = 10_000;
+
+/**
+ * Bytes that bodies not yet authenticated (every /webhook body before its signature is checked,
+ * every /token body before its OIDC token is verified) may hold at once, process-wide. Two
+ * webhooks of the platform's largest size fit; past it a body is refused with 503 server_busy.
+ */
+export const UNAUTHENTICATED_BODY_BUDGET = 64 * MIB;
+
+/** Sent as Retry-After with 503 server_busy: bodies in flight are gone within the body read deadline. */
+export const SERVER_BUSY_RETRY_AFTER_S = 2;
+
+/** Sent as Retry-After with 503 deadline_exceeded. */
+export const DEADLINE_RETRY_AFTER_S = 5;
+
+/** Default of MAX_CONNECTIONS: open client connections; the next one is closed at once. */
+export const DEFAULT_MAX_CONNECTIONS = 512;
+
+/** MAX_CONNECTIONS as set: a whole number from 1, else the default and the problem to log. */
+export function parseMaxConnections(raw: string | undefined): { value: number; problem?: string } {
+  const text = raw?.trim() ?? "";
+  if (text === "") return { value: DEFAULT_MAX_CONNECTIONS };
+  const value = Number(text);
+  if (!/^[0-9]+$/.test(text) || !Number.isSafeInteger(value) || value < 1) {
+    return { value: DEFAULT_MAX_CONNECTIONS, problem: `MAX_CONNECTIONS is not a whole number from 1: using ${DEFAULT_MAX_CONNECTIONS}` };
+  }
+  return { value };
+}
+
+/** node:http's own timers, as backstops behind the deadlines above. */
+export const SERVER_TIMEOUTS = {
+  /** Request line and headers, from their first byte (slow headers: Node's default is 60 s). */
+  headersTimeoutMs: 10_000,
+  /** The whole request received (Node's default is 300 s); the body read deadline answers first. */
+  requestTimeoutMs: 30_000,
+  /** An idle keep-alive connection (longer than a load balancer's usual 60 s, so it closes first). */
+  keepAliveTimeoutMs: 65_000,
+  /** How often node:http checks the two timeouts above (its default, 30 s, would let them run late by as much). */
+  checkIntervalMs: 1_000,
+};
+
+/**
+ * After refusing a body part-way (`Connection: close`), the broker keeps reading and discarding
+ * what the client is still sending, up to these bounds, before it closes the socket (a lingering
+ * close). Closing a socket with unread bytes makes the kernel answer with a reset, and a reset
+ * makes the client's kernel drop the answer it had not read yet.
+ */
+export const LINGER = {
+  /** At most this long in all. */
+  maxMs: 5_000,
+  /** Closed once the client has sent nothing for this long. */
+  idleMs: 1_000,
+  /** Closed once this many more bytes have been read and thrown away. */
+  maxBytes: 8 * MIB,
+};
