@@ -31780,6 +31780,11 @@ const ERROR_CODES = {
         meaning: "The body is over the route's limit (/token 64 KiB, /sign 20 MiB, /webhook 25 MiB).",
         hint: "Send a smaller request body.",
     },
+    request_timeout: {
+        status: 408, routes: ["*"], retryable: true,
+        meaning: "The request did not arrive in time: headers within 10 s, a `/token` or `/webhook` body within 10 s of the request's start (connection closed).",
+        hint: "The broker stopped waiting for the request; check the network between the runner and the broker, then retry.",
+    },
     invalid_json: {
         status: 400, routes: ["/token", "/sign", "/webhook"], retryable: false,
         meaning: "The body is not parseable JSON.",
@@ -31839,6 +31844,16 @@ const ERROR_CODES = {
         status: 503, routes: ["/token"], retryable: true,
         meaning: "The broker could not retrieve the issuer's key set (reason jwks_unavailable); no verdict was reached.",
         hint: "The broker could not reach the OIDC issuer's keys; retrying usually helps.",
+    },
+    server_busy: {
+        status: 503, routes: ["/token", "/webhook"], retryable: true,
+        meaning: "The broker is already holding as many bytes of not-yet-authenticated request bodies as it allows (64 MiB); `Retry-After` says when to try again.",
+        hint: "The broker is busy; retry after the Retry-After delay.",
+    },
+    deadline_exceeded: {
+        status: 503, routes: ["*"], retryable: true,
+        meaning: "The request was not answered within the broker's 25 s request deadline (e.g. the platform hung); `Retry-After` says when to try again.",
+        hint: "The broker could not finish in time (usually a slow platform); retry, and tell the broker's operator if it persists.",
     },
     app_unconfigured: {
         status: 503, routes: ["/token", "/sign", "/releases", "/webhook"], retryable: false,
