@@ -15,13 +15,14 @@ export type BrokerApp = Express & {
   broker: BrokerContext;
   /** What the HTTP server calls: POST /token directly, everything else through Express. */
   listener: RequestListener;
-  /** Closes key-value store connections. */
+  /** Stops the webhook queue's work (see README), then closes key-value store connections. */
   close(): Promise<void>;
 };
 
 /**
- * Builds the broker's Express app from injected parts. Nothing here does I/O at build time; every
- * cache lives inside the returned app, so each test can build a fresh one.
+ * Builds the broker's Express app from injected parts. Nothing here does I/O at build time (except
+ * connecting to `WEBHOOK_QUEUE` when it is set, so its worker takes jobs at once); every cache
+ * lives inside the returned app, so each test can build a fresh one.
  */
 export function createApp(deps: BrokerDeps = {}): BrokerApp {
   const ctx = createContext(deps);
@@ -39,10 +40,14 @@ export function createApp(deps: BrokerDeps = {}): BrokerApp {
   app.all("/token", ...token);
   app.all("/sign", onlyMethod("POST"), ...signRoute(ctx));
   app.all("/releases", onlyMethod("GET"), ...releasesRoute(ctx));
-  app.all("/webhook", onlyMethod("POST"), ...webhookRoute(ctx));
+  const webhook = webhookRoute(ctx);
+  app.all("/webhook", onlyMethod("POST"), ...webhook.handlers);
   app.use(notFound);
   app.use(onError);
 
   const listener = createRequestListener(app, { path: "/token", handlers: [log, ...token], onError });
-  return Object.assign(app, { broker: ctx, listener, close: () => ctx.close() });
+  return Object.assign(app, { broker: ctx, listener, close: async () => {
+    await webhook.close();
+    await ctx.close();
+  } });
 }

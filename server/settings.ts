@@ -36,6 +36,10 @@ export interface Settings {
   releasesCacheTtlSeconds: number;
   releasesMaxInstallations: number;
   releasesMaxRepositories: number;
+  /** WEBHOOK_QUEUE: `redis://…` for the durable push queue; null: in process. */
+  webhookQueueUrl: string | null;
+  /** UPDATE_BRANCH_PER_MINUTE: update-branch calls per installation per minute. */
+  updateBranchPerMinute: number;
 }
 
 /** Every variable the broker reads; the memo key is their raw values. */
@@ -45,6 +49,7 @@ export const SETTING_NAMES = [
   "AUTO_UPDATE_BRANCHES", "ENT_OIDC_ISSUER", "ENT_API_BASE", "ENT_APP_ID", "ENT_APP_PRIVATE_KEY",
   "ENT_APP_INSTALLATION_ID", "SERVICE_JWKS_CACHE", "LEGACY_QUOTA_KV", "RELEASES_CACHE_TTL_SECONDS",
   "RELEASES_MAX_INSTALLATIONS", "RELEASES_MAX_REPOSITORIES",
+  "WEBHOOK_QUEUE", "UPDATE_BRANCH_PER_MINUTE",
 ] as const;
 
 export function parseSettings(env: Env): Settings {
@@ -86,6 +91,8 @@ export function parseSettings(env: Env): Settings {
     releasesCacheTtlSeconds: positiveInteger(env.RELEASES_CACHE_TTL_SECONDS) ?? 300,
     releasesMaxInstallations: positiveInteger(env.RELEASES_MAX_INSTALLATIONS) ?? 100,
     releasesMaxRepositories: positiveInteger(env.RELEASES_MAX_REPOSITORIES) ?? 2000,
+    webhookQueueUrl: nonEmpty(env.WEBHOOK_QUEUE?.trim()),
+    updateBranchPerMinute: positiveInteger(env.UPDATE_BRANCH_PER_MINUTE) ?? 60,
   };
 }
 
