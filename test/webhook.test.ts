@@ -464,3 +464,38 @@ describe("push queue (in process)", () => {
     for (const audit of all) expect([...audit.updated, ...audit.failed.map((f) => f.number)].sort((a, b) => a - b)).toEqual(numbers);
   });
 });
+
+describe("workflows permission", () => {
+  /** An installation of its own (with or without `workflows: write`), a pull request, and a base push touching a workflow. */
+  function workflowPush(workflows: boolean) {
+    const account = `wf-org-${workflows ? "with" : "without"}-${++repoCounter}`;
+    const id = t.fx.sim.addInstallation({
+      appId: t.fx.app.id,
+      account,
+      permissions: { ...INSTALLED_PERMISSIONS, ...(workflows ? { workflows: "write" } : {}) },
+      repositories: "all",
+    });
+    const repository = `${account}/app`;
+    t.fx.sim.repository(account, "app");
+    t.fx.sim.git.createBranch(repository, "main");
+    const number = t.fx.sim.git.addPullRequest(repository, { base: "main" });
+    t.fx.sim.git.push(repository, "main", { files: { ".github/workflows/ci.yml": "on: push\njobs: {}\n" } });
+    return { id, repository, number, payload: pushPayload(repository, { installation: { id } }) };
+  }
+
+  it("asks for workflows: write when the installation holds it, so a base that changed a workflow can be merged", async () => {
+    const { repository, number, payload } = workflowPush(true);
+    expect(await deliver(payload)).toMatchObject({ status: 202 });
+    expect((await jobsEnded(repository))[0]).toMatchObject({ updated: [number], failed: [] });
+    expect(mints().at(-1)!.body).toEqual({ repositories: ["app"], permissions: { contents: "write", pull_requests: "write", workflows: "write" } });
+  });
+
+  it("does not ask for it when the installation lacks it; the platform then refuses that merge (403, forbidden)", async () => {
+    const { repository, number, payload } = workflowPush(false);
+    expect(await deliver(payload)).toMatchObject({ status: 202 });
+    expect((await jobsEnded(repository))[0]).toMatchObject({ updated: [], failed: [{ number, status: 403, error: "forbidden" }] });
+    expect(mints().at(-1)!.body).toEqual({ repositories: ["app"], permissions: { contents: "write", pull_requests: "write" } });
+    const refusal = updates().at(-1)!.response!.body as { message: string };
+    expect(refusal.message).toBe("refusing to allow a GitHub App to create or update workflow `.github/workflows/ci.yml` without `workflows` permission");
+  });
+});
