@@ -4,8 +4,9 @@
 // { metric, value, target, ok } (ok: true, false, or null for information only).
 import * as releases from "./scenarios/releases.js";
 import * as token from "./scenarios/token.js";
+import * as webhook from "./scenarios/webhook.js";
 
-const SCENARIOS = { releases, token };
+const SCENARIOS = { releases, token, webhook };
 
 const requested = process.argv.slice(2);
 const unknown = requested.filter((name) => !(name in SCENARIOS));
