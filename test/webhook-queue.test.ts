@@ -170,6 +170,8 @@ describe("durable push queue (WEBHOOK_QUEUE, BullMQ on Redis)", () => {
     const doneByFirst = fx.sim.git.updateBranchCalls.filter((c) => c.repository === repository && c.status === 202).length;
     expect(doneByFirst).toBeLessThan(numbers.length);
     expect(auditLines(repository)).toHaveLength(0);
+    // The base moves on meanwhile: a pull request updated again now would really be merged twice.
+    fx.sim.git.push(repository, "main");
 
     // A restart (a new process on the same queue) takes the job over once its lease has run out.
     const second = await broker(queue);
