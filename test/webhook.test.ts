@@ -422,6 +422,23 @@ describe("push redelivery", () => {
   });
 });
 
+describe("push queue unavailable", () => {
+  it.each([
+    ["not a Redis URL", "memory://"],
+    ["a Redis nobody answers on", "redis://127.0.0.1:1"],
+  ])("answers 500 internal_error when WEBHOOK_QUEUE is %s, and claims nothing", async (_label, url) => {
+    t.broker.env.WEBHOOK_QUEUE = url;
+    const { repository } = freshRepo();
+    const deliveryId = randomUUID();
+    expect(await deliver(pushPayload(repository), { deliveryId })).toEqual({ status: 500, body: { error: "internal_error" } });
+    expect(t.fx.sim.requests).toHaveLength(0);
+    // Back on the in-process queue, the platform's redelivery of the same delivery is acted on.
+    delete t.broker.env.WEBHOOK_QUEUE;
+    expect(await deliver(pushPayload(repository), { deliveryId })).toEqual({ status: 202, body: queued(repository) });
+    await jobsEnded(repository);
+  });
+});
+
 describe("push queue (in process)", () => {
   it("answers before the work: 60 pull requests at 750 ms per upstream call are answered 202 and then all updated", async () => {
     const { repository } = freshRepo();

@@ -43,13 +43,12 @@ function createPushQueues(ctx: BrokerContext) {
     }
     return queue;
   };
-  const atStart = ctx.settings().webhookQueueUrl;
-  if (atStart !== null) {
-    try {
-      forUrl(atStart);
-    } catch (error) {
-      ctx.log.error({ problem: error instanceof Error ? error.message : "unusable" }, "WEBHOOK_QUEUE unusable: pushes are answered 500 internal_error");
-    }
+  try {
+    const atStart = ctx.settings().webhookQueueUrl;
+    if (atStart !== null) forUrl(atStart);
+  } catch (error) {
+    // An unreadable environment is each request's to answer (500); an unusable URL, each push's.
+    ctx.log.error({ problem: error instanceof Error ? error.message.slice(0, 200) : "unusable" }, "webhook queue not started: pushes are answered 500 internal_error until WEBHOOK_QUEUE is usable");
   }
   return {
     get(url: string | null): PushQueue {

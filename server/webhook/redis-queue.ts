@@ -17,6 +17,8 @@ const DEFAULT_LEASE_MS = 30_000;
 const PROGRESS_TTL_S = 24 * 3600;
 /** Upper bound on queuing one delivery (claim + add): past it the delivery is answered 500. */
 const ENQUEUE_TIMEOUT_MS = 5_000;
+/** Upper bound on stopping the worker at shutdown (the process exits 1 after 9 s anyway). */
+const CLOSE_TIMEOUT_MS = 5_000;
 
 export interface QueueAddress {
   /** The Redis URL without the broker's own query parameters. */
@@ -152,9 +154,14 @@ export function createRedisQueue(ctx: BrokerContext, raw: string): PushQueue {
     },
     async close() {
       stopping = true;
-      await worker.close();
-      await queue.close();
-      await Promise.all([commands.quit().catch(() => undefined), workerConnection.quit().catch(() => undefined)]);
+      // Running jobs stop at their next pull request and go back to waiting; a Redis that does not
+      // answer cannot hold the shutdown: past the bound, the connections are dropped.
+      const bounded = (work: Promise<unknown>, ms: number) =>
+        Promise.race([work.catch(() => undefined), new Promise<void>((resolve) => setTimeout(resolve, ms).unref())]);
+      await bounded(worker.close(), CLOSE_TIMEOUT_MS);
+      await bounded(queue.close(), 1_000);
+      commands.disconnect();
+      workerConnection.disconnect();
     },
   };
 }
