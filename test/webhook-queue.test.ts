@@ -192,6 +192,30 @@ describe("durable push queue (WEBHOOK_QUEUE, BullMQ on Redis)", () => {
     expect(fx.sim.requests.filter((r) => r.method === "GET" && r.path.endsWith("/pulls"))).toHaveLength(2);
   }, 120_000);
 
+  it("hands a running job back to the queue on SIGTERM (exit 0); the next instance finishes it", async () => {
+    const queue = queueUrl();
+    const first = await broker(queue);
+    const { repository, numbers } = freshRepo(120);
+    fx.sim.latencyMs = 40;
+    const answer = await deliver(first.url, repository);
+    expect(answer.status).toBe(202);
+    await until("some updates", () => (fx.sim.git.updateBranchCalls.filter((c) => c.repository === repository).length >= 20 ? true : undefined));
+    expect(await first.stop("SIGTERM")).toBe(0);
+    expect(first.lines.some((l) => l.includes("push job handed back to the queue at shutdown"))).toBe(true);
+    expect(auditLines(repository)).toHaveLength(0);
+    fx.sim.git.push(repository, "main");
+
+    const second = await broker(queue);
+    const [audit] = await until("the audit line", () => {
+      const found = second.lines.some((l) => l.includes('"pull_requests_updated"')) ? auditLines(repository) : [];
+      return found.length > 0 ? found : undefined;
+    });
+    // Handed back between two updates: every pull request updated, each once, nothing rejected.
+    expect(audit).toMatchObject({ msg: "push handled", deliveries: [answer.body.delivery], failed: [] });
+    expect(audit!.updated).toEqual(numbers);
+    for (const number of numbers) expect(timesUpdated(repository, number)).toBe(1);
+  }, 120_000);
+
   it("makes one job of one delivery that reaches two instances at the same time", async () => {
     const queue = queueUrl();
     const [a, b] = await Promise.all([broker(queue), broker(queue)]);
