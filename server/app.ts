@@ -21,13 +21,14 @@ export type BrokerApp = Express & {
   listener: RequestListener;
   /** Bytes held now by request bodies not yet authenticated (process-wide while one app serves). */
   unauthenticatedBodies: Pick<BodyBudget, "held" | "limit">;
-  /** Closes key-value store connections. */
+  /** Stops the webhook queue's work (see README), then closes key-value store connections. */
   close(): Promise<void>;
 };
 
 /**
- * Builds the broker's Express app from injected parts. Nothing here does I/O at build time; every
- * cache lives inside the returned app, so each test can build a fresh one.
+ * Builds the broker's Express app from injected parts. Nothing here does I/O at build time (except
+ * connecting to `WEBHOOK_QUEUE` when it is set, so its worker takes jobs at once); every cache
+ * lives inside the returned app, so each test can build a fresh one.
  */
 export function createApp(deps: BrokerDeps = {}): BrokerApp {
   const ctx = createContext(deps);
@@ -55,10 +56,14 @@ export function createApp(deps: BrokerDeps = {}): BrokerApp {
   app.all("/token", ...token);
   app.all("/sign", onlyMethod("POST"), ...signRoute(ctx));
   app.all("/releases", onlyMethod("GET"), ...releasesRoute(ctx));
-  app.all("/webhook", onlyMethod("POST"), ...webhookRoute(ctx));
+  const webhook = webhookRoute(ctx);
+  app.all("/webhook", onlyMethod("POST"), ...webhook.handlers);
   app.use(notFound);
   app.use(onError);
 
   const listener = createRequestListener(app, { path: "/token", handlers: [log, rules, ...token], onError });
-  return Object.assign(app, { broker: ctx, listener, unauthenticatedBodies: budget, close: () => ctx.close() });
+  return Object.assign(app, { broker: ctx, listener, unauthenticatedBodies: budget, close: async () => {
+    await webhook.close();
+    await ctx.close();
+  } });
 }

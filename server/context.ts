@@ -20,6 +20,8 @@ export interface BrokerDeps {
   logger?: Logger;
   timing?: Partial<Timing>;
   retry?: RetryPolicy;
+  /** Waits `ms` milliseconds (the webhook queue's pacing). Default: a timer. */
+  sleep?: (ms: number) => Promise<void>;
 }
 
 export interface Timing {
@@ -105,6 +107,7 @@ export function createContext(deps: BrokerDeps = {}) {
 
   return {
     now,
+    sleep: deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))),
     fetch: fetchImpl,
     log,
     timing,

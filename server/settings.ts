@@ -42,6 +42,10 @@ export interface Settings {
   releasesMaxRepositories: number;
   /** Lease of the fleet-wide /releases crawl lock in Redis (renewed while the crawl runs). */
   releasesCrawlLeaseSeconds: number;
+  /** WEBHOOK_QUEUE: `redis://…` for the durable push queue; null: in process. */
+  webhookQueueUrl: string | null;
+  /** UPDATE_BRANCH_PER_MINUTE: update-branch calls per installation per minute. */
+  updateBranchPerMinute: number;
 }
 
 /** Every variable the broker reads; the memo key is their raw values. */
@@ -52,6 +56,7 @@ export const SETTING_NAMES = [
   "ENT_APP_INSTALLATION_ID", "SERVICE_JWKS_CACHE", "LEGACY_QUOTA_KV", "RELEASES_CACHE_TTL_SECONDS",
   "RELEASES_MAX_INSTALLATIONS", "RELEASES_MAX_REPOSITORIES", "SIGN_ALLOWED_REPOSITORIES",
   "RELEASES_CRAWL_LEASE_SECONDS",
+  "WEBHOOK_QUEUE", "UPDATE_BRANCH_PER_MINUTE",
 ] as const;
 
 export function parseSettings(env: Env): Settings {
@@ -96,6 +101,8 @@ export function parseSettings(env: Env): Settings {
     releasesMaxInstallations: positiveInteger(env.RELEASES_MAX_INSTALLATIONS) ?? 100,
     releasesMaxRepositories: positiveInteger(env.RELEASES_MAX_REPOSITORIES) ?? 2000,
     releasesCrawlLeaseSeconds: positiveInteger(env.RELEASES_CRAWL_LEASE_SECONDS) ?? 10,
+    webhookQueueUrl: nonEmpty(env.WEBHOOK_QUEUE?.trim()),
+    updateBranchPerMinute: positiveInteger(env.UPDATE_BRANCH_PER_MINUTE) ?? 60,
   };
 }
 

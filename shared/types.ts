@@ -78,16 +78,9 @@ export interface WebhookIgnoredResponse {
   ignored: string;
 }
 
-/** 200 of POST /webhook for a push (DESIGN.md). */
+/** 202 (queued) or 200 (skipped) of POST /webhook for a push (DESIGN.md). */
 export type WebhookPushResponse =
-  | {
-      ok: true;
-      event: "push";
-      repository: string;
-      branch: string;
-      updated: number[];
-      failed: Array<{ number: number; status: number; error: string }>;
-    }
+  | { ok: true; event: "push"; queued: true; repository: string; branch: string; delivery: string | null }
   | { ok: true; event: "push"; skipped: string; duplicate?: boolean };
 
 /** Every failure (spec 2.5). */

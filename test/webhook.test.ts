@@ -1,5 +1,6 @@
-// POST /webhook over HTTP: signature over the raw bytes, event routing, and push → update-branch on
-// every open pull request of the pushed branch, through the simulator.
+// POST /webhook over HTTP: signature over the raw bytes, event routing, and push → a queued job
+// (in process here; test/webhook-queue.test.ts has the durable one) → update-branch on every open
+// pull request of the pushed branch, through the simulator.
 import { afterEach, describe, expect, it } from "@jest/globals";
 import { randomUUID } from "node:crypto";
 import { startBroker, type TestBroker } from "./support/broker.js";
@@ -16,9 +17,11 @@ const extraBrokers: TestBroker[] = [];
 
 const t = brokerPerTest({
   secrets,
-  env: { HOST_WEBHOOK_SECRET: SECRET, AUTO_UPDATE_BRANCHES: "true" },
+  // Pacing is test-webhook-pacing's subject: here the queue runs as fast as the simulator lets it.
+  env: { HOST_WEBHOOK_SECRET: SECRET, AUTO_UPDATE_BRANCHES: "true", UPDATE_BRANCH_PER_MINUTE: "1000000" },
   setup: (fx) => {
     installationId = fx.sim.addInstallation({ appId: fx.app.id, account: ACCOUNT, permissions: { ...INSTALLED_PERMISSIONS }, repositories: "all" });
+    fx.sim.git.contentCreationPerMinute = Number.POSITIVE_INFINITY;
   },
 });
 // Extra brokers a test starts are closed after it, their logs kept with the rest.
@@ -79,6 +82,38 @@ async function deliver(payload: unknown, options: Delivery = {}) {
   }
   return { status: response.status, body };
 }
+
+interface AuditLine {
+  audit: string;
+  msg: string;
+  job: string;
+  repository: string;
+  branch: string;
+  deliveries: string[];
+  updated: number[];
+  failed: Array<{ number: number; status: number; error: string }>;
+  error?: string;
+}
+
+/** Every audit line of a finished push job, of every broker of this test so far. */
+function auditLines(logs: readonly string[] = t.broker.logs): AuditLine[] {
+  return logs.flatMap((line) => {
+    const entry = JSON.parse(line) as Partial<AuditLine>;
+    return entry.audit === "pull_requests_updated" ? [entry as AuditLine] : [];
+  });
+}
+
+/** Waits (bounded, generously) until `count` jobs on `repository` have ended; returns their audit lines. */
+async function jobsEnded(repository: string, count = 1, logs: () => readonly string[] = () => t.broker.logs): Promise<AuditLine[]> {
+  for (let waited = 0; waited < 60_000; waited += 20) {
+    const found = auditLines(logs()).filter((a) => a.repository === repository);
+    if (found.length >= count) return found;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error(`no audit line for ${repository} within 60 s`);
+}
+
+const queued = (repository: string, branch = "main") => ({ ok: true, event: "push", queued: true, repository, branch, delivery: expect.any(String) });
 
 const mints = () => t.fx.sim.requests.filter((r) => r.method === "POST" && /\/access_tokens$/.test(r.path));
 const listings = () => t.fx.sim.requests.filter((r) => r.method === "GET" && /\/pulls$/.test(r.path));
@@ -198,9 +233,12 @@ describe("push with AUTO_UPDATE_BRANCHES on", () => {
     const { repository } = freshRepo();
     const number = t.fx.sim.git.addPullRequest(repository, { base: "main" });
     t.fx.sim.git.push(repository, "main");
-    const { status, body } = await deliver(pushPayload(repository));
-    expect(status).toBe(200);
-    expect(body).toEqual({ ok: true, event: "push", repository, branch: "main", updated: [number], failed: [] });
+    const deliveryId = randomUUID();
+    const { status, body } = await deliver(pushPayload(repository), { deliveryId });
+    expect(status).toBe(202);
+    expect(body).toEqual({ ok: true, event: "push", queued: true, repository, branch: "main", delivery: deliveryId });
+    const [audit] = await jobsEnded(repository);
+    expect(audit).toMatchObject({ msg: "push handled", repository, branch: "main", deliveries: [deliveryId], updated: [number], failed: [] });
   });
 
   it("updates every open pull request on the pushed branch across pages; three 422s fail alone", async () => {
@@ -217,12 +255,10 @@ describe("push with AUTO_UPDATE_BRANCHES on", () => {
     const headsBefore = new Map(onMain.map((n) => [n, t.fx.sim.git.pullRequest(repository, n).headSha]));
     const newBase = t.fx.sim.git.push(repository, "main");
 
-    const { status, body } = await deliver(pushPayload(repository));
-    expect(status).toBe(200);
+    expect(await deliver(pushPayload(repository))).toEqual({ status: 202, body: queued(repository) });
+    const [audit] = await jobsEnded(repository);
     const failedNumbers = [conflict, stale, behind].sort((a, b) => a - b);
-    expect(body).toEqual({
-      ok: true,
-      event: "push",
+    expect(audit).toMatchObject({
       repository,
       branch: "main",
       updated: onMain.filter((n) => !failedNumbers.includes(n)),
@@ -255,16 +291,27 @@ describe("push with AUTO_UPDATE_BRANCHES on", () => {
   it("answers with empty lists when no pull request targets the branch", async () => {
     const { repository } = freshRepo();
     t.fx.sim.git.createBranch(repository, "feature", { from: "main" });
-    expect(await deliver(pushPayload(repository, { ref: "refs/heads/feature" }))).toEqual({
-      status: 200,
-      body: { ok: true, event: "push", repository, branch: "feature", updated: [], failed: [] },
-    });
+    expect(await deliver(pushPayload(repository, { ref: "refs/heads/feature" }))).toEqual({ status: 202, body: queued(repository, "feature") });
+    expect(await jobsEnded(repository)).toEqual([expect.objectContaining({ branch: "feature", updated: [], failed: [] })]);
     expect(updates()).toHaveLength(0);
   });
 
   it("skips a tag push", async () => {
     const { repository } = freshRepo();
     expect(await deliver(pushPayload(repository, { ref: "refs/tags/v1.2.3" }))).toEqual({ status: 200, body: { ok: true, event: "push", skipped: "tag_push" } });
+    expect(t.fx.sim.requests).toHaveLength(0);
+  });
+
+  it("skips a deleted tag as a tag push, not a branch deletion", async () => {
+    const { repository } = freshRepo();
+    const payload = pushPayload(repository, { ref: "refs/tags/v1.2.3", deleted: true, after: "0".repeat(40) });
+    expect(await deliver(payload)).toEqual({ status: 200, body: { ok: true, event: "push", skipped: "tag_push" } });
+    expect(t.fx.sim.requests).toHaveLength(0);
+  });
+
+  it("skips a ref that is neither a branch nor a tag as not_a_branch", async () => {
+    const { repository } = freshRepo();
+    expect(await deliver(pushPayload(repository, { ref: "refs/notes/commits" }))).toEqual({ status: 200, body: { ok: true, event: "push", skipped: "not_a_branch" } });
     expect(t.fx.sim.requests).toHaveLength(0);
   });
 
@@ -291,26 +338,30 @@ describe("push with AUTO_UPDATE_BRANCHES on", () => {
     expect(await deliver(pushPayload("octo-org/app"))).toMatchObject({ status: 503, body: { error: "app_unconfigured" } });
   });
 
-  it("answers 502 installation_token_failed when the mint fails, and acts on a later redelivery", async () => {
+  it("ends the job with installation_token_failed when the mint fails; a redelivery then acts", async () => {
     const { repository } = freshRepo();
     const number = t.fx.sim.git.addPullRequest(repository, { base: "main" });
     t.fx.sim.git.push(repository, "main");
     const deliveryId = randomUUID();
     t.fx.sim.faults.add({ method: "POST", path: /\/access_tokens$/, times: 1, respond: { status: 403, body: { message: "Forbidden" } } });
-    expect(await deliver(pushPayload(repository), { deliveryId })).toMatchObject({ status: 502, body: { error: "installation_token_failed" } });
-    expect(await deliver(pushPayload(repository), { deliveryId })).toMatchObject({ status: 200, body: { updated: [number], failed: [] } });
+    expect(await deliver(pushPayload(repository), { deliveryId })).toEqual({ status: 202, body: queued(repository) });
+    expect(await jobsEnded(repository)).toEqual([expect.objectContaining({ msg: "push job failed", error: "installation_token_failed", deliveries: [deliveryId], updated: [] })]);
+    expect(await deliver(pushPayload(repository), { deliveryId })).toEqual({ status: 202, body: queued(repository) });
+    expect((await jobsEnded(repository, 2))[1]).toMatchObject({ msg: "push handled", updated: [number], failed: [] });
   });
 
-  it("answers 502 installation_token_failed for an installation that is gone", async () => {
+  it("ends the job with installation_token_failed for an installation that is gone", async () => {
     const { repository } = freshRepo();
-    expect(await deliver(pushPayload(repository, { installation: { id: 999_999_999 } }))).toMatchObject({ status: 502, body: { error: "installation_token_failed" } });
+    expect(await deliver(pushPayload(repository, { installation: { id: 999_999_999 } }))).toEqual({ status: 202, body: queued(repository) });
+    expect(await jobsEnded(repository)).toEqual([expect.objectContaining({ error: "installation_token_failed" })]);
     expect(listings()).toHaveLength(0);
   });
 
-  it("answers 500 internal_error when the pull requests cannot be listed", async () => {
+  it("ends the job with internal_error when the pull requests cannot be listed", async () => {
     const { repository } = freshRepo();
     t.fx.sim.faults.add({ method: "GET", path: /\/pulls$/, respond: { status: 403, body: { message: "Resource not accessible by integration" } } });
-    expect(await deliver(pushPayload(repository))).toMatchObject({ status: 500, body: { error: "internal_error" } });
+    expect(await deliver(pushPayload(repository))).toEqual({ status: 202, body: queued(repository) });
+    expect(await jobsEnded(repository)).toEqual([expect.objectContaining({ error: "internal_error" })]);
     expect(updates()).toHaveLength(0);
   });
 
@@ -319,9 +370,8 @@ describe("push with AUTO_UPDATE_BRANCHES on", () => {
     const [first, second, third] = [1, 2, 3].map(() => t.fx.sim.git.addPullRequest(repository, { base: "main" })) as [number, number, number];
     t.fx.sim.git.push(repository, "main");
     t.fx.sim.faults.add({ method: "PUT", path: `/repos/${repository}/pulls/${second}/update-branch`, respond: { status: 502, body: { message: "Server Error" } } });
-    const { status, body } = await deliver(pushPayload(repository));
-    expect(status).toBe(200);
-    expect(body).toMatchObject({ updated: [first, third], failed: [{ number: second, status: 502, error: "platform_error" }] });
+    expect(await deliver(pushPayload(repository))).toMatchObject({ status: 202 });
+    expect((await jobsEnded(repository))[0]).toMatchObject({ updated: [first, third], failed: [{ number: second, status: 502, error: "platform_error" }] });
   });
 });
 
@@ -331,7 +381,8 @@ describe("push redelivery", () => {
     const number = t.fx.sim.git.addPullRequest(repository, { base: "main" });
     t.fx.sim.git.push(repository, "main");
     const deliveryId = randomUUID();
-    expect(await deliver(pushPayload(repository), { deliveryId })).toMatchObject({ status: 200, body: { updated: [number] } });
+    expect(await deliver(pushPayload(repository), { deliveryId })).toEqual({ status: 202, body: queued(repository) });
+    expect((await jobsEnded(repository))[0]).toMatchObject({ updated: [number] });
     t.fx.sim.git.push(repository, "main");
     expect(await deliver(pushPayload(repository), { deliveryId })).toEqual({
       status: 200,
@@ -340,10 +391,11 @@ describe("push redelivery", () => {
     expect(mints()).toHaveLength(1);
     expect(updates()).toHaveLength(1);
     // A new delivery for the same push is acted on.
-    expect(await deliver(pushPayload(repository))).toMatchObject({ status: 200, body: { updated: [number] } });
+    expect(await deliver(pushPayload(repository))).toEqual({ status: 202, body: queued(repository) });
+    expect((await jobsEnded(repository, 2))[1]).toMatchObject({ updated: [number] });
   });
 
-  it("acts once across broker instances sharing LEGACY_QUOTA_KV (Redis)", async () => {
+  it("acts once across in-process brokers sharing LEGACY_QUOTA_KV (Redis), one after the other", async () => {
     t.broker.env.LEGACY_QUOTA_KV = "redis://127.0.0.1:6379";
     const other = await startBroker({ ...t.broker.env });
     extraBrokers.push(other);
@@ -351,7 +403,8 @@ describe("push redelivery", () => {
     const number = t.fx.sim.git.addPullRequest(repository, { base: "main" });
     t.fx.sim.git.push(repository, "main");
     const deliveryId = randomUUID();
-    expect(await deliver(pushPayload(repository), { deliveryId })).toMatchObject({ status: 200, body: { updated: [number] } });
+    expect(await deliver(pushPayload(repository), { deliveryId })).toEqual({ status: 202, body: queued(repository) });
+    expect((await jobsEnded(repository))[0]).toMatchObject({ updated: [number] });
     expect(await deliver(pushPayload(repository), { deliveryId, url: other.url })).toMatchObject({ status: 200, body: { skipped: "duplicate_delivery", duplicate: true } });
     expect(updates()).toHaveLength(1);
   });
@@ -362,8 +415,104 @@ describe("push redelivery", () => {
     t.fx.sim.git.push(repository, "main");
     const deliveryId = randomUUID();
     const answers = await Promise.all([deliver(pushPayload(repository), { deliveryId }), deliver(pushPayload(repository), { deliveryId })]);
-    expect(answers.map((a) => a.status)).toEqual([200, 200]);
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 202]);
     expect(answers.filter((a) => a.body?.duplicate === true)).toHaveLength(1);
+    await jobsEnded(repository);
     expect(updates()).toHaveLength(1);
+  });
+});
+
+describe("push queue unavailable", () => {
+  it.each([
+    ["not a Redis URL", "memory://"],
+    ["a Redis nobody answers on", "redis://127.0.0.1:1"],
+  ])("answers 500 internal_error when WEBHOOK_QUEUE is %s, and claims nothing", async (_label, url) => {
+    t.broker.env.WEBHOOK_QUEUE = url;
+    const { repository } = freshRepo();
+    const deliveryId = randomUUID();
+    expect(await deliver(pushPayload(repository), { deliveryId })).toEqual({ status: 500, body: { error: "internal_error" } });
+    expect(t.fx.sim.requests).toHaveLength(0);
+    // Back on the in-process queue, the platform's redelivery of the same delivery is acted on.
+    delete t.broker.env.WEBHOOK_QUEUE;
+    expect(await deliver(pushPayload(repository), { deliveryId })).toEqual({ status: 202, body: queued(repository) });
+    await jobsEnded(repository);
+  });
+});
+
+describe("push queue (in process)", () => {
+  it("answers before the work: 60 pull requests at 750 ms per upstream call are answered 202 and then all updated", async () => {
+    const { repository } = freshRepo();
+    const numbers = Array.from({ length: 60 }, () => t.fx.sim.git.addPullRequest(repository, { base: "main" }));
+    t.fx.sim.git.push(repository, "main");
+    t.fx.sim.latencyMs = 750;
+    try {
+      const answer = await deliver(pushPayload(repository));
+      // Answered without a single upstream call: the work is the queue's.
+      expect(answer).toEqual({ status: 202, body: queued(repository) });
+      expect(t.fx.sim.requests.filter((r) => r.path.includes("/pulls"))).toHaveLength(0);
+      t.fx.sim.latencyMs = 20;
+      const [audit] = await jobsEnded(repository);
+      expect(audit!.updated).toEqual(numbers);
+      expect(t.fx.sim.git.updateBranchCalls.filter((c) => c.repository === repository && c.status === 202)).toHaveLength(60);
+    } finally {
+      t.fx.sim.latencyMs = 0;
+    }
+  });
+
+  it("coalesces pushes to one (repository, branch) while a job is pending: one listing, each pull request updated once", async () => {
+    const { repository } = freshRepo();
+    const numbers = [1, 2, 3].map(() => t.fx.sim.git.addPullRequest(repository, { base: "main" }));
+    t.fx.sim.git.push(repository, "main");
+    // The first job's listing hangs a while, so the next pushes find a job running and then one pending.
+    t.fx.sim.latencyMs = 300;
+    const first = randomUUID();
+    expect(await deliver(pushPayload(repository), { deliveryId: first })).toMatchObject({ status: 202 });
+    const joined = [randomUUID(), randomUUID(), randomUUID()];
+    for (const deliveryId of joined) expect(await deliver(pushPayload(repository), { deliveryId })).toMatchObject({ status: 202 });
+    t.fx.sim.latencyMs = 0;
+    const audits = await jobsEnded(repository, 2);
+    await new Promise((resolve) => setTimeout(resolve, 200)); // a third job, if any, would have ended by now
+    const all = auditLines().filter((a) => a.repository === repository);
+    expect(all).toHaveLength(2);
+    expect(audits[0]!.deliveries).toEqual([first]);
+    expect(audits[1]!.deliveries).toEqual(joined);
+    expect(listings()).toHaveLength(2);
+    // Each job updated each pull request at most once.
+    for (const audit of all) expect([...audit.updated, ...audit.failed.map((f) => f.number)].sort((a, b) => a - b)).toEqual(numbers);
+  });
+});
+
+describe("workflows permission", () => {
+  /** An installation of its own (with or without `workflows: write`), a pull request, and a base push touching a workflow. */
+  function workflowPush(workflows: boolean) {
+    const account = `wf-org-${workflows ? "with" : "without"}-${++repoCounter}`;
+    const id = t.fx.sim.addInstallation({
+      appId: t.fx.app.id,
+      account,
+      permissions: { ...INSTALLED_PERMISSIONS, ...(workflows ? { workflows: "write" } : {}) },
+      repositories: "all",
+    });
+    const repository = `${account}/app`;
+    t.fx.sim.repository(account, "app");
+    t.fx.sim.git.createBranch(repository, "main");
+    const number = t.fx.sim.git.addPullRequest(repository, { base: "main" });
+    t.fx.sim.git.push(repository, "main", { files: { ".github/workflows/ci.yml": "on: push\njobs: {}\n" } });
+    return { id, repository, number, payload: pushPayload(repository, { installation: { id } }) };
+  }
+
+  it("asks for workflows: write when the installation holds it, so a base that changed a workflow can be merged", async () => {
+    const { repository, number, payload } = workflowPush(true);
+    expect(await deliver(payload)).toMatchObject({ status: 202 });
+    expect((await jobsEnded(repository))[0]).toMatchObject({ updated: [number], failed: [] });
+    expect(mints().at(-1)!.body).toEqual({ repositories: ["app"], permissions: { contents: "write", pull_requests: "write", workflows: "write" } });
+  });
+
+  it("does not ask for it when the installation lacks it; the platform then refuses that merge (403, forbidden)", async () => {
+    const { repository, number, payload } = workflowPush(false);
+    expect(await deliver(payload)).toMatchObject({ status: 202 });
+    expect((await jobsEnded(repository))[0]).toMatchObject({ updated: [], failed: [{ number, status: 403, error: "forbidden" }] });
+    expect(mints().at(-1)!.body).toEqual({ repositories: ["app"], permissions: { contents: "write", pull_requests: "write" } });
+    const refusal = updates().at(-1)!.response!.body as { message: string };
+    expect(refusal.message).toBe("refusing to allow a GitHub App to create or update workflow `.github/workflows/ci.yml` without `workflows` permission");
   });
 });

@@ -5,10 +5,9 @@ import type { BrokerContext } from "../context.js";
 import { MIB, parseJsonObject, rawBody } from "../http/json-body.js";
 import { sendJson } from "../http/send-json.js";
 import { requireApp } from "../token/trust.js";
-import { createDeliveryLog, type DeliveryLog } from "../webhook/deliveries.js";
-import { mintForPush } from "../webhook/mint-for-push.js";
+import { createMemoryQueue, type PushQueue } from "../webhook/memory-queue.js";
 import { readPush } from "../webhook/read-push.js";
-import { listingFailed, listOpenPullRequests, updatePullRequests } from "../webhook/update-pull-requests.js";
+import { createRedisQueue } from "../webhook/redis-queue.js";
 import { verifySignature } from "../webhook/verify-signature.js";
 
 /** The platform's cap on a webhook payload (DESIGN.md body limits). */
@@ -17,11 +16,52 @@ export const WEBHOOK_BODY_LIMIT = 25 * MIB;
 /**
  * POST /webhook, top to bottom (DESIGN.md order of checks): secret configured → raw body (413 over
  * the limit) → signature over the raw bytes → JSON → event. Only `push` is acted on, and only when
- * AUTO_UPDATE_BRANCHES is on: open pull requests on the pushed branch are brought up to date.
+ * AUTO_UPDATE_BRANCHES is on: the push is queued (answered 202 at once) and the queue brings the
+ * open pull requests on the pushed branch up to date.
  */
-export function webhookRoute(ctx: BrokerContext): RequestHandler[] {
-  const deliveries = createDeliveryLog({ now: ctx.now });
-  return [requireWebhookSecret(ctx), rawBody(WEBHOOK_BODY_LIMIT), verifyDelivery(ctx), handleDelivery(ctx, deliveries)];
+export function webhookRoute(ctx: BrokerContext): { handlers: RequestHandler[]; close(): Promise<void> } {
+  const queues = createPushQueues(ctx);
+  return {
+    handlers: [requireWebhookSecret(ctx), rawBody(WEBHOOK_BODY_LIMIT), verifyDelivery(ctx), handleDelivery(ctx, queues)],
+    close: () => queues.close(),
+  };
+}
+
+/**
+ * The push queue of the current `WEBHOOK_QUEUE` (one per URL; unset: in process). The durable one
+ * is started with the app when the setting is there at start-up, so a restarted instance takes
+ * over the jobs left waiting or running.
+ */
+function createPushQueues(ctx: BrokerContext) {
+  const queues = new Map<string, PushQueue>();
+  const forUrl = (url: string | null): PushQueue => {
+    const key = url ?? "";
+    let queue = queues.get(key);
+    if (!queue) {
+      queue = url === null ? createMemoryQueue(ctx) : createRedisQueue(ctx, url);
+      queues.set(key, queue);
+    }
+    return queue;
+  };
+  try {
+    const atStart = ctx.settings().webhookQueueUrl;
+    if (atStart !== null) forUrl(atStart);
+  } catch (error) {
+    // An unreadable environment is each request's to answer (500); an unusable URL, each push's.
+    ctx.log.error({ problem: error instanceof Error ? error.message.slice(0, 200) : "unusable" }, "webhook queue not started: pushes are answered 500 internal_error until WEBHOOK_QUEUE is usable");
+  }
+  return {
+    get(url: string | null): PushQueue {
+      try {
+        return forUrl(url);
+      } catch (error) {
+        throw new BrokerError("internal_error", { detail: "WEBHOOK_QUEUE unusable", cause: error });
+      }
+    },
+    async close(): Promise<void> {
+      await Promise.all([...queues.values()].map((queue) => queue.close()));
+    },
+  };
 }
 
 function requireWebhookSecret(ctx: BrokerContext): RequestHandler {
@@ -43,13 +83,13 @@ function verifyDelivery(ctx: BrokerContext): RequestHandler {
   };
 }
 
-function handleDelivery(ctx: BrokerContext, deliveries: DeliveryLog): RequestHandler {
+function handleDelivery(ctx: BrokerContext, queues: ReturnType<typeof createPushQueues>): RequestHandler {
   return async (req, res) => {
     const event = req.get("x-github-event")?.trim() ?? "";
     if (!/^[a-z0-9_.-]{1,100}$/i.test(event)) throw new BrokerError("invalid_request", { detail: "no X-GitHub-Event" });
     const deliveryId = req.get("x-github-delivery");
     const requestId = res.locals.requestId as string | undefined;
-    const answer = (body: WebhookIgnoredResponse | WebhookPushResponse) => sendJson(res, 200, body);
+    const answer = (body: WebhookIgnoredResponse | WebhookPushResponse, status = 200) => sendJson(res, status, body);
 
     if (event !== "push") {
       ctx.log.info({ event, delivery: deliveryId, request_id: requestId }, "webhook event ignored");
@@ -59,31 +99,15 @@ function handleDelivery(ctx: BrokerContext, deliveries: DeliveryLog): RequestHan
     if (!settings.autoUpdateBranches) return void answer({ ok: true, event: "push", skipped: "auto_update_disabled" });
     const push = readPush(req.body as Record<string, unknown>);
     if ("skipped" in push) return void answer({ ok: true, event: "push", skipped: push.skipped });
+    requireApp(settings.main);
 
-    const platform = settings.main;
-    const app = requireApp(platform);
     const store = ctx.stores.get(settings.releasesKvUrl, "tokensmith-deliveries");
-    const tracked = deliveries.usable(deliveryId);
-    if (tracked && !(await deliveries.claim(deliveryId, store))) {
+    const queued = await queues.get(settings.webhookQueueUrl).enqueue(push, deliveryId, store);
+    if (queued === "duplicate") {
       ctx.log.info({ event, delivery: deliveryId, repository: push.repository, request_id: requestId }, "redelivery acknowledged, not acted on twice");
       return void answer({ ok: true, event: "push", skipped: "duplicate_delivery", duplicate: true });
     }
-    try {
-      const minted = await mintForPush(ctx, platform, app, push);
-      const upstream = { request: ctx.requestFor(platform), token: minted.token, retry: ctx.retry, log: ctx.log, requestId };
-      const pulls = await listOpenPullRequests(upstream, push).catch((error: unknown) => {
-        throw listingFailed(error);
-      });
-      const outcome = await updatePullRequests(upstream, push, pulls);
-      if (tracked) await deliveries.done(deliveryId, store);
-      ctx.log.info(
-        { audit: "pull_requests_updated", delivery: deliveryId, repository: push.repository, branch: push.branch, installation_id: push.installationId, updated: outcome.updated.length, failed: outcome.failed.length, request_id: requestId },
-        "push handled",
-      );
-      answer({ ok: true, event: "push", repository: push.repository, branch: push.branch, ...outcome });
-    } catch (error) {
-      if (tracked) deliveries.release(deliveryId);
-      throw error;
-    }
+    ctx.log.info({ event, delivery: deliveryId, repository: push.repository, branch: push.branch, request_id: requestId }, "push queued");
+    answer({ ok: true, event: "push", queued: true, repository: push.repository, branch: push.branch, delivery: deliveryId ?? null }, 202);
   };
 }

@@ -49,6 +49,11 @@ export function createDeliveryLog(options: { now: () => number; limit?: number }
       while (remembered.size > limit) remembered.delete(remembered.keys().next().value as string);
       if (store) await store.set(key(id), options.now(), DELIVERY_TTL_MS);
     },
+    /** A delivery whose queued work failed before acting: forgotten, so a redelivery tries again. */
+    async forget(id: string, store: KeyValueStore | null): Promise<void> {
+      remembered.delete(id);
+      if (store) await store.set(key(id), options.now(), 1);
+    },
     /** The claimed delivery failed before acting: a redelivery may try again. */
     release(id: string): void {
       inFlight.delete(id);

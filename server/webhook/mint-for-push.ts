@@ -1,6 +1,9 @@
 import { BrokerError } from "../../shared/broker-error.js";
+import type { Permissions } from "../../shared/token-permissions.js";
 import type { AppCredentials } from "../app-credentials.js";
 import type { BrokerContext } from "../context.js";
+import { findInstallation } from "../github/find-installation.js";
+import { intersectPermissions } from "../github/intersect-permissions.js";
 import { mintInstallationToken, type MintedToken } from "../github/mint-installation-token.js";
 import type { PlatformSettings } from "../settings.js";
 import type { BranchPush } from "./read-push.js";
@@ -12,21 +15,42 @@ import type { BranchPush } from "./read-push.js";
 export const PUSH_PERMISSIONS = { contents: "write", pull_requests: "write" } as const;
 
 /**
+ * What the push token asks for, given what the installation holds: PUSH_PERMISSIONS, and
+ * `workflows: write` when the installation holds it — a merge that brings changes of
+ * `.github/workflows/` into a pull request's branch is refused without it. Never more than held.
+ */
+export function pushPermissions(granted: Record<string, string>): Permissions {
+  const wanted: Permissions = { ...PUSH_PERMISSIONS };
+  if (granted.workflows === "write") wanted.workflows = "write";
+  return intersectPermissions(wanted, granted);
+}
+
+/**
  * A fresh token for the pushed repository from the delivery's own installation (`installation.id`
- * of the payload, so no lookup). Any failure is 502 installation_token_failed; a 401 drops the
- * App JWT so the next delivery signs afresh.
+ * of the payload): the installation is read by id (cached like the repository lookup, README
+ * "Caches") to learn whether it holds `workflows: write`, then the mint. Any failure is 502
+ * installation_token_failed; a 401 drops the App JWT so the next job signs afresh.
  */
 export async function mintForPush(ctx: BrokerContext, platform: PlatformSettings, app: AppCredentials, push: BranchPush): Promise<MintedToken> {
+  const cacheKey = ctx.installations.key(platform.apiBase, app.appId, `installation:${push.installationId}`);
   try {
+    const client = ctx.clientFor(platform);
+    const appJwt = await ctx.appJwt.jwtFor(app);
+    let installation = ctx.installations.get(cacheKey);
+    if (!installation) {
+      installation = await findInstallation({ client, appJwt, retry: ctx.retry, installationId: push.installationId, owner: push.owner, repo: push.name });
+      ctx.installations.set(cacheKey, installation);
+    }
     return await mintInstallationToken({
-      client: ctx.clientFor(platform),
-      appJwt: await ctx.appJwt.jwtFor(app),
+      client,
+      appJwt,
       installationId: push.installationId,
       repositoryName: push.name,
-      permissions: { ...PUSH_PERMISSIONS },
+      permissions: pushPermissions(installation.permissions),
       retry: ctx.retry,
     });
   } catch (error) {
+    ctx.installations.drop(cacheKey);
     ctx.appJwt.noteFailure(app, error);
     const detail = error instanceof BrokerError ? error.message : "unexpected failure";
     throw new BrokerError("installation_token_failed", { detail, cause: error });

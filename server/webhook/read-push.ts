@@ -15,15 +15,17 @@ export interface BranchPush {
 export type SkippedPush = "tag_push" | "branch_deleted" | "not_a_branch";
 
 /**
- * The fields of a `push` delivery the broker needs. A deleted branch and a tag are skipped;
+ * The fields of a `push` delivery the broker needs. A tag (created or deleted), a deleted branch
+ * and any other ref (`refs/notes/…`) are skipped;
  * a payload without what every App push delivery carries is 400 invalid_request.
  * https://docs.github.com/webhooks/webhook-events-and-payloads#push
  */
 export function readPush(payload: Record<string, unknown>): BranchPush | { skipped: SkippedPush } {
   const ref = own(payload, "ref");
   if (typeof ref !== "string" || ref === "") throw new BrokerError("invalid_request", { detail: "push without ref" });
-  if (own(payload, "deleted") === true) return { skipped: "branch_deleted" };
+  // A tag, created or deleted, is a tag push; only a deleted branch is a branch deletion.
   if (ref.startsWith("refs/tags/")) return { skipped: "tag_push" };
+  if (own(payload, "deleted") === true) return { skipped: "branch_deleted" };
   if (!ref.startsWith("refs/heads/") || ref === "refs/heads/") return { skipped: "not_a_branch" };
 
   const repository = own(payload, "repository");

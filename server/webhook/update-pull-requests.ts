@@ -2,6 +2,7 @@ import pLimit from "p-limit";
 import { BrokerError } from "../../shared/broker-error.js";
 import type { Logger } from "../log.js";
 import { statusOf, withRetry, type OctokitRequest, type RetryPolicy } from "../github/platform-request.js";
+import type { Pacer } from "./pacer.js";
 import type { BranchPush } from "./read-push.js";
 
 /** Update-branch calls in flight at once: GitHub asks for care with concurrent writes (secondary limits). */
@@ -59,36 +60,84 @@ export async function listOpenPullRequests(platform: Platform, push: BranchPush)
   return found;
 }
 
+/** One pull request's answer: updated, or failed with a stable word. */
+export type UpdateResult = { updated: true } | { updated: false; status: number; error: string };
+
+export interface UpdatePacing {
+  pacer: Pacer;
+  perMinute: number;
+  installationId: number;
+  now: () => number;
+  /** Called with each pull request's answer as soon as it is known (the job's progress). */
+  record?: (number: number, result: UpdateResult) => Promise<void>;
+  /** True once the process is stopping: no further update is started. */
+  stopped?: () => boolean;
+}
+
+/** Tries of one update-branch call that a rate limit refused (the platform said nothing was done). */
+const RATE_LIMIT_TRIES = 4;
+/** A rate limit that asks for a longer wait than this fails the pull request (`rate_limited`). */
+const MAX_PAUSE_MS = 15 * 60_000;
+
 /**
  * `PUT …/pulls/{n}/update-branch` with the head we saw, so a pull request pushed to in between is
- * left alone (422) rather than merged blindly. Bounded concurrency; one failure never stops the
- * others. Not retried: a repeated update is not a no-op, and a redelivery can try again.
+ * left alone (422) rather than merged blindly. Each call waits for its installation's slot (the
+ * pacer); a rate limit's `retry-after` (or `x-ratelimit-reset`) pauses the installation and the call
+ * is tried again, since the platform did nothing. Any other failure is not retried: a repeated
+ * update is not a no-op. Bounded concurrency; one failure never stops the others.
  * https://docs.github.com/rest/pulls/pulls#update-a-pull-request-branch
  */
-export async function updatePullRequests(platform: Platform, push: BranchPush, pulls: OpenPullRequest[]): Promise<UpdateOutcome> {
+export async function updatePullRequests(platform: Platform, push: BranchPush, pulls: OpenPullRequest[], pacing: UpdatePacing): Promise<UpdateOutcome & { unfinished: number[] }> {
   const limit = pLimit(UPDATE_CONCURRENCY);
-  const outcome: UpdateOutcome = { updated: [], failed: [] };
+  const outcome: UpdateOutcome & { unfinished: number[] } = { updated: [], failed: [], unfinished: [] };
+  const updateOne = async (pull: OpenPullRequest): Promise<UpdateResult | "stopped"> => {
+    let notBefore = 0;
+    for (let attempt = 1; ; attempt += 1) {
+      await pacing.pacer.wait(pacing.installationId, pacing.perMinute, notBefore);
+      if (pacing.stopped?.()) return "stopped";
+      try {
+        await platform.request("PUT /repos/{owner}/{repo}/pulls/{pull_number}/update-branch", {
+          owner: push.owner,
+          repo: push.name,
+          pull_number: pull.number,
+          expected_head_sha: pull.headSha,
+          headers: { authorization: `token ${platform.token}` },
+        });
+        return { updated: true };
+      } catch (error) {
+        const status = statusOf(error) ?? 0;
+        const pause = rateLimitPause(error, pacing.now());
+        const data = (error as { response?: { data?: { message?: unknown } } }).response?.data;
+        platform.log.warn(
+          { repository: push.repository, number: pull.number, status, attempt, pause_ms: pause, platform_message: typeof data?.message === "string" ? data.message.slice(0, 300) : undefined, request_id: platform.requestId },
+          "update-branch failed",
+        );
+        if (pause !== undefined) {
+          if (pause <= MAX_PAUSE_MS && attempt < RATE_LIMIT_TRIES) {
+            notBefore = pacing.now() + pause;
+            continue;
+          }
+          return { updated: false, status, error: "rate_limited" };
+        }
+        return { updated: false, status, error: failureWord(status) };
+      }
+    }
+  };
   await Promise.all(
     pulls.map((pull) =>
       limit(async () => {
-        try {
-          await platform.request("PUT /repos/{owner}/{repo}/pulls/{pull_number}/update-branch", {
-            owner: push.owner,
-            repo: push.name,
-            pull_number: pull.number,
-            expected_head_sha: pull.headSha,
-            headers: { authorization: `token ${platform.token}` },
-          });
-          outcome.updated.push(pull.number);
-        } catch (error) {
-          const status = statusOf(error) ?? 0;
-          const data = (error as { response?: { data?: { message?: unknown } } }).response?.data;
-          platform.log.warn(
-            { repository: push.repository, number: pull.number, status, platform_message: typeof data?.message === "string" ? data.message.slice(0, 300) : undefined, request_id: platform.requestId },
-            "update-branch failed",
-          );
-          outcome.failed.push({ number: pull.number, status, error: isRateLimit(error) ? "rate_limited" : failureWord(status) });
+        if (pacing.stopped?.()) {
+          outcome.unfinished.push(pull.number);
+          return;
         }
+        const result = await updateOne(pull);
+        if (result === "stopped") {
+          outcome.unfinished.push(pull.number);
+          return;
+        }
+        await pacing.record?.(pull.number, result);
+        if (result.updated) outcome.updated.push(pull.number);
+        else outcome.failed.push({ number: pull.number, status: result.status, error: result.error });
       }),
     ),
   );
@@ -108,10 +157,20 @@ export function failureWord(status: number): string {
   return "update_failed";
 }
 
-/** A 403 or 429 that says it is a rate limit (primary or secondary), not a refusal. */
-function isRateLimit(error: unknown): boolean {
+/**
+ * A 403 or 429 that says it is a rate limit (secondary: `retry-after` seconds; primary:
+ * `x-ratelimit-remaining: 0` until `x-ratelimit-reset`): how long to pause, in ms. Undefined
+ * for anything else (a refusal).
+ */
+export function rateLimitPause(error: unknown, now: number): number | undefined {
+  const status = statusOf(error);
+  if (status !== 403 && status !== 429) return undefined;
   const headers = (error as { response?: { headers?: Record<string, string | undefined> } }).response?.headers ?? {};
-  return headers["retry-after"] !== undefined || headers["x-ratelimit-remaining"] === "0";
+  const retryAfter = Number(headers["retry-after"]);
+  if (headers["retry-after"] !== undefined && Number.isFinite(retryAfter) && retryAfter >= 0) return retryAfter * 1000;
+  const reset = Number(headers["x-ratelimit-reset"]);
+  if (headers["x-ratelimit-remaining"] === "0") return Number.isFinite(reset) ? Math.max(0, reset * 1000 - now) : 60_000;
+  return undefined;
 }
 
 /** A listing that failed after its retries: the delivery is not acted on (a redelivery may be). */

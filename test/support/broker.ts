@@ -32,7 +32,7 @@ export const TEST_TIMING: Partial<Timing> = { jwksCooldownMs: 0, snapshotRetryMs
 
 export async function startBroker(
   env: Record<string, string | undefined>,
-  options: { timing?: Partial<Timing>; now?: () => number; retry?: BrokerDeps["retry"] } = {},
+  options: { timing?: Partial<Timing>; now?: () => number; retry?: BrokerDeps["retry"]; sleep?: BrokerDeps["sleep"] } = {},
 ): Promise<TestBroker> {
   const logs: string[] = [];
   const destination = new Writable({
@@ -47,6 +47,7 @@ export async function startBroker(
     logger: createLogger({ level: "debug", destination }),
     timing: { ...TEST_TIMING, ...options.timing },
     now: options.now,
+    sleep: options.sleep,
     retry: options.retry ?? { attempts: 3, baseDelayMs: 10, maxWaitMs: 2000 },
   });
   const server: Server = await new Promise((resolve) => {

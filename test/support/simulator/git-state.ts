@@ -42,6 +42,11 @@ export interface UpdateBranchCall {
   number: number;
   expectedHeadSha: string | undefined;
   status: number;
+  /** The simulator's clock when it answered (sim.now()). */
+  at: number;
+  installationId: number;
+  /** Refused by the content-creation secondary limit. */
+  rateLimited?: boolean;
 }
 
 export interface GitApi {
@@ -64,6 +69,11 @@ export interface GitApi {
   readonly mutationCommits: readonly CommitState[];
   /** Every update-branch call that reached a pull request, with its answer. */
   readonly updateBranchCalls: readonly UpdateBranchCall[];
+  /**
+   * Successful update-branch calls an installation may make in any 60 s of the simulator's clock
+   * before a 403 secondary limit (`retry-after: 60`). GitHub's content-creation limit: 80.
+   */
+  contentCreationPerMinute: number;
 }
 
 export const MERGE_CONFLICT = "merge conflict between base and head";
@@ -76,6 +86,7 @@ export class GitStore {
   readonly pulls = new Map<string, Map<number, PullRequestState>>();
   readonly mutationCommits: CommitState[] = [];
   readonly updateBranchCalls: UpdateBranchCall[] = [];
+  contentCreationPerMinute = 80;
   private counter = 0;
 
   constructor(private readonly now: () => number) {}
@@ -211,6 +222,12 @@ export function registerGit(sim: Simulator): GitApi {
     },
     get updateBranchCalls() {
       return store.updateBranchCalls;
+    },
+    get contentCreationPerMinute() {
+      return store.contentCreationPerMinute;
+    },
+    set contentCreationPerMinute(limit: number) {
+      store.contentCreationPerMinute = limit;
     },
   };
 }

@@ -2,7 +2,7 @@
 // update-branch, with GitHub's status codes and messages.
 // https://docs.github.com/rest/pulls/pulls#list-pull-requests
 // https://docs.github.com/rest/pulls/pulls#update-a-pull-request-branch
-import { DOCS_ROOT, githubError } from "./router.js";
+import { DOCS_ROOT, githubError, SimulatorHttpError } from "./router.js";
 import { isoSeconds, repositoryJson } from "./github-state.js";
 import { linkHeader, paginate } from "./pagination.js";
 import { simpleUserJson } from "./rest-shapes.js";
@@ -13,10 +13,15 @@ const DOC_LIST = `${DOCS_ROOT}/pulls/pulls#list-pull-requests`;
 const DOC_UPDATE = `${DOCS_ROOT}/pulls/pulls#update-a-pull-request-branch`;
 const NOT_ACCESSIBLE = "Resource not accessible by integration";
 const LEVELS: Record<string, number> = { read: 1, write: 2 };
+const DOC_SECONDARY = `${DOCS_ROOT}/using-the-rest-api/rate-limits-for-the-rest-api#about-secondary-rate-limits`;
+const SECONDARY_LIMIT = "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID 0400:3C2B:1A2B3C:4D5E6F:65A0B1C2.";
+/** The `.github/workflows/` files that differ between two trees. */
+const changedWorkflows = (before: ReadonlyMap<string, string>, after: ReadonlyMap<string, string>): string[] =>
+  [...new Set([...before.keys(), ...after.keys()])].filter((path) => path.startsWith(".github/workflows/") && before.get(path) !== after.get(path)).sort();
 
 export function registerPullRoutes(sim: Simulator, store: GitStore): void {
   /** The token must reach the repository (else 404, as GitHub hides it) and hold the permission. */
-  const authorise = (ctx: RouteContext, level: "read" | "write", doc: string): string => {
+  const authorise = (ctx: RouteContext, level: "read" | "write", doc: string) => {
     const { issued, installation } = sim.requireInstallation(ctx);
     const { owner = "", repo = "" } = ctx.params;
     const covered = owner.toLowerCase() === installation.account.toLowerCase()
@@ -24,7 +29,7 @@ export function registerPullRoutes(sim: Simulator, store: GitStore): void {
     if (!covered) throw githubError(404, "Not Found", doc);
     const held = LEVELS[issued.permissions.pull_requests ?? ""] ?? 0;
     if (held < LEVELS[level]!) throw githubError(403, NOT_ACCESSIBLE, doc);
-    return sim.repository(owner, repo).fullName;
+    return { repository: sim.repository(owner, repo).fullName, installationId: installation.id, workflows: issued.permissions.workflows ?? "" };
   };
 
   const pullJson = (pull: PullRequestState): Record<string, unknown> => {
@@ -87,7 +92,7 @@ export function registerPullRoutes(sim: Simulator, store: GitStore): void {
   };
 
   sim.route("GET", "/repos/:owner/:repo/pulls", (ctx) => {
-    const repository = authorise(ctx, "read", DOC_LIST);
+    const { repository } = authorise(ctx, "read", DOC_LIST);
     const state = ctx.query.state ?? "open";
     if (!["open", "closed", "all"].includes(state)) {
       throw githubError(422, "Validation Failed", DOC_LIST);
@@ -104,23 +109,38 @@ export function registerPullRoutes(sim: Simulator, store: GitStore): void {
   });
 
   sim.route("PUT", "/repos/:owner/:repo/pulls/:number/update-branch", (ctx) => {
-    const repository = authorise(ctx, "write", DOC_UPDATE);
+    const { repository, installationId, workflows: workflowsLevel } = authorise(ctx, "write", DOC_UPDATE);
     const pull = store.pullsOf(repository).get(Number(ctx.params.number));
     if (!pull) throw githubError(404, "Not Found", DOC_UPDATE);
     const body = (ctx.body ?? {}) as { expected_head_sha?: unknown };
     const expected = typeof body.expected_head_sha === "string" ? body.expected_head_sha : undefined;
     const answer = (status: number, message: string) => {
-      store.updateBranchCalls.push({ repository, number: pull.number, expectedHeadSha: expected, status });
+      store.updateBranchCalls.push({ repository, number: pull.number, expectedHeadSha: expected, status, at: sim.now(), installationId });
       if (status !== 202) throw githubError(status, message, DOC_UPDATE);
       return { status, body: { message, url: `https://github.com/${repository}/pull/${pull.number}` } };
     };
+    // Content creation (update-branch merges) per installation: GitHub's secondary limit, 80 a
+    // minute; past it, 403 with retry-after, and nothing is done.
+    const since = sim.now() - 60_000;
+    const recent = store.updateBranchCalls.filter((c) => c.installationId === installationId && c.status === 202 && c.at > since).length;
+    if (recent >= store.contentCreationPerMinute) {
+      store.updateBranchCalls.push({ repository, number: pull.number, expectedHeadSha: expected, status: 403, at: sim.now(), installationId, rateLimited: true });
+      throw new SimulatorHttpError(403, { message: SECONDARY_LIMIT, documentation_url: DOC_SECONDARY, status: "403" }, { "retry-after": "60" });
+    }
     if (expected !== undefined && expected !== pull.headSha) return answer(422, "expected head sha didn't match current head ref.");
     if (pull.state !== "open") return answer(422, "Pull request is not open.");
     if (pull.updateBranchFailure) return answer(422, pull.updateBranchFailure);
     const baseHead = store.head(repository, pull.base);
     if (!baseHead || baseHead === pull.mergedBaseSha) return answer(422, "There are no new commits on the base branch.");
-    // GitHub merges asynchronously; the simulator merges at once (a merge commit on the head).
+    // The merge would write the base's workflow changes into the head branch: an App needs
+    // `workflows: write` for that.
     const base = store.commits.get(baseHead)!;
+    const merged0 = store.commits.get(pull.mergedBaseSha);
+    const workflows = changedWorkflows(merged0?.files ?? new Map(), base.files);
+    if (workflows.length > 0 && workflowsLevel !== "write") {
+      return answer(403, `refusing to allow a GitHub App to create or update workflow \`${workflows[0]}\` without \`workflows\` permission`);
+    }
+    // GitHub merges asynchronously; the simulator merges at once (a merge commit on the head).
     const merged = store.advance(repository, pull.head, new Map(base.files), { headline: `Merge branch '${pull.base}' into ${pull.head}` }, { name: "GitHub", email: "noreply@github.com" }, true, [baseHead]);
     pull.headSha = merged.oid;
     pull.mergedBaseSha = baseHead;

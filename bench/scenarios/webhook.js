@@ -1,0 +1,117 @@
+// Scenario `webhook`: POST /webhook with auto-update on, one repository with 500 open pull
+// requests, each upstream request delayed 100 ms by the simulator. The built broker runs as a
+// process of its own (its log read for the jobs' audit lines); 20 push deliveries are sent one
+// after another. Targets (issue 13): every delivery answered in < 1 s (p99 of 20); every pull
+// request updated exactly once by the first job; the later deliveries coalesced into one job.
+// Pacing is lifted (UPDATE_BRANCH_PER_MINUTE, and the simulator's content-creation limit) so the
+// drain measures the queue, not the pace: at the default 60 a minute, 500 updates take 500 / 60 min.
+// BENCH_WEBHOOK_QUEUE=redis://127.0.0.1:6379 runs it on the durable queue instead.
+import { spawn } from "node:child_process";
+import { createHmac, randomUUID } from "node:crypto";
+import { fileURLToPath } from "node:url";
+import { createSimulator } from "../../build/test/support/simulator/index.js";
+import { percentile } from "../support.js";
+
+const PULLS = 500;
+const LATENCY_MS = 100;
+const DELIVERIES = 20;
+const SECRET = "bench-webhook-secret";
+const here = (path) => fileURLToPath(new URL(path, import.meta.url));
+
+export const description = `POST /webhook, ${PULLS} open pull requests at ${LATENCY_MS} ms per upstream request, ${DELIVERIES} deliveries`;
+
+function startBroker(env) {
+  const child = spawn(process.execPath, [here("../../build/server/main.js")], {
+    env: { PATH: process.env.PATH, PORT: "0", ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const audits = [];
+  let buffered = "";
+  const listening = new Promise((resolve, reject) => {
+    child.once("exit", (code) => reject(new Error(`broker exited with ${code}`)));
+    child.stdout.on("data", (chunk) => {
+      buffered += chunk.toString();
+      const lines = buffered.split("\n");
+      buffered = lines.pop();
+      for (const line of lines) {
+        let entry;
+        try {
+          entry = JSON.parse(line);
+        } catch {
+          continue;
+        }
+        if (entry.msg === "tokensmith broker listening") resolve(`http://127.0.0.1:${entry.port}`);
+        if (entry.audit === "pull_requests_updated") audits.push({ ...entry, at: performance.now() });
+      }
+    });
+  });
+  return { child, audits, listening };
+}
+
+export async function run() {
+  const sim = await createSimulator();
+  const app = sim.createApp();
+  const account = "bench-hooks";
+  const installationId = sim.addInstallation({ appId: app.id, account, permissions: { contents: "write", pull_requests: "write", metadata: "read" }, repositories: "all" });
+  const repository = `${account}/app`;
+  sim.repository(account, "app");
+  sim.git.createBranch(repository, "main");
+  for (let i = 0; i < PULLS; i += 1) sim.git.addPullRequest(repository, { base: "main" });
+  sim.git.push(repository, "main");
+  sim.git.contentCreationPerMinute = Number.POSITIVE_INFINITY;
+  sim.latencyMs = LATENCY_MS;
+
+  const queue = process.env.BENCH_WEBHOOK_QUEUE ? `${process.env.BENCH_WEBHOOK_QUEUE}?prefix=bench-${randomUUID()}` : undefined;
+  const broker = startBroker({
+    HOST_APP_ID: String(app.id),
+    HOST_APP_PRIVATE_KEY: app.privateKeyPem,
+    HOST_API_BASE: sim.apiBase,
+    HOST_WEBHOOK_SECRET: SECRET,
+    AUTO_UPDATE_BRANCHES: "on",
+    UPDATE_BRANCH_PER_MINUTE: "1000000",
+    ...(queue ? { WEBHOOK_QUEUE: queue } : {}),
+  });
+  try {
+    const url = await broker.listening;
+    const raw = JSON.stringify({ ref: "refs/heads/main", deleted: false, repository: { full_name: repository }, installation: { id: installationId } });
+    const signature = `sha256=${createHmac("sha256", SECRET).update(raw).digest("hex")}`;
+    const answers = [];
+    const started = performance.now();
+    for (let i = 0; i < DELIVERIES; i += 1) {
+      const sent = performance.now();
+      const response = await fetch(`${url}/webhook`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": randomUUID(), "x-hub-signature-256": signature },
+        body: raw,
+      });
+      await response.text();
+      if (response.status !== 202) throw new Error(`delivery answered ${response.status}`);
+      answers.push(performance.now() - sent);
+    }
+    // Drained: every delivery is in an ended job's audit line.
+    const deadline = performance.now() + 10 * 60_000;
+    while (broker.audits.flatMap((a) => a.deliveries).length < DELIVERIES) {
+      if (performance.now() > deadline) throw new Error("the queue did not drain within 10 minutes");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const drainedMs = Math.max(...broker.audits.map((a) => a.at)) - started;
+    const first = broker.audits[0];
+    const successes = new Map();
+    for (const call of sim.git.updateBranchCalls) if (call.status === 202) successes.set(call.number, (successes.get(call.number) ?? 0) + 1);
+    const exactlyOnce = successes.size === PULLS && [...successes.values()].every((n) => n === 1);
+    const p99 = percentile(answers, 99);
+    const count = (pattern) => sim.requests.filter((r) => pattern.test(`${r.method} ${r.path}`)).length;
+    return [
+      { metric: `answer: p99 of ${DELIVERIES} deliveries`, value: `${p99.toFixed(1)} ms`, target: "< 1000 ms", ok: p99 < 1000 },
+      { metric: `answer: median`, value: `${percentile(answers, 50).toFixed(1)} ms`, target: "", ok: null },
+      { metric: "pull requests updated by the first job, each once", value: `${first.updated.length} (${exactlyOnce ? "each once" : "NOT each once"})`, target: `${PULLS}, each once`, ok: first.updated.length === PULLS && exactlyOnce },
+      { metric: "jobs run for the deliveries (coalesced)", value: String(broker.audits.length), target: "≤ 2", ok: broker.audits.length <= 2 },
+      { metric: "time to drain (first delivery → last audit line)", value: `${(drainedMs / 1000).toFixed(1)} s`, target: "", ok: null },
+      { metric: "upstream: installation + mints + listings + update-branch", value: `${count(/^GET \/app\/installations\/\d+$/)} + ${count(/access_tokens$/)} + ${count(/^GET .*\/pulls$/)} + ${count(/update-branch$/)}`, target: "", ok: null },
+      { metric: "queue", value: queue ? "Redis (WEBHOOK_QUEUE)" : "in process", target: "", ok: null },
+    ];
+  } finally {
+    broker.child.kill("SIGKILL");
+    await sim.close();
+  }
+}

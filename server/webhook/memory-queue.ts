@@ -1,0 +1,93 @@
+import { randomUUID } from "node:crypto";
+import type { BrokerContext } from "../context.js";
+import type { KeyValueStore } from "../kv/key-value-store.js";
+import { createDeliveryLog } from "./deliveries.js";
+import { createPacer, memoryPaceStore } from "./pacer.js";
+import { memoryProgress, runPushJob, type PushJob } from "./push-job.js";
+import type { BranchPush } from "./read-push.js";
+
+/** What the route needs of a push queue, in process or in Redis. */
+export interface PushQueue {
+  /**
+   * Claims the delivery id (false: already claimed, within the hour, by this or — for the Redis
+   * queue — any instance) and queues the push, joining the pending job of its (repository, branch)
+   * when there is one. Throws when the queue cannot take it (the claim is then released).
+   */
+  enqueue(push: BranchPush, deliveryId: string | undefined, store: KeyValueStore | null): Promise<"queued" | "duplicate">;
+  /** Stops taking jobs, lets running ones stop at the next pull request, closes connections. */
+  close(): Promise<void>;
+}
+
+/** Jobs run at once (each on its own (repository, branch)); pacing is per installation anyway. */
+export const JOB_CONCURRENCY = 4;
+
+/** Lower-cased repository (names are case-insensitive on the platform) and the branch as pushed. */
+export function coalesceKey(push: BranchPush): string {
+  return `${push.repository.toLowerCase()}\n${push.branch}`;
+}
+
+/**
+ * The in-process queue (no `WEBHOOK_QUEUE`): FIFO, one pending job per (repository, branch) — a push
+ * arriving while one is pending joins it; one running job per (repository, branch) at a time.
+ * Pending and unfinished work is lost when the process stops (logged).
+ */
+export function createMemoryQueue(ctx: BrokerContext): PushQueue {
+  const deliveries = createDeliveryLog({ now: ctx.now });
+  const pacer = createPacer({ store: memoryPaceStore(), now: ctx.now, sleep: ctx.sleep });
+  const pending = new Map<string, PushJob>();
+  const waiting: Array<{ key: string; job: PushJob; store: KeyValueStore | null }> = [];
+  const runningKeys = new Set<string>();
+  const running = new Set<Promise<void>>();
+  let stopping = false;
+
+  const pump = () => {
+    while (!stopping && running.size < JOB_CONCURRENCY) {
+      const index = waiting.findIndex((entry) => !runningKeys.has(entry.key));
+      if (index < 0) return;
+      const [{ key, job, store }] = waiting.splice(index, 1) as [{ key: string; job: PushJob; store: KeyValueStore | null }];
+      pending.delete(key);
+      runningKeys.add(key);
+      const run = runPushJob(ctx, { pacer, stopped: () => stopping }, job, memoryProgress())
+        .then(async (end) => {
+          // Nothing was done: a redelivery of any of its deliveries may try again.
+          if (end.end === "failed") for (const id of job.deliveries) if (deliveries.usable(id)) await deliveries.forget(id, store);
+          if (end.end === "interrupted") ctx.log.warn({ job: job.id, repository: job.push.repository, branch: job.push.branch, deliveries: job.deliveries, remaining: end.remaining }, "push job stopped at shutdown: its remaining pull requests are not updated");
+        })
+        .catch((error: unknown) => ctx.log.error({ job: job.id, err: String(error) }, "push job crashed"))
+        .finally(() => {
+          runningKeys.delete(key);
+          running.delete(run);
+          pump();
+        });
+      running.add(run);
+    }
+  };
+
+  return {
+    async enqueue(push, deliveryId, store) {
+      const tracked = deliveries.usable(deliveryId);
+      if (tracked && !(await deliveries.claim(deliveryId, store))) return "duplicate";
+      const key = coalesceKey(push);
+      const joined = pending.get(key);
+      if (joined) {
+        if (deliveryId !== undefined) joined.deliveries.push(deliveryId);
+      } else {
+        const job: PushJob = { id: randomUUID(), push, deliveries: deliveryId === undefined ? [] : [deliveryId] };
+        pending.set(key, job);
+        waiting.push({ key, job, store });
+      }
+      if (tracked) await deliveries.done(deliveryId, store);
+      pump();
+      return "queued";
+    },
+    async close() {
+      stopping = true;
+      if (waiting.length > 0) {
+        ctx.log.warn({ jobs: waiting.map(({ job }) => ({ job: job.id, repository: job.push.repository, branch: job.push.branch, deliveries: job.deliveries })) }, "pending push jobs dropped at shutdown (in-process queue)");
+        waiting.length = 0;
+        pending.clear();
+      }
+      await Promise.all([...running]);
+    },
+  };
+}

@@ -1,0 +1,88 @@
+import { BrokerError } from "../../shared/broker-error.js";
+import type { BrokerContext } from "../context.js";
+import { requireApp } from "../token/trust.js";
+import { mintForPush } from "./mint-for-push.js";
+import type { Pacer } from "./pacer.js";
+import type { BranchPush } from "./read-push.js";
+import { listingFailed, listOpenPullRequests, updatePullRequests, type OpenPullRequest, type UpdateResult } from "./update-pull-requests.js";
+
+/** One unit of queued work: bring the open pull requests on one (repository, branch) up to date. */
+export interface PushJob {
+  id: string;
+  push: BranchPush;
+  /** Every `X-GitHub-Delivery` that joined this job. */
+  deliveries: string[];
+}
+
+/**
+ * What a job has done so far, kept where the job lives (Redis for the durable queue) so a job
+ * taken over after its instance died carries on instead of starting again: the listing (with the
+ * heads it saw, which every update is conditioned on) and each pull request's answer.
+ */
+export interface JobProgress {
+  listing(): Promise<OpenPullRequest[] | undefined>;
+  saveListing(pulls: OpenPullRequest[]): Promise<void>;
+  results(): Promise<Map<number, UpdateResult>>;
+  record(number: number, result: UpdateResult): Promise<void>;
+}
+
+export type JobEnd = { end: "done" } | { end: "failed"; error: string } | { end: "interrupted"; remaining: number };
+
+/** Progress in this process's memory (the in-process queue: nothing to take over). */
+export function memoryProgress(): JobProgress {
+  let pulls: OpenPullRequest[] | undefined;
+  const results = new Map<number, UpdateResult>();
+  return {
+    listing: async () => pulls,
+    saveListing: async (found) => {
+      pulls = found;
+    },
+    results: async () => new Map(results),
+    record: async (number, result) => {
+      results.set(number, result);
+    },
+  };
+}
+
+/**
+ * Runs one job: a fresh token for the repository, the open pull requests on the branch (listed once
+ * per job, so a push that joined the job before it started is covered), then update-branch on
+ * each one not yet answered, paced per installation. Ends in one audit line
+ * (`pull_requests_updated`) unless stopped part-way (the rest is someone else's to finish).
+ * A failure before any update (no App, no token, no listing) ends the job with its error code.
+ */
+export async function runPushJob(ctx: BrokerContext, deps: { pacer: Pacer; stopped?: () => boolean }, job: PushJob, progress: JobProgress): Promise<JobEnd> {
+  const { push } = job;
+  const audit = { audit: "pull_requests_updated", job: job.id, repository: push.repository, branch: push.branch, installation_id: push.installationId, deliveries: job.deliveries };
+  try {
+    const settings = ctx.settings();
+    const platform = settings.main;
+    const app = requireApp(platform);
+    const minted = await mintForPush(ctx, platform, app, push);
+    const upstream = { request: ctx.requestFor(platform), token: minted.token, retry: ctx.retry, log: ctx.log, requestId: job.id };
+    let pulls = await progress.listing();
+    if (pulls === undefined) {
+      pulls = await listOpenPullRequests(upstream, push).catch((error: unknown) => {
+        throw listingFailed(error);
+      });
+      await progress.saveListing(pulls);
+    }
+    const answered = await progress.results();
+    const todo = pulls.filter((pull) => !answered.has(pull.number));
+    const pacing = { pacer: deps.pacer, perMinute: settings.updateBranchPerMinute, installationId: push.installationId, now: ctx.now, record: progress.record, stopped: deps.stopped };
+    const outcome = await updatePullRequests(upstream, push, todo, pacing);
+    if (outcome.unfinished.length > 0) return { end: "interrupted", remaining: outcome.unfinished.length };
+
+    const all = await progress.results();
+    const updated = [...all].filter(([, r]) => r.updated).map(([n]) => n).sort((a, b) => a - b);
+    const failed = [...all]
+      .flatMap(([number, r]) => (r.updated ? [] : [{ number, status: r.status, error: r.error }]))
+      .sort((a, b) => a.number - b.number);
+    ctx.log.info({ ...audit, updated, failed }, "push handled");
+    return { end: "done" };
+  } catch (error) {
+    const code = error instanceof BrokerError ? error.code : "internal_error";
+    ctx.log.error({ ...audit, updated: [], failed: [], error: code, detail: error instanceof Error ? error.message.slice(0, 300) : undefined }, "push job failed");
+    return { end: "failed", error: code };
+  }
+}

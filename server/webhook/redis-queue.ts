@@ -1,0 +1,167 @@
+import { Queue, WaitingError, Worker, type Job } from "bullmq";
+import { Redis } from "ioredis";
+import { BrokerError } from "../../shared/broker-error.js";
+import type { BrokerContext } from "../context.js";
+import { DELIVERY_TTL_MS } from "./deliveries.js";
+import { coalesceKey, JOB_CONCURRENCY, type PushQueue } from "./memory-queue.js";
+import { createPacer, redisPaceStore } from "./pacer.js";
+import { runPushJob, type JobProgress } from "./push-job.js";
+import type { BranchPush } from "./read-push.js";
+import type { OpenPullRequest, UpdateResult } from "./update-pull-requests.js";
+
+const QUEUE_NAME = "push";
+const DEFAULT_PREFIX = "tokensmith";
+/** The lease of a running job: its instance renews it; unrenewed this long, another takes the job over. */
+const DEFAULT_LEASE_MS = 30_000;
+/** How long a job's progress (its listing, each pull request's answer) is kept. */
+const PROGRESS_TTL_S = 24 * 3600;
+/** Upper bound on queuing one delivery (claim + add): past it the delivery is answered 500. */
+const ENQUEUE_TIMEOUT_MS = 5_000;
+/** Upper bound on stopping the worker at shutdown (the process exits 1 after 9 s anyway). */
+const CLOSE_TIMEOUT_MS = 5_000;
+
+export interface QueueAddress {
+  /** The Redis URL without the broker's own query parameters. */
+  redisUrl: string;
+  /** BullMQ key prefix (and of the broker's own keys): `?prefix=` — separate queues on one Redis. */
+  prefix: string;
+  /** `?lease_ms=`: the job lease (BullMQ `lockDuration`, also the stalled-check interval). */
+  leaseMs: number;
+}
+
+/** `redis://host:port[/db][?prefix=name&lease_ms=30000]` (also `rediss://`). */
+export function parseQueueAddress(raw: string): QueueAddress {
+  const url = new URL(raw);
+  if (url.protocol !== "redis:" && url.protocol !== "rediss:") throw new Error("WEBHOOK_QUEUE must be a redis:// or rediss:// URL");
+  const prefix = url.searchParams.get("prefix") || DEFAULT_PREFIX;
+  if (!/^[A-Za-z0-9_.-]{1,100}$/.test(prefix)) throw new Error("WEBHOOK_QUEUE prefix must be letters, digits, _ . -");
+  const lease = Number(url.searchParams.get("lease_ms") ?? DEFAULT_LEASE_MS);
+  url.searchParams.delete("prefix");
+  url.searchParams.delete("lease_ms");
+  return { redisUrl: url.toString(), prefix, leaseMs: Number.isSafeInteger(lease) && lease >= 1000 ? lease : DEFAULT_LEASE_MS };
+}
+
+interface JobData {
+  push: BranchPush;
+  /** Filled when the job first starts: the deliveries that joined it. */
+  deliveries?: string[];
+  /** Filled once listed: the pull requests and the heads every update is conditioned on. */
+  pulls?: OpenPullRequest[];
+}
+
+/**
+ * The durable queue (`WEBHOOK_QUEUE`), on BullMQ. Any instance runs any job; a job whose instance
+ * stops renewing its lease is taken over; jobs survive restarts.
+ * - Delivery claim: `SET <prefix>:delivery:<id> NX PX 1h` — atomic, whichever instance receives it.
+ * - Coalescing: BullMQ deduplication on (repository, branch) with `keepLastIfActive`: a push joins
+ *   the waiting job; a push while the job runs leaves one follow-up job (at most one waiting, one
+ *   running). The deliveries that joined are kept in a Redis list the job takes when it starts.
+ * - Progress: the listing in the job's data before any update; each answer in a hash after it.
+ *   A job taken over skips the answered pull requests and conditions the others on the heads it
+ *   first listed, so a pull request is updated at most once per job (see README "POST /webhook").
+ * - Pacing: one slot schedule per installation in Redis, shared by every instance.
+ */
+export function createRedisQueue(ctx: BrokerContext, raw: string): PushQueue {
+  const address = parseQueueAddress(raw);
+  const { prefix } = address;
+  const commands = new Redis(address.redisUrl, { maxRetriesPerRequest: 1, lazyConnect: false });
+  commands.on("error", (error: Error) => ctx.log.warn({ err: error.message }, "webhook queue: Redis connection error"));
+  const queue = new Queue(QUEUE_NAME, { connection: commands, prefix });
+  queue.on("error", () => undefined); // logged through the connection's handler
+  const pacer = createPacer({ store: redisPaceStore(commands, prefix), now: ctx.now, sleep: ctx.sleep });
+  let stopping = false;
+
+  const deliveryKey = (id: string) => `${prefix}:delivery:${id}`;
+  const joinedKey = (key: string) => `${prefix}:push-deliveries:${encodeURIComponent(key)}`;
+  const resultsKey = (jobId: string) => `${prefix}:push-results:${jobId}`;
+
+  const progressOf = (job: Job<JobData>): JobProgress => ({
+    listing: async () => job.data.pulls,
+    saveListing: async (pulls) => {
+      await job.updateData({ ...job.data, pulls });
+    },
+    results: async () => {
+      const stored = await commands.hgetall(resultsKey(job.id!));
+      return new Map(Object.entries(stored).map(([number, json]) => [Number(number), JSON.parse(json) as UpdateResult]));
+    },
+    record: async (number, result) => {
+      await commands.multi().hset(resultsKey(job.id!), String(number), JSON.stringify(result)).expire(resultsKey(job.id!), PROGRESS_TTL_S).exec();
+    },
+  });
+
+  const processJob = async (job: Job<JobData>, token?: string) => {
+    const key = coalesceKey(job.data.push);
+    if (job.data.deliveries === undefined) {
+      // Take the deliveries that joined so far; a later one joins the follow-up job.
+      const joined = await commands.lrange(joinedKey(key), 0, -1);
+      await job.updateData({ ...job.data, deliveries: joined });
+      await commands.ltrim(joinedKey(key), joined.length, -1);
+    }
+    const end = await runPushJob(ctx, { pacer, stopped: () => stopping }, { id: job.id!, push: job.data.push, deliveries: job.data.deliveries ?? [] }, progressOf(job));
+    if (end.end === "interrupted") {
+      // This instance is stopping: back to waiting, for any instance to finish (progress kept).
+      ctx.log.info({ job: job.id, repository: job.data.push.repository, remaining: end.remaining }, "push job handed back to the queue at shutdown");
+      await job.moveToWait(token);
+      throw new WaitingError();
+    }
+    if (end.end === "failed") {
+      // Nothing was updated: a redelivery of any of its deliveries may try again.
+      const ids = job.data.deliveries ?? [];
+      if (ids.length > 0) await commands.del(...ids.map(deliveryKey));
+    }
+    await commands.del(resultsKey(job.id!));
+  };
+
+  const workerConnection = new Redis(address.redisUrl, { maxRetriesPerRequest: null });
+  workerConnection.on("error", () => undefined); // the commands connection logs Redis errors
+  const worker = new Worker<JobData>(QUEUE_NAME, processJob, {
+    connection: workerConnection,
+    prefix,
+    concurrency: JOB_CONCURRENCY,
+    lockDuration: address.leaseMs,
+    stalledInterval: address.leaseMs,
+    maxStalledCount: 10,
+  });
+  worker.on("error", (error: Error) => ctx.log.warn({ err: error.message }, "webhook queue worker error"));
+  worker.on("stalled", (jobId: string) => ctx.log.warn({ job: jobId }, "push job's lease expired: taken over"));
+
+  const withTimeout = <T>(work: Promise<T>): Promise<T> =>
+    Promise.race([work, new Promise<never>((_, reject) => setTimeout(() => reject(new Error("webhook queue: Redis did not answer in time")), ENQUEUE_TIMEOUT_MS).unref())]);
+
+  return {
+    async enqueue(push, deliveryId) {
+      const key = coalesceKey(push);
+      const id = deliveryId && /^[A-Za-z0-9-]{1,100}$/.test(deliveryId) ? deliveryId : undefined;
+      let claimed = false;
+      try {
+        if (id !== undefined) {
+          claimed = (await withTimeout(commands.set(deliveryKey(id), String(ctx.now()), "PX", DELIVERY_TTL_MS, "NX"))) === "OK";
+          if (!claimed) return "duplicate";
+          await withTimeout(commands.multi().rpush(joinedKey(key), id).expire(joinedKey(key), PROGRESS_TTL_S).exec());
+        }
+        await withTimeout(
+          queue.add(QUEUE_NAME, { push }, {
+            deduplication: { id: key, keepLastIfActive: true },
+            removeOnComplete: { age: 3600, count: 10_000 },
+            removeOnFail: { age: PROGRESS_TTL_S },
+          }),
+        );
+        return "queued";
+      } catch (error) {
+        if (claimed) await commands.del(deliveryKey(id!)).catch(() => undefined);
+        throw new BrokerError("internal_error", { detail: "webhook queue unavailable", cause: error });
+      }
+    },
+    async close() {
+      stopping = true;
+      // Running jobs stop at their next pull request and go back to waiting; a Redis that does not
+      // answer cannot hold the shutdown: past the bound, the connections are dropped.
+      const bounded = (work: Promise<unknown>, ms: number) =>
+        Promise.race([work.catch(() => undefined), new Promise<void>((resolve) => setTimeout(resolve, ms).unref())]);
+      await bounded(worker.close(), CLOSE_TIMEOUT_MS);
+      await bounded(queue.close(), 1_000);
+      commands.disconnect();
+      workerConnection.disconnect();
+    },
+  };
+}

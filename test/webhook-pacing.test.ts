@@ -1,0 +1,144 @@
+// Pacing of update-branch per installation (UPDATE_BRANCH_PER_MINUTE, default 60) under the
+// simulator's content-creation limit (80 a minute per installation, then 403 with retry-after), on
+// a simulated clock: the broker's sleeps advance the clock the broker and the simulator share, so a
+// run of several simulated minutes takes a moment, and every assertion is a count per simulated
+// minute. Both queues: in process, and on Redis (WEBHOOK_QUEUE; the pace is then kept in Redis).
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
+import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
+import { startBroker, type TestBroker } from "./support/broker.js";
+import { expectNoSecrets, INSTALLED_PERMISSIONS, tokenFixture, type TokenFixture } from "./support/fixtures.js";
+import { signatureFor } from "../server/webhook/verify-signature.js";
+import { UPDATE_CONCURRENCY } from "../server/webhook/update-pull-requests.js";
+
+const SECRET = "webhook-pacing-secret-0123456789";
+let fx: TokenFixture;
+let accountCounter = 0;
+let broker: TestBroker | undefined;
+const logs: string[] = [];
+const prefixes: string[] = [];
+
+beforeAll(async () => {
+  fx = await tokenFixture();
+});
+afterEach(async () => {
+  if (broker) {
+    logs.push(...broker.logs);
+    await broker.close();
+    broker = undefined;
+  }
+  fx.sim.clockOffsetMs = 0;
+});
+afterAll(async () => {
+  const redis = new Redis("redis://127.0.0.1:6379");
+  for (const prefix of prefixes) {
+    const keys = await redis.keys(`${prefix}:*`);
+    if (keys.length > 0) await redis.del(...keys);
+  }
+  await redis.quit();
+  await fx.sim.close();
+  expectNoSecrets(logs, [SECRET, fx.app.privateKeyPem, ...fx.sim.tokens.keys()]);
+});
+
+/** A broker whose clock is the simulator's, and whose sleeps move both clocks on at once. */
+async function brokerOnSimulatedClock(env: Record<string, string>): Promise<TestBroker> {
+  let offset = 0;
+  const now = () => Date.now() + offset;
+  const sleep = async (ms: number) => {
+    offset = Math.max(offset, now() + ms - Date.now());
+    fx.sim.clockOffsetMs = offset;
+    await new Promise((resolve) => setImmediate(resolve));
+  };
+  broker = await startBroker({ ...fx.env, HOST_WEBHOOK_SECRET: SECRET, AUTO_UPDATE_BRANCHES: "yes", ...env }, { now, sleep });
+  return broker;
+}
+
+/** Its own installation (the pace is per installation) with one repository of `pulls` open pull requests. */
+function installationWithPulls(pulls: number) {
+  const account = `pace-org-${++accountCounter}`;
+  const installationId = fx.sim.addInstallation({ appId: fx.app.id, account, permissions: { ...INSTALLED_PERMISSIONS }, repositories: "all" });
+  const repository = `${account}/app`;
+  fx.sim.repository(account, "app");
+  fx.sim.git.createBranch(repository, "main");
+  const numbers = Array.from({ length: pulls }, () => fx.sim.git.addPullRequest(repository, { base: "main" }));
+  fx.sim.git.push(repository, "main");
+  return { installationId, repository, numbers };
+}
+
+async function deliver(url: string, repository: string, installationId: number) {
+  const raw = JSON.stringify({ ref: "refs/heads/main", deleted: false, repository: { full_name: repository }, installation: { id: installationId } });
+  const response = await fetch(`${url}/webhook`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": randomUUID(), "x-hub-signature-256": signatureFor(SECRET, raw) },
+    body: raw,
+  });
+  return response.status;
+}
+
+async function audit(repository: string): Promise<{ updated: number[]; failed: unknown[] }> {
+  for (let waited = 0; waited < 60_000; waited += 25) {
+    for (const line of broker!.logs) {
+      const entry = JSON.parse(line) as { audit?: string; repository?: string; updated: number[]; failed: unknown[] };
+      if (entry.audit === "pull_requests_updated" && entry.repository === repository) return entry;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error("no audit line within 60 s");
+}
+
+/** The most successful update-branch calls of `repository` in any 60 s of the simulator's clock. */
+function busiestMinute(repository: string): number {
+  const times = fx.sim.git.updateBranchCalls.filter((c) => c.repository === repository && c.status === 202).map((c) => c.at).sort((a, b) => a - b);
+  let most = 0;
+  for (let i = 0, j = 0; i < times.length; i += 1) {
+    while (times[i]! - times[j]! >= 60_000) j += 1;
+    most = Math.max(most, i - j + 1);
+  }
+  return most;
+}
+
+const queues: Array<[string, () => Record<string, string>]> = [
+  ["in process", () => ({})],
+  ["on Redis", () => {
+    const prefix = `tokensmith-test-${randomUUID()}`;
+    prefixes.push(prefix);
+    return { WEBHOOK_QUEUE: `redis://127.0.0.1:6379?prefix=${prefix}` };
+  }],
+];
+
+describe.each(queues)("update-branch pacing (%s queue)", (_label, queueEnv) => {
+  it("holds the default 60 a minute per installation: 150 pull requests over 2.5 simulated minutes, none refused", async () => {
+    const { installationId, repository, numbers } = installationWithPulls(150);
+    const b = await brokerOnSimulatedClock(queueEnv());
+    expect(await deliver(b.url, repository, installationId)).toBe(202);
+    const outcome = await audit(repository);
+    expect(outcome.updated).toEqual(numbers);
+    expect(outcome.failed).toEqual([]);
+    const calls = fx.sim.git.updateBranchCalls.filter((c) => c.repository === repository);
+    expect(calls.filter((c) => c.rateLimited)).toHaveLength(0);
+    expect(calls).toHaveLength(150);
+    // At most 60 in any simulated minute (slack: the calls already waiting for their slot).
+    expect(busiestMinute(repository)).toBeLessThanOrEqual(60 + UPDATE_CONCURRENCY);
+    const span = calls[calls.length - 1]!.at - calls[0]!.at;
+    expect(span).toBeGreaterThanOrEqual(140_000);
+  });
+
+  it("pauses for a secondary limit's retry-after and finishes, each pull request updated once", async () => {
+    // Paced faster than the platform allows: the simulator refuses past 80 a minute.
+    const { installationId, repository, numbers } = installationWithPulls(120);
+    const b = await brokerOnSimulatedClock({ ...queueEnv(), UPDATE_BRANCH_PER_MINUTE: "600" });
+    expect(await deliver(b.url, repository, installationId)).toBe(202);
+    const outcome = await audit(repository);
+    expect(outcome.updated).toEqual(numbers);
+    expect(outcome.failed).toEqual([]);
+    const calls = fx.sim.git.updateBranchCalls.filter((c) => c.repository === repository);
+    const refused = calls.filter((c) => c.rateLimited);
+    expect(refused.length).toBeGreaterThanOrEqual(1);
+    expect(refused.length).toBeLessThanOrEqual(3 * UPDATE_CONCURRENCY);
+    for (const number of numbers) expect(calls.filter((c) => c.number === number && c.status === 202)).toHaveLength(1);
+    // After the first refusal, the next successful call waited out the retry-after (60 s).
+    const firstRefusal = refused[0]!;
+    const nextSuccess = calls.find((c) => c.at > firstRefusal.at && c.status === 202);
+    expect(nextSuccess!.at - firstRefusal.at).toBeGreaterThanOrEqual(59_000);
+  });
+});

@@ -1,0 +1,78 @@
+// The webhook queue's pure rules, as tables: the pace slot, a rate limit's pause, the push
+// token's permissions, the WEBHOOK_QUEUE address, the skipped refs.
+import { describe, expect, it } from "@jest/globals";
+import { RequestError } from "@octokit/request-error";
+import { nextSlot } from "../server/webhook/pacer.js";
+import { pushPermissions } from "../server/webhook/mint-for-push.js";
+import { parseQueueAddress } from "../server/webhook/redis-queue.js";
+import { readPush } from "../server/webhook/read-push.js";
+import { rateLimitPause } from "../server/webhook/update-pull-requests.js";
+
+const NOW = 1_800_000_000_000;
+
+describe("nextSlot", () => {
+  it.each<[string, number | undefined, number, number, number]>([
+    ["first call: now", undefined, 1000, 0, NOW],
+    ["last slot long ago: now", NOW - 5000, 1000, 0, NOW],
+    ["last slot recent: one interval after it", NOW - 200, 1000, 0, NOW + 800],
+    ["a retry-after further out wins", NOW - 200, 1000, NOW + 60_000, NOW + 60_000],
+    ["a retry-after already past: the interval", NOW, 1000, NOW - 1, NOW + 1000],
+  ])("%s", (_label, last, interval, notBefore, expected) => {
+    expect(nextSlot(last, interval, notBefore, NOW)).toBe(expected);
+  });
+});
+
+const failure = (status: number, headers: Record<string, string>) =>
+  new RequestError("refused", status, { request: { method: "PUT", url: "https://api.github.com/x", headers: {} }, response: { status, url: "https://api.github.com/x", headers, data: {} } });
+
+describe("rateLimitPause", () => {
+  it.each<[string, unknown, number | undefined]>([
+    ["403 with retry-after 60", failure(403, { "retry-after": "60" }), 60_000],
+    ["429 with retry-after 0", failure(429, { "retry-after": "0" }), 0],
+    ["403 primary limit, reset in 30 s", failure(403, { "x-ratelimit-remaining": "0", "x-ratelimit-reset": String(NOW / 1000 + 30) }), 30_000],
+    ["403 primary limit without a reset", failure(403, { "x-ratelimit-remaining": "0" }), 60_000],
+    ["403 refusal (no limit headers)", failure(403, {}), undefined],
+    ["422 with retry-after (not a limit)", failure(422, { "retry-after": "5" }), undefined],
+    ["a network error", new Error("socket hang up"), undefined],
+  ])("%s", (_label, error, expected) => {
+    expect(rateLimitPause(error, NOW)).toBe(expected);
+  });
+});
+
+describe("pushPermissions", () => {
+  it.each<[string, Record<string, string>, Record<string, string>]>([
+    ["without workflows", { contents: "write", pull_requests: "write", metadata: "read" }, { contents: "write", pull_requests: "write" }],
+    ["with workflows: write", { contents: "write", pull_requests: "write", workflows: "write" }, { contents: "write", pull_requests: "write", workflows: "write" }],
+    ["workflows: read is not asked for", { contents: "write", pull_requests: "write", workflows: "read" }, { contents: "write", pull_requests: "write" }],
+    ["never more than held", { contents: "read", pull_requests: "write" }, { contents: "read", pull_requests: "write" }],
+  ])("%s", (_label, granted, expected) => {
+    expect(pushPermissions(granted)).toEqual(expected);
+  });
+});
+
+describe("parseQueueAddress", () => {
+  it.each<[string, { redisUrl: string; prefix: string; leaseMs: number }]>([
+    ["redis://127.0.0.1:6379", { redisUrl: "redis://127.0.0.1:6379", prefix: "tokensmith", leaseMs: 30_000 }],
+    ["redis://127.0.0.1:6379/2?prefix=team-a&lease_ms=5000", { redisUrl: "redis://127.0.0.1:6379/2", prefix: "team-a", leaseMs: 5000 }],
+    ["rediss://cache.example:6380?lease_ms=10", { redisUrl: "rediss://cache.example:6380", prefix: "tokensmith", leaseMs: 30_000 }],
+  ])("%s", (raw, expected) => {
+    expect(parseQueueAddress(raw)).toEqual(expected);
+  });
+
+  it.each(["memory://", "http://127.0.0.1:6379", "redis://127.0.0.1:6379?prefix=a:b", "not a url"])("refuses %p", (raw) => {
+    expect(() => parseQueueAddress(raw)).toThrow();
+  });
+});
+
+describe("readPush: skipped refs", () => {
+  const payload = (ref: string, deleted = false) => ({ ref, deleted, repository: { full_name: "o/r" }, installation: { id: 1 } });
+  it.each<[string, boolean, string]>([
+    ["refs/tags/v1", false, "tag_push"],
+    ["refs/tags/v1", true, "tag_push"],
+    ["refs/heads/gone", true, "branch_deleted"],
+    ["refs/notes/commits", false, "not_a_branch"],
+    ["refs/heads/", false, "not_a_branch"],
+  ])("%s (deleted: %p) → %s", (ref, deleted, word) => {
+    expect(readPush(payload(ref, deleted))).toEqual({ skipped: word });
+  });
+});
