@@ -6,6 +6,7 @@ import { describe, expect, it } from "@jest/globals";
 import { randomUUID } from "node:crypto";
 import { postJson } from "./support/broker.js";
 import { INSTALLED_PERMISSIONS, type TokenFixture } from "./support/fixtures.js";
+import { pushAudit } from "./support/push-audit.js";
 import { brokerPerTest } from "./support/broker-per-test.js";
 import { signatureFor } from "../server/webhook/verify-signature.js";
 
@@ -77,15 +78,7 @@ describe("/webhook: faults on the pull request listing and on update-branch", ()
       body: raw,
     });
     expect(response.status).toBe(202);
-    // The work is queued: its outcome is the job's audit line.
-    for (let waited = 0; waited < 30_000; waited += 20) {
-      for (const line of t.broker.logs) {
-        const entry = JSON.parse(line) as Record<string, unknown>;
-        if (entry.audit === "pull_requests_updated" && entry.repository === repository) return entry;
-      }
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    throw new Error(`no audit line for ${repository}`);
+    return pushAudit(t.broker.logs, repository); // the work is queued: its outcome is the job's audit line
   }
 
   const LISTING = /\/pulls$/;
