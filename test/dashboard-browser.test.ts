@@ -57,6 +57,8 @@ beforeAll(async () => {
   });
   context.on("request", (request) => requested.push(request.url()));
   context.on("response", (response) => received.push(everything(response)));
+  // Playwright's clock: it follows the real one until a test moves it (auto-refresh, below).
+  await context.clock.install();
   page = await context.newPage();
   page.on("pageerror", (error) => pageErrors.push(error.message));
   page.on("console", (message) => {
@@ -216,6 +218,22 @@ describe("the dashboard page", () => {
     await expect(row.locator("td.tag").textContent()).resolves.toBe("<b>v1</b>");
     expect(await page.locator("#releases img, #releases b").count()).toBe(0);
     expect(await page.title()).toBe("Releases · tokensmith");
+  });
+
+  it("refreshes every minute when asked to, and stops when unticked", async () => {
+    const asked = () => requested.filter((url) => url.endsWith("/api/releases")).length;
+    await page.locator("#auto-refresh").check();
+    const before = asked();
+    const answered = page.waitForResponse((response) => response.url().endsWith("/api/releases"));
+    await page.clock.fastForward(60_000);
+    await answered;
+    await page.locator("#refresh:enabled").waitFor();
+    expect(asked()).toBe(before + 1);
+    // The default cap's aggregate, still cached (the crawl that saw evil/markup had another cap).
+    await expect(page.locator("#status").textContent()).resolves.toMatch(/^8 repositories · generated 1 minute ago · from the broker's cache$/);
+    await page.locator("#auto-refresh").uncheck();
+    await page.clock.fastForward(120_000);
+    expect(asked()).toBe(before + 1);
   });
 
   it("received nothing holding the bearer secret, asked only the dashboard, and broke no CSP rule", async () => {
