@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util";
 import { releasesCommand, type CommandIo } from "./releases-command.js";
+import { dashboardCommand } from "../dashboard/dashboard-command.js";
 
 const USAGE = `Usage: tokensmith releases --url URL [--json]
 
@@ -11,6 +12,7 @@ const USAGE = `Usage: tokensmith releases --url URL [--json]
 
 /** The CLI's entry: parses argv and runs one command. Exit code as the result. */
 export async function runCli(argv: readonly string[], io: CommandIo): Promise<number> {
+  if (argv[0] === "dashboard") return dashboardCommand(argv.slice(1), io);
   let parsed: ReturnType<typeof parse>;
   try {
     parsed = parse(argv);
