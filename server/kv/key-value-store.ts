@@ -43,22 +43,7 @@ export function openKeyValueStore(url: string, namespace: string, options: Store
   keyv.on("error", (error: unknown) => warn("event", error));
   store?.on("error", (error: unknown) => warn("event", error));
 
-  const bounded = async <R>(op: string, fallback: R, run: () => Promise<R>): Promise<R> => {
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      return await Promise.race([
-        run(),
-        new Promise<R>((_, reject) => {
-          timer = setTimeout(() => reject(new Error("timeout")), options.timeoutMs);
-        }),
-      ]);
-    } catch (error) {
-      warn(op, error);
-      return fallback;
-    } finally {
-      clearTimeout(timer);
-    }
-  };
+  const bounded = boundedCall(options.timeoutMs, warn);
 
   return {
     url,
@@ -134,4 +119,27 @@ export function redactUrl(url: string): string {
 
 function errorName(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message.slice(0, 200)}` : String(error);
+}
+
+/**
+ * One store call bounded by `timeoutMs`, never throwing: a timeout or an error is told to `warn`
+ * and answered with `fallback` (the broker then behaves as if the binding were unset).
+ */
+export function boundedCall(timeoutMs: number, warn: (op: string, error: unknown) => void) {
+  return async <R>(op: string, fallback: R, run: () => Promise<R>): Promise<R> => {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      return await Promise.race([
+        run(),
+        new Promise<R>((_, reject) => {
+          timer = setTimeout(() => reject(new Error("timeout")), timeoutMs);
+        }),
+      ]);
+    } catch (error) {
+      warn(op, error);
+      return fallback;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import type { Logger } from "../log.js";
-import { redactUrl } from "./key-value-store.js";
+import { boundedCall, redactUrl } from "./key-value-store.js";
 
 /**
  * A lock with a lease in Redis, so that one of several broker instances does a piece of work the
@@ -49,26 +49,14 @@ export function openLeaseLock(url: string, options: { log: Logger; timeoutMs: nu
   };
   redis.on("error", (error: unknown) => warn("event", error));
 
-  const bounded = async <R>(op: string, fallback: R, run: () => Promise<R>): Promise<R> => {
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      return await Promise.race([
-        (async () => {
-          if (redis.status === "wait") connecting ??= redis.connect().finally(() => (connecting = undefined));
-          if (connecting) await connecting;
-          return run();
-        })(),
-        new Promise<R>((_, reject) => {
-          timer = setTimeout(() => reject(new Error("timeout")), options.timeoutMs);
-        }),
-      ]);
-    } catch (error) {
-      warn(op, error);
-      return fallback;
-    } finally {
-      clearTimeout(timer);
-    }
-  };
+  const call = boundedCall(options.timeoutMs, warn);
+  // A first call connects (lazyConnect): the connection counts against the call's bound.
+  const bounded = <R>(op: string, fallback: R, run: () => Promise<R>): Promise<R> =>
+    call(op, fallback, async () => {
+      if (redis.status === "wait") connecting ??= redis.connect().finally(() => (connecting = undefined));
+      if (connecting) await connecting;
+      return run();
+    });
 
   return {
     acquire: (key, leaseMs) =>
