@@ -2,10 +2,8 @@
 // over HTTP the simulator answering errors that echo a token, a JWT and a key, and the broker's
 // log lines holding none of them.
 import { describe, expect, it } from "@jest/globals";
-import { randomUUID } from "node:crypto";
 import { redactDeep, redactSecrets } from "../server/log.js";
-import { pushAudit } from "./support/push-audit.js";
-import { signatureFor } from "../server/webhook/verify-signature.js";
+import { pushAudit, sendPush } from "./support/push-audit.js";
 import { postJson } from "./support/broker.js";
 import { brokerPerTest } from "./support/broker-per-test.js";
 import { INSTALLED_PERMISSIONS } from "./support/fixtures.js";
@@ -103,13 +101,7 @@ describe("upstream text in the broker's logs", () => {
     t.fx.sim.git.addPullRequest(repository, { base: "main", head: "feature" });
     t.fx.sim.git.push(repository, "main", { files: { "NEWS.md": "x\n" } });
     t.fx.sim.faults.add({ method: "PUT", path: /update-branch$/, respond: { status: 422, body: { message: ECHO } } });
-    const raw = JSON.stringify({ ref: "refs/heads/main", deleted: false, repository: { name, full_name: repository, owner: { login: ACCOUNT } }, installation: { id: installationId } });
-    const response = await fetch(`${t.broker.url}/webhook`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": randomUUID(), "x-hub-signature-256": signatureFor(HOOK, raw) },
-      body: raw,
-    });
-    expect(response.status).toBe(202);
+    expect((await sendPush(t.broker.url, HOOK, repository, installationId)).status).toBe(202);
     expect((await pushAudit(t.broker.logs, repository)).failed).toHaveLength(1);
     expectRedacted("platform_message");
   });

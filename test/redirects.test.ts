@@ -3,14 +3,12 @@
 // was reached: for the GraphQL commit (/sign, the file contents), the crawl (/releases), the pull
 // request listing and update-branch (/webhook), the installation lookup, the mint and the key set.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { randomUUID } from "node:crypto";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { postJson } from "./support/broker.js";
 import { brokerPerTest } from "./support/broker-per-test.js";
 import { INSTALLED_PERMISSIONS, type TokenFixture } from "./support/fixtures.js";
-import { pushAudit } from "./support/push-audit.js";
-import { signatureFor } from "../server/webhook/verify-signature.js";
+import { pushAudit, sendPush } from "./support/push-audit.js";
 
 const TRIGGER = "redirects-trigger-secret-0123";
 const HOOK = "redirects-webhook-secret-4567";
@@ -187,13 +185,6 @@ function repoWithPulls(pulls: number): string {
   return repository;
 }
 
-async function push(repository: string) {
-  const [owner, name] = repository.split("/");
-  const raw = JSON.stringify({ ref: "refs/heads/main", deleted: false, repository: { name, full_name: repository, owner: { login: owner } }, installation: { id: installationId } });
-  const response = await fetch(`${t.broker.url}/webhook`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": randomUUID(), "x-hub-signature-256": signatureFor(HOOK, raw) },
-    body: raw,
-  });
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+function push(repository: string) {
+  return sendPush(t.broker.url, HOOK, repository, installationId);
 }

@@ -3,12 +3,10 @@
 // line) within the upstream timeout, retried only where DESIGN.md allows (the listing is a GET; the
 // mutation is never retried, update-branch only after a rate limit's wait).
 import { describe, expect, it } from "@jest/globals";
-import { randomUUID } from "node:crypto";
 import { postJson } from "./support/broker.js";
 import { INSTALLED_PERMISSIONS, type TokenFixture } from "./support/fixtures.js";
-import { pushAudit } from "./support/push-audit.js";
+import { pushAudit, sendPush } from "./support/push-audit.js";
 import { brokerPerTest } from "./support/broker-per-test.js";
-import { signatureFor } from "../server/webhook/verify-signature.js";
 
 const TRIGGER = "route-faults-trigger-secret";
 const HOOK = "route-faults-webhook-secret";
@@ -70,14 +68,7 @@ describe("/webhook: faults on the pull request listing and on update-branch", ()
   }
 
   async function push(repository: string) {
-    const [owner, name] = repository.split("/");
-    const raw = JSON.stringify({ ref: "refs/heads/main", deleted: false, repository: { name, full_name: repository, owner: { login: owner } }, installation: { id: installationId } });
-    const response = await fetch(`${t.broker.url}/webhook`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": randomUUID(), "x-hub-signature-256": signatureFor(HOOK, raw) },
-      body: raw,
-    });
-    expect(response.status).toBe(202);
+    expect((await sendPush(t.broker.url, HOOK, repository, installationId)).status).toBe(202);
     return pushAudit(t.broker.logs, repository); // the work is queued: its outcome is the job's audit line
   }
 

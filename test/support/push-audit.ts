@@ -1,3 +1,6 @@
+import { randomUUID } from "node:crypto";
+import { signatureFor } from "../../server/webhook/verify-signature.js";
+
 // A queued push's outcome is its job's audit line (`pull_requests_updated`): wait for it in a
 // broker's log lines.
 export async function pushAudit(logs: readonly string[], repository: string, timeoutMs = 30_000): Promise<Record<string, unknown>> {
@@ -9,4 +12,16 @@ export async function pushAudit(logs: readonly string[], repository: string, tim
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   throw new Error(`no audit line for ${repository}`);
+}
+
+/** A signed push delivery of `refs/heads/main` of `repository` (owner/name) from `installationId`, as the platform sends it. */
+export async function sendPush(brokerUrl: string, secret: string, repository: string, installationId: number): Promise<{ status: number; body: Record<string, unknown> }> {
+  const [owner, name] = repository.split("/");
+  const raw = JSON.stringify({ ref: "refs/heads/main", deleted: false, repository: { name, full_name: repository, owner: { login: owner } }, installation: { id: installationId } });
+  const response = await fetch(`${brokerUrl}/webhook`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": randomUUID(), "x-hub-signature-256": signatureFor(secret, raw) },
+    body: raw,
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
