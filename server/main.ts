@@ -1,3 +1,4 @@
+import { startAdmin } from "./admin/start-admin.js";
 import { createApp } from "./app.js";
 import { parseMaxConnections } from "./http/limits.js";
 import { serve } from "./http/serve.js";
@@ -19,7 +20,10 @@ if (!settings.tokenPermissions.ok) log.error({ problem: settings.tokenPermission
 
 const maxConnections = parseMaxConnections(process.env.MAX_CONNECTIONS);
 if (maxConnections.problem) log.warn({ setting: "MAX_CONNECTIONS" }, maxConnections.problem);
+// /healthz, /readyz, /metrics on ADMIN_PORT, when set: started first, so /readyz is 503 until the broker listens.
+const admin = startAdmin({ env: process.env, metrics: app.broker.metrics, log });
 const server = serve(app, port, undefined, () => {
+  admin?.readiness.listening();
   const address = server.address();
   log.info({ port: typeof address === "object" && address ? address.port : port, max_connections: server.maxConnections }, "tokensmith broker listening");
 }, { maxConnections: maxConnections.value });
@@ -28,6 +32,7 @@ let stopping = false;
 function shutdown(signal: string) {
   if (stopping) return;
   stopping = true;
+  admin?.readiness.draining();
   log.info({ signal }, "shutting down: no new connections, finishing requests in flight");
   const force = setTimeout(() => {
     log.error("requests still in flight after 9 s; exiting");
