@@ -2,6 +2,7 @@ import { startAdmin } from "./admin/start-admin.js";
 import { createApp } from "./app.js";
 import { parseMaxConnections } from "./http/limits.js";
 import { serve } from "./http/serve.js";
+import { settingsProblems } from "./settings-problems.js";
 import { parseSettings } from "./settings.js";
 
 // The server entry: read PORT, listen, stop gracefully. Everything else is in createApp.
@@ -10,13 +11,7 @@ const log = app.broker.log;
 const port = Number(process.env.PORT || 8080);
 
 // One clear line per missing required setting; the broker still starts and answers per the spec.
-const settings = parseSettings(process.env);
-if (!settings.main.app.ok) {
-  for (const name of settings.main.app.missing) log.warn({ setting: name }, `${name} is not set: /token and /sign answer 503 app_unconfigured, /releases too`);
-  if (settings.main.app.problem) log.error({ problem: settings.main.app.problem }, "App credentials unusable: answering 503 app_unconfigured");
-}
-for (const name of settings.trimmedSecrets) log.warn({ setting: name }, `${name} has leading or trailing whitespace: it is trimmed before use`);
-if (!settings.tokenPermissions.ok) log.error({ problem: settings.tokenPermissions.problem }, "TOKEN_PERMISSIONS unusable: /token answers 400 invalid_token_permissions");
+for (const problem of settingsProblems(parseSettings(process.env), process.env)) log[problem.level](problem.fields, problem.message);
 
 const maxConnections = parseMaxConnections(process.env.MAX_CONNECTIONS);
 if (maxConnections.problem) log.warn({ setting: "MAX_CONNECTIONS" }, maxConnections.problem);

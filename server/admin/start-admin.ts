@@ -21,10 +21,7 @@ export interface AdminHandle {
 export function startAdmin(options: { env: Env; metrics: Metrics; log: Logger }): AdminHandle | null {
   const { log } = options;
   const settings = parseAdminSettings(options.env);
-  if (!settings.enabled) {
-    if (settings.problem) log.error({ setting: "ADMIN_PORT" }, settings.problem);
-    return null;
-  }
+  if (!settings.enabled) return null; // a malformed ADMIN_PORT is logged with the other settings' problems
   options.metrics.collectProcessDefaults();
   const readiness = createReadiness();
   const server: Server = createServer(adminListener({ metrics: options.metrics, readiness }));
