@@ -6,6 +6,7 @@ import { generateKeyPairSync } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
+import { guideCommands } from "./support/guide-commands.js";
 import { freePort } from "./support/redis-server.js";
 
 const BIN = fileURLToPath(new URL("../bin/tokensmith.js", import.meta.url));
@@ -21,9 +22,13 @@ afterAll(async () => {
   await fx.sim.close();
 });
 
+// The guide's command (docs/deploying.md): `npx tokensmith doctor`, i.e. bin/tokensmith.js doctor.
+const [npx, bin, ...DOCTOR_ARGS] = guideCommands("doctor")[0]!.split(" ");
+
 function doctor(env: Record<string, string | undefined>) {
+  expect([npx, bin]).toEqual(["npx", "tokensmith"]);
   return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    execFile(process.execPath, [BIN, "doctor"], { env: { PATH: process.env.PATH, ...env }, timeout: 30_000 }, (error, stdout, stderr) => {
+    execFile(process.execPath, [BIN, ...DOCTOR_ARGS], { env: { PATH: process.env.PATH, ...env }, timeout: 30_000 }, (error, stdout, stderr) => {
       resolve({ code: error ? Number((error as { code?: unknown }).code ?? 1) : 0, stdout, stderr });
     });
   });
