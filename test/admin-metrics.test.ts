@@ -90,7 +90,7 @@ describe("metrics move as requests are served", () => {
     expect(sample(await scrape(adminUrl), "tokensmith_rate_limit_remaining", { platform: "main" })).toBe(4321);
   });
 
-  it("webhook deliveries by outcome: a ping is ignored, a push with auto-update off is skipped", async () => {
+  it("webhook deliveries by outcome (ignored, skipped, queued); push jobs done; the queue's depth", async () => {
     const deliver = async (event: string, payload: unknown) => {
       const raw = JSON.stringify(payload);
       const signature = `sha256=${createHmac("sha256", "metrics-webhook-secret").update(raw).digest("hex")}`;
@@ -99,16 +99,52 @@ describe("metrics move as requests are served", () => {
         headers: { "content-type": "application/json", "x-github-event": event, "x-github-delivery": randomUUID(), "x-hub-signature-256": signature },
         body: raw,
       });
-      expect(response.status).toBe(200);
+      return response.status;
     };
+    const push = {
+      ref: "refs/heads/main", before: "0".repeat(40), after: "1".repeat(40), created: false, deleted: false, forced: false,
+      repository: { id: 1, name: "app", full_name: "octo-org/app", owner: { login: "octo-org", name: "octo-org" } },
+      installation: { id: fx.installationId }, sender: { login: "mona" },
+    };
+    fx.sim.git.createBranch("octo-org/app", "main");
+    fx.sim.git.addPullRequest("octo-org/app", { base: "main" });
+    fx.sim.git.push("octo-org/app", "main");
+
     const before = await scrape(adminUrl);
-    await deliver("ping", { zen: "Keep it logically awesome." });
-    await deliver("push", { ref: "refs/heads/main" });
-    const after = await scrape(adminUrl);
-    const delta = (outcome: string) => (sample(after, "tokensmith_webhook_deliveries_total", { outcome }) ?? 0) - (sample(before, "tokensmith_webhook_deliveries_total", { outcome }) ?? 0);
-    expect(delta("ignored")).toBe(1);
-    expect(delta("auto_update_disabled")).toBe(1);
-    expect(sample(after, "tokensmith_webhook_queue_depth")).toBe(0);
+    const value = (text: string, name: string, labels: Record<string, string>) => sample(text, name, labels) ?? 0;
+    expect(await deliver("ping", { zen: "Keep it logically awesome." })).toBe(200);
+    expect(await deliver("push", push)).toBe(200); // AUTO_UPDATE_BRANCHES off: skipped
+    broker.env.AUTO_UPDATE_BRANCHES = "true";
+    try {
+      expect(await deliver("push", push)).toBe(202);
+      let after = await scrape(adminUrl);
+      while (value(after, "tokensmith_webhook_jobs_total", { outcome: "done" }) === value(before, "tokensmith_webhook_jobs_total", { outcome: "done" })) {
+        await new Promise((r) => setTimeout(r, 20));
+        after = await scrape(adminUrl);
+      }
+      const delta = (outcome: string) => value(after, "tokensmith_webhook_deliveries_total", { outcome }) - value(before, "tokensmith_webhook_deliveries_total", { outcome });
+      expect(delta("ignored")).toBe(1);
+      expect(delta("auto_update_disabled")).toBe(1);
+      expect(delta("queued")).toBe(1);
+      expect(value(after, "tokensmith_webhook_jobs_total", { outcome: "done" }) - value(before, "tokensmith_webhook_jobs_total", { outcome: "done" })).toBe(1);
+      expect(value(after, "tokensmith_webhook_jobs_total", { outcome: "failed" })).toBe(0);
+      expect(sample(after, "tokensmith_webhook_queue_depth")).toBe(0);
+
+      // Five branches at once while the platform is slow: four jobs run (JOB_CONCURRENCY), one waits.
+      fx.sim.latencyMs = 400;
+      for (const n of [1, 2, 3, 4, 5]) expect(await deliver("push", { ...push, ref: `refs/heads/b${n}` })).toBe(202);
+      expect(sample(await scrape(adminUrl), "tokensmith_webhook_queue_depth")).toBe(1);
+      fx.sim.latencyMs = 0;
+      const doneBefore = value(after, "tokensmith_webhook_jobs_total", { outcome: "done" });
+      while (value(after, "tokensmith_webhook_jobs_total", { outcome: "done" }) < doneBefore + 5) {
+        await new Promise((r) => setTimeout(r, 20));
+        after = await scrape(adminUrl);
+      }
+      expect(sample(after, "tokensmith_webhook_queue_depth")).toBe(0);
+    } finally {
+      fx.sim.latencyMs = 0;
+      delete broker.env.AUTO_UPDATE_BRANCHES;
+    }
   });
 });
 

@@ -3,7 +3,8 @@ import { parseSettings } from "../settings.js";
 import type { CommandIo } from "./releases-command.js";
 import { checkApp } from "./doctor/check-app.js";
 import { checkIssuer } from "./doctor/check-issuers.js";
-import { formatCheck, type CheckResult } from "./doctor/check-result.js";
+import { parseQueueAddress } from "../webhook/redis-queue.js";
+import { fail, formatCheck, type CheckResult } from "./doctor/check-result.js";
 import { checkSettings } from "./doctor/check-settings.js";
 import { checkStore } from "./doctor/check-stores.js";
 import { neededPermissions } from "./doctor/needed-permissions.js";
@@ -38,7 +39,17 @@ export async function doctorCommand(io: CommandIo): Promise<number> {
     ["SERVICE_JWKS_CACHE", settings.jwksCacheUrl],
     ["LEGACY_QUOTA_KV", settings.releasesKvUrl],
   ];
-  if (io.env.WEBHOOK_QUEUE?.trim()) bindings.push(["WEBHOOK_QUEUE", io.env.WEBHOOK_QUEUE.trim()]);
+  if (settings.webhookQueueUrl) {
+    // The queue's Redis, without the broker's own ?prefix= and ?lease_ms=.
+    let redisUrl: string;
+    try {
+      redisUrl = parseQueueAddress(settings.webhookQueueUrl).redisUrl;
+    } catch (error) {
+      report([fail(`WEBHOOK_QUEUE: ${error instanceof Error ? error.message : "unusable"}`)]);
+      redisUrl = "";
+    }
+    if (redisUrl) bindings.push(["WEBHOOK_QUEUE", redisUrl]);
+  }
   for (const [setting, url] of bindings) report([await checkStore(setting, url, quiet, 2_000)]);
 
   const failed = results.filter((r) => r.status === "FAIL").length;

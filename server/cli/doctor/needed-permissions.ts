@@ -12,7 +12,8 @@ export const SIGN_PERMISSIONS = { contents: "write" } as const;
 
 /**
  * Auto-update: update-branch (PUSH_PERMISSIONS), and `workflows: write` so a base branch that
- * changed a workflow file can be merged into a pull request's branch.
+ * changed a workflow file can be merged into a pull request's branch (the push token asks for it
+ * when the installation holds it: server/webhook/mint-for-push.ts).
  */
 export const AUTO_UPDATE_PERMISSIONS = { ...PUSH_PERMISSIONS, workflows: "write" } as const;
 
