@@ -70,7 +70,8 @@ it("the guide's commands: pack, install with --omit=dev in an empty directory, s
   expect(existsSync(join(installed, "app-manifest.json"))).toBe(true);
   expect(existsSync(join(installed, "docs/deploying.md"))).toBe(true);
   expect(existsSync(join(installed, "build/test"))).toBe(false);
-  expect(existsSync(join(installed, "server"))).toBe(false); // the TypeScript sources stay home
+  expect(existsSync(join(installed, "server/main.ts"))).toBe(false); // the TypeScript sources stay home
+  expect(existsSync(join(installed, "server/dashboard/static/index.html"))).toBe(true); // the dashboard's page
   for (const dev of ["typescript", "jest", "ts-jest", "@vercel/ncc", "supertest"]) expect(existsSync(join(app, "node_modules", dev))).toBe(false);
 
   const [npx, ...serveArgs] = serve!.split(" ");
