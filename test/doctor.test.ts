@@ -16,7 +16,7 @@ let good: Record<string, string | undefined>;
 
 beforeAll(async () => {
   fx = await tokenFixture();
-  good = { ...fx.env, SERVICE_JWKS_CACHE: "redis://127.0.0.1:6379", LEGACY_QUOTA_KV: "memory://" };
+  good = { ...fx.env, SERVICE_JWKS_CACHE: "redis://127.0.0.1:6379", LEGACY_QUOTA_KV: "memory://", WEBHOOK_QUEUE: "redis://127.0.0.1:6379?prefix=doctor-test" };
 });
 afterAll(async () => {
   await fx.sim.close();
@@ -49,6 +49,7 @@ describe("tokensmith doctor", () => {
       `ok   issuer ${fx.sim.oidc.issuer}: discovery and key set reachable (1 key)`,
       "ok   SERVICE_JWKS_CACHE redis://127.0.0.1:6379: answers",
       "ok   LEGACY_QUOTA_KV memory://: answers (this process only: not shared between instances)",
+      "ok   WEBHOOK_QUEUE redis://127.0.0.1:6379: answers",
     ]);
     expect(stdout).toContain("All checks passed.");
     expect(code).toBe(0);
