@@ -173,3 +173,32 @@ describe("the key-set snapshot", () => {
     }
   });
 });
+
+describe("readiness and the durable queue", () => {
+  it("/readyz is 503 starting until the broker says it listens", async () => {
+    const early = startAdmin({ env: { ADMIN_PORT: "0", ADMIN_HOST: "127.0.0.1" }, metrics: broker.app.broker.metrics, log: broker.app.broker.log })!;
+    try {
+      const url = `http://127.0.0.1:${await early.port}`;
+      const starting = await fetch(`${url}/readyz`);
+      expect(starting.status).toBe(503);
+      expect(await starting.json()).toEqual({ status: "starting" });
+      expect((await fetch(`${url}/healthz`)).status).toBe(200);
+      early.readiness.listening();
+      expect((await fetch(`${url}/readyz`)).status).toBe(200);
+    } finally {
+      await early.close();
+    }
+  });
+
+  it("with WEBHOOK_QUEUE on Redis, the depth is read from the shared queue", async () => {
+    const durable = await startBroker({ ...fx.env, HOST_WEBHOOK_SECRET: "metrics-webhook-secret", WEBHOOK_QUEUE: `redis://127.0.0.1:6379?prefix=metrics-${randomUUID()}` });
+    const durableAdmin = startAdmin({ env: { ADMIN_PORT: "0", ADMIN_HOST: "127.0.0.1" }, metrics: durable.app.broker.metrics, log: durable.app.broker.log })!;
+    try {
+      const text = await scrape(`http://127.0.0.1:${await durableAdmin.port}`);
+      expect(sample(text, "tokensmith_webhook_queue_depth")).toBe(0);
+    } finally {
+      await durableAdmin.close();
+      await durable.close();
+    }
+  });
+});
