@@ -43,6 +43,7 @@ export function createApp(deps: BrokerDeps = {}): BrokerApp {
   const log = requestLog({
     log: ctx.log,
     now: ctx.now,
+    metrics: ctx.metrics,
     deadlineMs: ctx.timing.requestDeadlineMs,
     onDeadline: (req, res) => {
       closeAfterAnswer(req, res); // the request may still be sending its body; late work must not answer on this connection

@@ -1,3 +1,4 @@
+import { observeFetch } from "./admin/observe-fetch.js";
 import { createAppJwtSigner } from "./github/app-jwt.js";
 import { createInstallationCache } from "./github/installation-cache.js";
 import { createPlatformClient, type PlatformClient } from "./github/platform-client.js";
@@ -5,6 +6,7 @@ import { createPlatformRequest, DEFAULT_RETRY, type OctokitRequest, type RetryIn
 import { BODY_READ_TIMEOUT_MS, REQUEST_DEADLINE_MS } from "./http/limits.js";
 import { createStoreRegistry } from "./kv/key-value-store.js";
 import { createLogger, type Logger } from "./log.js";
+import { createMetrics } from "./metrics.js";
 import { createKeySetSource, type KeySetSource } from "./oidc/key-set-source.js";
 import { deriveSnapshotKey, type SnapshotBinding } from "./oidc/snapshot-seal.js";
 import { createSettingsReader, type Env, type PlatformSettings, type Settings } from "./settings.js";
@@ -59,7 +61,8 @@ export const DEFAULT_TIMING: Timing = {
 
 export function createContext(deps: BrokerDeps = {}) {
   const now = deps.now ?? Date.now;
-  const fetchImpl = deps.fetch ?? globalThis.fetch;
+  const metrics = createMetrics();
+  const fetchImpl = observeFetch(deps.fetch ?? globalThis.fetch, metrics, (url) => platformOf(settings(), url));
   const log = deps.logger ?? createLogger({ level: (deps.env ?? (() => process.env))().LOG_LEVEL });
   const timing: Timing = { ...DEFAULT_TIMING, ...deps.timing };
   const settings: () => Settings = createSettingsReader(deps.env ?? (() => process.env));
@@ -73,6 +76,7 @@ export function createContext(deps: BrokerDeps = {}) {
         issuer, fetch: fetchImpl, now, log,
         timeoutMs: timing.jwksTimeoutMs, cooldownMs: timing.jwksCooldownMs, maxAgeMs: timing.jwksMaxAgeMs,
         snapshotRetryMs: timing.snapshotRetryMs,
+        onFetched: (result) => metrics.oidcKeyFetches.inc({ result }), onSnapshotUsed: () => metrics.keySnapshotUsed.inc(),
       });
       keySources.set(issuer, source);
     }
@@ -110,6 +114,7 @@ export function createContext(deps: BrokerDeps = {}) {
     sleep: deps.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))),
     fetch: fetchImpl,
     log,
+    metrics,
     timing,
     // Every retried platform call, one line each (STYLE.md: each attempt logged).
     retry: { ...(deps.retry ?? DEFAULT_RETRY), onRetry: (info: RetryInfo) => log.warn({ ...info, status: info.status ?? "network" }, "platform call retried") },
@@ -129,3 +134,11 @@ export function createContext(deps: BrokerDeps = {}) {
 }
 
 export type BrokerContext = ReturnType<typeof createContext>;
+
+/** The platform an upstream URL is on, by origin (for the rate-limit gauge). */
+function platformOf(settings: Settings, url: URL): "main" | "enterprise" | null {
+  const origin = (base: string) => URL.canParse(base) ? new URL(base).origin : null;
+  if (origin(settings.main.apiBase) === url.origin) return "main";
+  if (settings.enterprise?.apiBase && origin(settings.enterprise.apiBase) === url.origin) return "enterprise";
+  return null;
+}

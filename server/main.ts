@@ -1,6 +1,8 @@
+import { startAdmin } from "./admin/start-admin.js";
 import { createApp } from "./app.js";
 import { parseMaxConnections } from "./http/limits.js";
 import { serve } from "./http/serve.js";
+import { settingsProblems } from "./settings-problems.js";
 import { parseSettings } from "./settings.js";
 
 // The server entry: read PORT, listen, stop gracefully. Everything else is in createApp.
@@ -9,17 +11,14 @@ const log = app.broker.log;
 const port = Number(process.env.PORT || 8080);
 
 // One clear line per missing required setting; the broker still starts and answers per the spec.
-const settings = parseSettings(process.env);
-if (!settings.main.app.ok) {
-  for (const name of settings.main.app.missing) log.warn({ setting: name }, `${name} is not set: /token and /sign answer 503 app_unconfigured, /releases too`);
-  if (settings.main.app.problem) log.error({ problem: settings.main.app.problem }, "App credentials unusable: answering 503 app_unconfigured");
-}
-for (const name of settings.trimmedSecrets) log.warn({ setting: name }, `${name} has leading or trailing whitespace: it is trimmed before use`);
-if (!settings.tokenPermissions.ok) log.error({ problem: settings.tokenPermissions.problem }, "TOKEN_PERMISSIONS unusable: /token answers 400 invalid_token_permissions");
+for (const problem of settingsProblems(parseSettings(process.env), process.env)) log[problem.level](problem.fields, problem.message);
 
 const maxConnections = parseMaxConnections(process.env.MAX_CONNECTIONS);
 if (maxConnections.problem) log.warn({ setting: "MAX_CONNECTIONS" }, maxConnections.problem);
+// /healthz, /readyz, /metrics on ADMIN_PORT, when set: started first, so /readyz is 503 until the broker listens.
+const admin = startAdmin({ env: process.env, metrics: app.broker.metrics, log });
 const server = serve(app, port, undefined, () => {
+  admin?.readiness.listening();
   const address = server.address();
   log.info({ port: typeof address === "object" && address ? address.port : port, max_connections: server.maxConnections }, "tokensmith broker listening");
 }, { maxConnections: maxConnections.value });
@@ -28,6 +27,7 @@ let stopping = false;
 function shutdown(signal: string) {
   if (stopping) return;
   stopping = true;
+  admin?.readiness.draining();
   log.info({ signal }, "shutting down: no new connections, finishing requests in flight");
   const force = setTimeout(() => {
     log.error("requests still in flight after 9 s; exiting");

@@ -118,3 +118,21 @@ describe("tokensmith releases", () => {
     expect(down.stderr).toBe(`tokensmith: could not reach the broker at http://127.0.0.1:${closed} (ECONNREFUSED).\n`);
   });
 });
+
+describe("tokensmith usage", () => {
+  it("--help names serve, doctor and releases", async () => {
+    const { code, stdout } = await cli(["--help"]);
+    expect(code).toBe(0);
+    expect(stdout).toContain("tokensmith serve");
+    expect(stdout).toContain("tokensmith doctor");
+    expect(stdout).toContain("tokensmith releases --url URL [--json]");
+  });
+
+  it("an unknown command, or serve/doctor with arguments: exit 2 with the usage", async () => {
+    for (const args of [["frobnicate"], ["serve", "now"], ["doctor", "--json"]]) {
+      const { code, stderr } = await cli(args);
+      expect(code).toBe(2);
+      expect(stderr).toContain("Usage: tokensmith serve");
+    }
+  });
+});

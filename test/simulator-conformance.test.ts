@@ -62,6 +62,7 @@ interface Case {
 }
 
 const cases: Case[] = [
+  { name: "the authenticated App", route: ["GET", "/app"], status: 200, request: async () => call("GET", "/app", await app()) },
   { name: "repository installation", route: ["GET", "/repos/:owner/:repo/installation"], status: 200, request: async () => call("GET", "/repos/octo-org/app/installation", await app()) },
   { name: "repository installation, not installed", route: ["GET", "/repos/:owner/:repo/installation"], status: 404, request: async () => call("GET", "/repos/nobody/app/installation", await app()) },
   { name: "one installation", route: ["GET", "/app/installations/:id"], status: 200, request: async () => call("GET", `/app/installations/${installationId}`, await app()) },

@@ -1,9 +1,15 @@
 import { parseArgs } from "node:util";
+import { doctorCommand } from "./doctor-command.js";
 import { releasesCommand, type CommandIo } from "./releases-command.js";
 import { dashboardCommand } from "../dashboard/dashboard-command.js";
 
-const USAGE = `Usage: tokensmith releases --url URL [--json]
+const USAGE = `Usage: tokensmith serve
+       tokensmith doctor
+       tokensmith releases --url URL [--json]
 
+  serve      Run the broker (settings from the environment; PORT, default 8080).
+  doctor     Check the settings in the environment as the broker reads them: the App key, each
+             installation's permissions, the OIDC issuers, the Redis bindings. Exit 1 if any fails.
   releases   The latest release of every repository the broker's App is installed on.
              The bearer secret is read from TOKENSMITH_SECRET.
   --url      The broker's origin, e.g. https://tokensmith.example.com
@@ -23,6 +29,11 @@ export async function runCli(argv: readonly string[], io: CommandIo): Promise<nu
   const [command, ...rest] = parsed.positionals;
   if (parsed.values.help) {
     io.out(USAGE);
+    return 0;
+  }
+  if ((command === "serve" || command === "doctor") && rest.length === 0 && !parsed.values.url && !parsed.values.json) {
+    if (command === "doctor") return doctorCommand(io);
+    await io.serve();
     return 0;
   }
   if (command !== "releases" || rest.length > 0) {
@@ -51,6 +62,10 @@ export async function main(): Promise<void> {
     fetch: globalThis.fetch,
     out: (text) => process.stdout.write(text),
     err: (text) => process.stderr.write(text),
+    // The broker's entry: listens, and stops on SIGTERM (server/main.ts).
+    serve: async () => {
+      await import("../main.js");
+    },
   });
   process.exitCode = code;
 }

@@ -7,6 +7,8 @@ export interface CommandIo {
   fetch: typeof fetch;
   out(text: string): void;
   err(text: string): void;
+  /** `tokensmith serve`: starts the broker in this process. */
+  serve(): Promise<void>;
 }
 
 export interface ReleasesOptions {

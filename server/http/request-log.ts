@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Request, RequestHandler, Response } from "express";
 import type { Logger } from "../log.js";
+import type { Metrics } from "../metrics.js";
 
 /** Logged as the status of a request whose caller went away before its answer was sent (nginx's 499). */
 export const ABANDONED_STATUS = 499;
@@ -12,6 +13,8 @@ export interface RequestLogOptions {
   deadlineMs: number;
   /** Answers a request still unanswered at its deadline (the app's error handler with 503 deadline_exceeded). */
   onDeadline: (req: Request, res: Response) => void;
+  /** Counts and times each request (the admin listener's /metrics). */
+  metrics?: Metrics;
 }
 
 /**
@@ -22,7 +25,7 @@ export interface RequestLogOptions {
  * answered by `onDeadline`.
  */
 export function requestLog(options: RequestLogOptions): RequestHandler {
-  const { log, now, deadlineMs, onDeadline } = options;
+  const { log, now, deadlineMs, onDeadline, metrics } = options;
   return (req, res, next) => {
     const started = now();
     const requestId = randomUUID();
@@ -34,6 +37,7 @@ export function requestLog(options: RequestLogOptions): RequestHandler {
       if (logged) return;
       logged = true;
       clearTimeout(deadline);
+      metrics?.observeRequest({ path: req.path, status, code: res.locals.errorCode as string | undefined, seconds: (now() - started) / 1000 });
       log.info(
         {
           request_id: requestId,

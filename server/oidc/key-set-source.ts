@@ -27,6 +27,9 @@ export interface KeySetSourceOptions {
   maxAgeMs: number;
   /** After a failed snapshot write the next waits this long (the store is likely down). */
   snapshotRetryMs: number;
+  /** Told of each network fetch's result, and of each use of the snapshot (metrics). */
+  onFetched?: (result: "ok" | "failed") => void;
+  onSnapshotUsed?: () => void;
 }
 
 export const SNAPSHOT_MAX_AGE_MS = 24 * 60 * 60 * 1000;
@@ -79,10 +82,12 @@ export function createKeySetSource(options: KeySetSourceOptions) {
     fetchesStarted += 1;
     const run = fetchKeySet(startedAt, fetchesStarted).then(
       (set) => {
+        options.onFetched?.("ok");
         current = set;
         return set;
       },
       (error: unknown) => {
+        options.onFetched?.("failed");
         jwksUri = undefined; // rediscover next time: the document may be what changed
         log.warn({ issuer, err: String(error).slice(0, 200) }, "OIDC key set fetch failed");
         return undefined;
@@ -112,6 +117,7 @@ export function createKeySetSource(options: KeySetSourceOptions) {
       const set = await importKeySet(opened.jwks, opened.fetchedAt, "snapshot", 0);
       if (!current || current.fetchedAt < set.fetchedAt) current = set;
       log.info({ issuer }, "using last-known-good key set snapshot");
+      options.onSnapshotUsed?.();
       return set;
     } catch {
       log.warn({ issuer }, "key set snapshot unusable");

@@ -68,6 +68,7 @@ export function tokenRoute(ctx: BrokerContext): RequestHandler {
       },
       "installation token minted",
     );
+    ctx.metrics.tokensMinted.inc({ platform: platform.name });
     const answer: TokenResponse = { token: minted.token, expires_at: minted.expires_at, repository };
     res.setHeader("Cache-Control", "no-store");
     sendJson(res, 200, answer);

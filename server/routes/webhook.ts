@@ -89,7 +89,10 @@ function handleDelivery(ctx: BrokerContext, queues: ReturnType<typeof createPush
     if (!/^[a-z0-9_.-]{1,100}$/i.test(event)) throw new BrokerError("invalid_request", { detail: "no X-GitHub-Event" });
     const deliveryId = req.get("x-github-delivery");
     const requestId = res.locals.requestId as string | undefined;
-    const answer = (body: WebhookIgnoredResponse | WebhookPushResponse, status = 200) => sendJson(res, status, body);
+    const answer = (body: WebhookIgnoredResponse | WebhookPushResponse, status = 200) => {
+      ctx.metrics.webhookDeliveries.inc({ outcome: "ignored" in body ? "ignored" : "skipped" in body ? body.skipped : "queued" });
+      sendJson(res, status, body);
+    };
 
     if (event !== "push") {
       ctx.log.info({ event, delivery: deliveryId, request_id: requestId }, "webhook event ignored");

@@ -39,6 +39,7 @@ export function createMemoryQueue(ctx: BrokerContext): PushQueue {
   const runningKeys = new Set<string>();
   const running = new Set<Promise<void>>();
   let stopping = false;
+  ctx.metrics.webhookQueueDepthFrom(() => waiting.length);
 
   const pump = () => {
     while (!stopping && running.size < JOB_CONCURRENCY) {

@@ -71,7 +71,10 @@ export async function runPushJob(ctx: BrokerContext, deps: { pacer: Pacer; stopp
     const todo = pulls.filter((pull) => !answered.has(pull.number));
     const pacing = { pacer: deps.pacer, perMinute: settings.updateBranchPerMinute, installationId: push.installationId, now: ctx.now, record: progress.record, stopped: deps.stopped };
     const outcome = await updatePullRequests(upstream, push, todo, pacing);
-    if (outcome.unfinished.length > 0) return { end: "interrupted", remaining: outcome.unfinished.length };
+    if (outcome.unfinished.length > 0) {
+      ctx.metrics.webhookJobs.inc({ outcome: "interrupted" });
+      return { end: "interrupted", remaining: outcome.unfinished.length };
+    }
 
     const all = await progress.results();
     const updated = [...all].filter(([, r]) => r.updated).map(([n]) => n).sort((a, b) => a - b);
@@ -79,10 +82,12 @@ export async function runPushJob(ctx: BrokerContext, deps: { pacer: Pacer; stopp
       .flatMap(([number, r]) => (r.updated ? [] : [{ number, status: r.status, error: r.error }]))
       .sort((a, b) => a.number - b.number);
     ctx.log.info({ ...audit, updated, failed }, "push handled");
+    ctx.metrics.webhookJobs.inc({ outcome: "done" });
     return { end: "done" };
   } catch (error) {
     const code = error instanceof BrokerError ? error.code : "internal_error";
     ctx.log.error({ ...audit, updated: [], failed: [], error: code, detail: error instanceof Error ? error.message.slice(0, 300) : undefined }, "push job failed");
+    ctx.metrics.webhookJobs.inc({ outcome: "failed" });
     return { end: "failed", error: code };
   }
 }

@@ -68,6 +68,7 @@ export function createRedisQueue(ctx: BrokerContext, raw: string): PushQueue {
   commands.on("error", (error: Error) => ctx.log.warn({ err: error.message }, "webhook queue: Redis connection error"));
   const queue = new Queue(QUEUE_NAME, { connection: commands, prefix });
   queue.on("error", () => undefined); // logged through the connection's handler
+  ctx.metrics.webhookQueueDepthFrom(() => queue.getJobCountByTypes("waiting", "delayed", "prioritized"));
   const pacer = createPacer({ store: redisPaceStore(commands, prefix), now: ctx.now, sleep: ctx.sleep });
   let stopping = false;
 

@@ -3,6 +3,7 @@
 import { DOCS_ROOT, SimulatorHttpError, githubError } from "./router.js";
 import { isoSeconds, repositoryJson, type GithubState } from "./github-state.js";
 import { linkHeader, paginate } from "./pagination.js";
+import { simpleUserJson } from "./rest-shapes.js";
 import type { InstallationState, RepositoryState, RouteContext, Simulator } from "./types.js";
 
 const DOC_REPO_INSTALLATION = `${DOCS_ROOT}/apps/apps#get-a-repository-installation-for-the-authenticated-app`;
@@ -15,6 +16,35 @@ const LEVELS: Record<string, number> = { read: 1, write: 2, admin: 3 };
 const urlsOf = (sim: Simulator) => ({ apiBase: sim.apiBase, url: sim.url });
 
 export function registerAppRoutes(sim: Simulator, state: GithubState): void {
+  // GitHub's `integration` (apps/get-authenticated, docs/rest/apps/apps#get-the-authenticated-app). The App's permissions: the highest level any
+  // of its installations was granted (the simulator keeps none per App), at least metadata: read.
+  sim.route("GET", "/app", (ctx) => {
+    const app = sim.requireApp(ctx);
+    const permissions: Record<string, string> = { metadata: "read" };
+    for (const inst of state.installations.values()) {
+      if (inst.appId !== app.id) continue;
+      for (const [name, level] of Object.entries(inst.permissions)) if ((LEVELS[level] ?? 0) > (LEVELS[permissions[name] ?? ""] ?? 0)) permissions[name] = level;
+    }
+    const stamp = "2026-01-01T00:00:00Z";
+    const body = {
+      id: app.id,
+      slug: app.slug,
+      client_id: `Iv1.${app.id.toString(16).padStart(16, "0")}`,
+      node_id: `A_${Buffer.from(String(app.id)).toString("base64url")}`,
+      owner: simpleUserJson("octo-owner", 1, "Organization", urlsOf(sim)),
+      name: app.slug,
+      description: "A simulated GitHub App",
+      external_url: sim.url,
+      html_url: `${sim.url}/apps/${app.slug}`,
+      created_at: stamp,
+      updated_at: stamp,
+      permissions,
+      events: ["push"],
+      installations_count: [...state.installations.values()].filter((i) => i.appId === app.id).length,
+    };
+    return { status: 200, body };
+  });
+
   sim.route("GET", "/repos/:owner/:repo/installation", (ctx) => {
     const app = sim.requireApp(ctx);
     const inst = state.installationFor(app.id, ctx.params.owner!, ctx.params.repo!);

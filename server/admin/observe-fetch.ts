@@ -1,0 +1,58 @@
+import type { Metrics, UpstreamCall } from "../metrics.js";
+
+/** Which platform an upstream URL belongs to (by origin), or null for an OIDC issuer or anything else. */
+export type PlatformOf = (url: URL) => "main" | "enterprise" | null;
+
+/**
+ * Wraps the broker's injected fetch (every platform and issuer call goes through it) to count each
+ * call, time it to its response headers, and note the platform's x-ratelimit-remaining. The call's
+ * label comes from the method and path, never the path itself (it names repositories).
+ */
+export function observeFetch(fetchImpl: typeof fetch, metrics: Metrics, platformOf: PlatformOf, now: () => number = performance.now.bind(performance)): typeof fetch {
+  return async (input, init) => {
+    const url = new URL(input instanceof Request ? input.url : String(input));
+    const method = (init?.method ?? (input instanceof Request ? input.method : "GET")).toUpperCase();
+    const call = upstreamCall(method, url.pathname, acceptOf(input, init));
+    const started = now();
+    try {
+      const response = await fetchImpl(input, init);
+      metrics.observeUpstream({ call, status: response.status, seconds: (now() - started) / 1000 });
+      const remaining = response.headers.get("x-ratelimit-remaining");
+      const platform = remaining !== null && /^[0-9]+$/.test(remaining) ? platformOf(url) : null;
+      if (platform) metrics.rateLimitRemaining.set({ platform }, Number(remaining));
+      return response;
+    } catch (error) {
+      metrics.observeUpstream({ call, status: "error", seconds: (now() - started) / 1000 });
+      throw error;
+    }
+  };
+}
+
+const PLATFORM_CALLS: Array<[method: string, path: RegExp, call: UpstreamCall]> = [
+  ["POST", /\/app\/installations\/\d+\/access_tokens$/, "mint"],
+  ["GET", /\/app\/installations\/\d+$/, "installation_get"],
+  ["GET", /\/app\/installations$/, "list_installations"],
+  ["GET", /\/app$/, "app"],
+  ["GET", /\/(?:repos\/[^/]+\/[^/]+|repositories\/\d+)\/installation$/, "installation_lookup"],
+  ["GET", /\/installation\/repositories$/, "list_repositories"],
+  ["DELETE", /\/installation\/token$/, "revoke"],
+  ["POST", /\/graphql$/, "graphql"],
+  ["GET", /\/repos\/[^/]+\/[^/]+\/pulls$/, "list_pulls"],
+  ["PUT", /\/repos\/[^/]+\/[^/]+\/pulls\/\d+\/update-branch$/, "update_branch"],
+];
+
+/** The bounded label of one upstream call. */
+export function upstreamCall(method: string, path: string, accept: string): UpstreamCall {
+  if (path.endsWith("/.well-known/openid-configuration")) return "oidc_discovery";
+  for (const [m, pattern, call] of PLATFORM_CALLS) if (m === method && pattern.test(path)) return call;
+  if (/\/repos\/[^/]+\/[^/]+\/git\//.test(path)) return "git";
+  // The key-set fetch asks for plain JSON at whatever jwks_uri the issuer named; platform calls
+  // ask for GitHub's media type.
+  if (method === "GET" && !accept.includes("vnd.github")) return "jwks";
+  return "other";
+}
+
+function acceptOf(input: string | URL | Request, init: RequestInit | undefined): string {
+  const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
+  return headers.get("accept") ?? "";
+}

@@ -1,0 +1,70 @@
+import type { AppCredentials } from "../../app-credentials.js";
+import { createAppJwtSigner } from "../../github/app-jwt.js";
+import { createPlatformClient, type PlatformClient } from "../../github/platform-client.js";
+import type { PlatformSettings } from "../../settings.js";
+import { fail, ok, whyFailed, type CheckResult } from "./check-result.js";
+import { describePermissions, missingFrom, type Need } from "./needed-permissions.js";
+
+const MAX_PAGES = 10;
+
+interface InstallationJson {
+  id: number;
+  account?: { login?: string } | null;
+  permissions?: Record<string, string>;
+}
+
+/**
+ * The App key signs a JWT and the platform accepts it (`GET /app`: the App's slug and
+ * permissions), then every installation's grant against what the broker asks for.
+ * https://docs.github.com/rest/apps/apps#get-the-authenticated-app
+ */
+export async function checkApp(input: { platform: PlatformSettings; app: AppCredentials; needs: Need[]; fetch: typeof fetch; timeoutMs: number }): Promise<CheckResult[]> {
+  const { platform, app } = input;
+  const where = platform.name === "main" ? platform.apiBase : `${platform.apiBase} (enterprise)`;
+  const client = createPlatformClient({ apiBase: platform.apiBase, fetch: input.fetch, timeoutMs: input.timeoutMs });
+  let jwt: string;
+  try {
+    jwt = await createAppJwtSigner(Date.now).jwtFor(app);
+  } catch (error) {
+    return [fail(`App ${app.appId}: could not sign an App JWT with the private key (${whyFailed(error)})`)];
+  }
+  let about: { slug?: unknown; permissions?: Record<string, string> };
+  try {
+    about = (await client({ method: "GET", path: "/app", bearer: jwt })).data as typeof about;
+  } catch (error) {
+    return [fail(`App ${app.appId} on ${where}: GET /app refused the App JWT (${whyFailed(error)}): is the private key this App's?`)];
+  }
+  const results = [ok(`App ${String(about.slug)} (id ${app.appId}) on ${where}: GET /app accepts its JWT; permissions ${describePermissions(about.permissions ?? {})}`)];
+  let installations: InstallationJson[];
+  try {
+    installations = await listInstallations(client, jwt);
+  } catch (error) {
+    return [...results, fail(`App ${app.appId}: GET /app/installations failed (${whyFailed(error)})`)];
+  }
+  if (installations.length === 0) return [...results, fail(`App ${String(about.slug)} is installed nowhere: install it on the repositories it serves`)];
+  for (const installation of installations) {
+    const granted = installation.permissions ?? {};
+    const name = `installation ${installation.id} (${installation.account?.login ?? "?"})`;
+    const gaps = input.needs
+      .map((need) => ({ need, missing: missingFrom(granted, need.permissions) }))
+      .filter((gap) => gap.missing.length > 0)
+      .map((gap) => `${gap.need.feature} needs ${gap.missing.join(", ")}`);
+    results.push(
+      gaps.length > 0
+        ? fail(`${name}: ${gaps.join("; ")}; it grants ${describePermissions(granted)}`)
+        : ok(`${name}: grants ${describePermissions(granted)}; covers ${input.needs.map((n) => n.feature).join(", ")}`),
+    );
+  }
+  return results;
+}
+
+async function listInstallations(client: PlatformClient, jwt: string): Promise<InstallationJson[]> {
+  const all: InstallationJson[] = [];
+  for (let page = 1; page <= MAX_PAGES; page += 1) {
+    const answer = await client({ method: "GET", path: `/app/installations?per_page=100&page=${page}`, bearer: jwt });
+    const items = Array.isArray(answer.data) ? (answer.data as InstallationJson[]) : [];
+    all.push(...items);
+    if (items.length < 100) break;
+  }
+  return all;
+}

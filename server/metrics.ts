@@ -1,0 +1,153 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+
+/**
+ * The broker's Prometheus metrics, on a registry of their own (never prom-client's global one):
+ * each app, and so each test, counts for itself. Served by the admin listener (server/admin/).
+ *
+ * Labels are bounded by construction: a route is one of the four or `other`, a status an HTTP
+ * status, a code one of the spec's error codes, a call one of UPSTREAM_CALLS, a platform `main` or
+ * `enterprise`. Never a repository, an owner, a token, a path or anything a client chooses.
+ */
+export const ROUTES = ["/token", "/sign", "/releases", "/webhook"] as const;
+
+/** What an upstream call was for (see server/admin/observe-fetch.ts for how a URL maps to one). */
+export const UPSTREAM_CALLS = [
+  "app", "installation_lookup", "installation_get", "list_installations", "list_repositories", "mint", "revoke",
+  "graphql", "list_pulls", "update_branch", "git", "oidc_discovery", "jwks", "other",
+] as const;
+export type UpstreamCall = (typeof UPSTREAM_CALLS)[number];
+
+const MISNAMED_DEFAULTS = ["nodejs_active_handles_total", "nodejs_active_requests_total", "nodejs_active_resources_total"];
+
+const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export function routeLabel(path: string): string {
+  return (ROUTES as readonly string[]).includes(path) ? path : "other";
+}
+
+export function createMetrics() {
+  const registry = new Registry();
+  const registers = [registry];
+
+  const requests = new Counter({
+    name: "tokensmith_requests_total",
+    help: "Requests answered, by route (or other), HTTP status and the spec's error code (empty on success).",
+    labelNames: ["route", "status", "code"] as const,
+    registers,
+  });
+  const requestDuration = new Histogram({
+    name: "tokensmith_request_duration_seconds",
+    help: "Time from a request's arrival to its response's end, by route.",
+    labelNames: ["route"] as const,
+    buckets: DURATION_BUCKETS,
+    registers,
+  });
+  const upstreamRequests = new Counter({
+    name: "tokensmith_upstream_requests_total",
+    help: "Calls to the platform and the OIDC issuers, by call and HTTP status (error: no answer, e.g. refused or timed out).",
+    labelNames: ["call", "status"] as const,
+    registers,
+  });
+  const upstreamDuration = new Histogram({
+    name: "tokensmith_upstream_request_duration_seconds",
+    help: "Time to an upstream call's response headers (or its failure), by call.",
+    labelNames: ["call"] as const,
+    buckets: DURATION_BUCKETS,
+    registers,
+  });
+  const tokensMinted = new Counter({
+    name: "tokensmith_tokens_minted_total",
+    help: "Installation tokens handed out by POST /token, by platform.",
+    labelNames: ["platform"] as const,
+    registers,
+  });
+  const oidcKeyFetches = new Counter({
+    name: "tokensmith_oidc_key_fetches_total",
+    help: "Fetches of an issuer's discovery document and key set, by result (ok or failed).",
+    labelNames: ["result"] as const,
+    registers,
+  });
+  const keySnapshotUsed = new Counter({
+    name: "tokensmith_key_snapshot_used_total",
+    help: "Times the last-known-good key set snapshot (SERVICE_JWKS_CACHE) was used because the issuer could not be reached.",
+    registers,
+  });
+  const rateLimitRemaining = new Gauge({
+    name: "tokensmith_rate_limit_remaining",
+    help: "The platform's x-ratelimit-remaining on its latest answer, by platform (main or enterprise).",
+    labelNames: ["platform"] as const,
+    registers,
+  });
+  let queueDepth: (() => number | Promise<number>) | undefined;
+  const webhookQueueDepth = new Gauge({
+    name: "tokensmith_webhook_queue_depth",
+    help: "Push jobs waiting in the webhook work queue (in process, or in Redis: shared by every instance).",
+    registers,
+    async collect() {
+      if (queueDepth) this.set(await Promise.resolve(queueDepth()).catch(() => Number.NaN));
+    },
+  });
+  const webhookJobs = new Counter({
+    name: "tokensmith_webhook_jobs_total",
+    help: "Push jobs run by the webhook queue, by how they ended: done, failed, or interrupted (at shutdown).",
+    labelNames: ["outcome"] as const,
+    registers,
+  });
+  const webhookDeliveries = new Counter({
+    name: "tokensmith_webhook_deliveries_total",
+    help: "Webhook deliveries answered 2xx, by outcome: queued, ignored (not a push) or the reason it was skipped.",
+    labelNames: ["outcome"] as const,
+    registers,
+  });
+  // Starting at zero, so a dashboard or alert has a series before the first event.
+  for (const platform of ["main", "enterprise"]) tokensMinted.inc({ platform }, 0);
+  for (const result of ["ok", "failed"]) oidcKeyFetches.inc({ result }, 0);
+  for (const outcome of ["done", "failed", "interrupted"]) webhookJobs.inc({ outcome }, 0);
+  webhookQueueDepth.set(0);
+
+  let processDefaults = false;
+  return {
+    registry,
+    tokensMinted,
+    oidcKeyFetches,
+    keySnapshotUsed,
+    rateLimitRemaining,
+    webhookDeliveries,
+    webhookJobs,
+
+    /** The webhook queue tells where its depth is read from at scrape time (the latest queue made wins). */
+    webhookQueueDepthFrom(read: () => number | Promise<number>): void {
+      queueDepth = read;
+    },
+
+    /** One answered request (the request log's finish handler). */
+    observeRequest(answer: { path: string; status: number; code: string | undefined; seconds: number }): void {
+      const route = routeLabel(answer.path);
+      requests.inc({ route, status: String(answer.status), code: answer.code ?? "" });
+      requestDuration.observe({ route }, answer.seconds);
+    },
+
+    /** One upstream call: its HTTP status, or "error" when none came. */
+    observeUpstream(answer: { call: UpstreamCall; status: number | "error"; seconds: number }): void {
+      upstreamRequests.inc({ call: answer.call, status: String(answer.status) });
+      upstreamDuration.observe({ call: answer.call }, answer.seconds);
+    },
+
+    /** prom-client's process metrics (CPU, memory, event loop, handles); once, by the process that serves them. */
+    collectProcessDefaults(): void {
+      if (processDefaults) return;
+      processDefaults = true;
+      collectDefaultMetrics({ register: registry });
+      // prom-client names three gauges `_total`, which `promtool check metrics` rejects (a `_total`
+      // suffix is for counters). Their per-type breakdowns (nodejs_active_handles{type}, …) stay.
+      for (const name of MISNAMED_DEFAULTS) registry.removeSingleMetric(name);
+    },
+
+    /** The text exposition format, and its content type. */
+    async exposition(): Promise<{ contentType: string; text: string }> {
+      return { contentType: registry.contentType, text: await registry.metrics() };
+    },
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,0 +1,34 @@
+import { parseAdminSettings } from "./admin/admin-settings.js";
+import type { Env, Settings } from "./settings.js";
+
+/** A setting that will not work as given: what the broker logs at start-up and `tokensmith doctor` prints. */
+export interface SettingProblem {
+  /** The broker's log level for it. */
+  level: "warn" | "error";
+  /** Whether the broker is degraded by it (doctor's FAIL) or merely tells you (a trimmed secret). */
+  fails: boolean;
+  message: string;
+  /** The log line's fields: names and problems, never a value. */
+  fields: Record<string, string>;
+}
+
+/** Every start-up problem, one per line, in the order the broker logs them. */
+export function settingsProblems(settings: Settings, env: Env): SettingProblem[] {
+  const problems: SettingProblem[] = [];
+  const app = settings.main.app;
+  if (!app.ok) {
+    for (const name of app.missing) {
+      problems.push({ level: "warn", fails: true, fields: { setting: name }, message: `${name} is not set: /token and /sign answer 503 app_unconfigured, /releases too` });
+    }
+    if (app.problem) problems.push({ level: "error", fails: true, fields: { problem: app.problem }, message: "App credentials unusable: answering 503 app_unconfigured" });
+  }
+  for (const name of settings.trimmedSecrets) {
+    problems.push({ level: "warn", fails: false, fields: { setting: name }, message: `${name} has leading or trailing whitespace: it is trimmed before use` });
+  }
+  if (!settings.tokenPermissions.ok) {
+    problems.push({ level: "error", fails: true, fields: { problem: settings.tokenPermissions.problem }, message: "TOKEN_PERMISSIONS unusable: /token answers 400 invalid_token_permissions" });
+  }
+  const admin = parseAdminSettings(env);
+  if (!admin.enabled && admin.problem) problems.push({ level: "error", fails: true, fields: { setting: "ADMIN_PORT" }, message: admin.problem });
+  return problems;
+}

@@ -1,0 +1,102 @@
+// `tokensmith doctor` (bin/tokensmith.js → build/server/cli) as a child process against the
+// platform simulator: a good configuration passes; a wrong App key, an unreachable issuer, Redis
+// down and TOKEN_PERMISSIONS beyond the installation's grant each fail with their own line.
+import { execFile } from "node:child_process";
+import { generateKeyPairSync } from "node:crypto";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
+import { guideCommands } from "./support/guide-commands.js";
+import { freePort } from "./support/redis-server.js";
+
+const BIN = fileURLToPath(new URL("../bin/tokensmith.js", import.meta.url));
+
+let fx: TokenFixture;
+let good: Record<string, string | undefined>;
+
+beforeAll(async () => {
+  fx = await tokenFixture();
+  good = { ...fx.env, SERVICE_JWKS_CACHE: "redis://127.0.0.1:6379", LEGACY_QUOTA_KV: "memory://", WEBHOOK_QUEUE: "redis://127.0.0.1:6379?prefix=doctor-test" };
+});
+afterAll(async () => {
+  await fx.sim.close();
+});
+
+// The guide's command (docs/deploying.md): `npx tokensmith doctor`, i.e. bin/tokensmith.js doctor.
+const [npx, bin, ...DOCTOR_ARGS] = guideCommands("doctor")[0]!.split(" ");
+
+function doctor(env: Record<string, string | undefined>) {
+  expect([npx, bin]).toEqual(["npx", "tokensmith"]);
+  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    execFile(process.execPath, [BIN, ...DOCTOR_ARGS], { env: { PATH: process.env.PATH, ...env }, timeout: 30_000 }, (error, stdout, stderr) => {
+      resolve({ code: error ? Number((error as { code?: unknown }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+const linesOf = (stdout: string) => stdout.split("\n").filter((line) => /^(ok|FAIL|warn) /.test(line));
+
+describe("tokensmith doctor", () => {
+  it("a good configuration: every check ok, exit 0, the App's slug and permissions, no secret printed", async () => {
+    const { code, stdout, stderr } = await doctor(good);
+    expect(stderr).toBe("");
+    const lines = linesOf(stdout);
+    expect(lines.every((line) => line.startsWith("ok "))).toBe(true);
+    expect(lines).toEqual([
+      "ok   settings parse",
+      `ok   App tokensmith-test-${fx.app.id} (id ${fx.app.id}) on ${fx.sim.apiBase}: GET /app accepts its JWT; permissions contents: write, issues: read, metadata: read, pull_requests: write`,
+      `ok   installation ${fx.installationId} (octo-org): grants contents: write, issues: read, metadata: read, pull_requests: write; covers TOKEN_PERMISSIONS, /sign`,
+      `ok   issuer ${fx.sim.oidc.issuer}: discovery and key set reachable (1 key)`,
+      "ok   SERVICE_JWKS_CACHE redis://127.0.0.1:6379: answers",
+      "ok   LEGACY_QUOTA_KV memory://: answers (this process only: not shared between instances)",
+      "ok   WEBHOOK_QUEUE redis://127.0.0.1:6379: answers",
+    ]);
+    expect(stdout).toContain("All checks passed.");
+    expect(code).toBe(0);
+    expectNoSecrets([stdout], [fx.app.privateKeyPem]);
+    expect(stdout).not.toMatch(/eyJ|BEGIN|PRIVATE KEY/);
+  });
+
+  it("a key that is not the App's: GET /app refuses the JWT, exit 1", async () => {
+    const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+    const other = privateKey.export({ type: "pkcs1", format: "pem" }).toString();
+    const { code, stdout } = await doctor({ ...good, HOST_APP_PRIVATE_KEY: other });
+    expect(linesOf(stdout)).toContain(`FAIL App ${fx.app.id} on ${fx.sim.apiBase}: GET /app refused the App JWT (HTTP 401 A JSON web token could not be decoded): is the private key this App's?`);
+    expect(code).toBe(1);
+    expect(stdout).toContain("1 check failed.");
+    expectNoSecrets([stdout], [other, fx.app.privateKeyPem]);
+  });
+
+  it("an issuer nothing answers for: FAIL for its discovery document, exit 1", async () => {
+    const port = await freePort();
+    const issuer = `http://127.0.0.1:${port}/issuer`;
+    const { code, stdout } = await doctor({ ...good, HOST_OIDC_ISSUER: issuer });
+    expect(linesOf(stdout)).toContain(`FAIL issuer ${issuer}: discovery document unreachable (ECONNREFUSED)`);
+    expect(code).toBe(1);
+  });
+
+  it("Redis down (a port with nothing listening): FAIL for that binding, exit 1", async () => {
+    const port = await freePort();
+    const { code, stdout } = await doctor({ ...good, LEGACY_QUOTA_KV: `redis://:hunter2@127.0.0.1:${port}` });
+    expect(linesOf(stdout)).toContain(`FAIL LEGACY_QUOTA_KV redis://127.0.0.1:${port}: does not answer (the broker would serve as if it were unset)`);
+    expect(stdout).not.toContain("hunter2");
+    expect(code).toBe(1);
+  });
+
+  it("TOKEN_PERMISSIONS beyond the installation's grant, and auto-update's needs: FAIL naming each", async () => {
+    const { code, stdout } = await doctor({ ...good, TOKEN_PERMISSIONS: "contents:write,issues:write", AUTO_UPDATE_BRANCHES: "true" });
+    expect(linesOf(stdout)).toContain(
+      `FAIL installation ${fx.installationId} (octo-org): TOKEN_PERMISSIONS needs issues: write (granted read); auto-update needs workflows: write; it grants contents: write, issues: read, metadata: read, pull_requests: write`,
+    );
+    expect(code).toBe(1);
+  });
+
+  it("a setting that does not parse: the broker's own message, exit 1", async () => {
+    const { code, stdout } = await doctor({ ...good, TOKEN_PERMISSIONS: "contents:own", HOST_APP_ID: undefined, ADMIN_PORT: "eighty" });
+    const lines = linesOf(stdout);
+    expect(lines).toContain("FAIL HOST_APP_ID is not set: /token and /sign answer 503 app_unconfigured, /releases too");
+    expect(lines.some((line) => line.startsWith("FAIL TOKEN_PERMISSIONS unusable: /token answers 400 invalid_token_permissions ("))).toBe(true);
+    expect(lines).toContain("FAIL ADMIN_PORT is not a port number (0-65535): the admin listener is off");
+    expect(code).toBe(1);
+  });
+});
