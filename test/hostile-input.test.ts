@@ -3,7 +3,8 @@
 // no 500 other than the documented one, and the broker keeps serving afterwards.
 import { createHmac } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { connect } from "node:net";
+import { Agent } from "node:http";
+import { connect, createServer } from "node:net";
 import fc from "fast-check";
 import { ERROR_CODES, isErrorCode } from "../shared/error-codes.js";
 import { postJson, startBroker, type TestBroker } from "./support/broker.js";
@@ -79,6 +80,44 @@ async function send(method: string, path: string, headers: Record<string, string
   expectWellFormed(answer, method);
   return answer;
 }
+
+// node:http's client writes a DELETE's or an OPTIONS's body unframed (no Content-Length, no
+// chunked encoding): the broker reads those bytes as the next request on the keep-alive socket,
+// and the request sent next on it got their answer (a HEAD: "Data after `Connection: close`").
+describe("the raw request helper", () => {
+  it.each(["DELETE", "OPTIONS", "POST", "PUT", "PATCH", "FOO"])("frames a %s body with Content-Length", async (method) => {
+    const seen = await new Promise<string>((resolve, reject) => {
+      const server = createServer((socket) => {
+        let text = "";
+        socket.on("data", (chunk) => {
+          text += String(chunk);
+          if (text.endsWith("\r\n\r\nGET")) {
+            socket.end("HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
+            server.close();
+            resolve(text);
+          }
+        });
+      }).listen(0, "127.0.0.1", () => {
+        const { port } = server.address() as { port: number };
+        rawRequest(`http://127.0.0.1:${port}`, { method, path: "/", body: "GET", agent: new Agent({ keepAlive: true }) }).catch(reject);
+      });
+    });
+    expect(seen).toMatch(/\r\ncontent-length: 3\r\n/i);
+  });
+
+  it.each(["DELETE", "OPTIONS"])("a %s with a body leaves its keep-alive connection fit for a HEAD", async (method) => {
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 }); // one socket: the HEAD goes on the same connection
+    try {
+      const first = await rawRequest(broker.url, { method, path: "/webhook", body: "GET", agent });
+      expect(first.status).toBe(405);
+      const head = await rawRequest(broker.url, { method: "HEAD", path: "/webhook", agent });
+      expect(head.status).toBe(405);
+      expect(head.headers.connection).toBe("keep-alive");
+    } finally {
+      agent.destroy();
+    }
+  });
+});
 
 describe("hostile input", () => {
   it("arbitrary methods, paths, headers and bodies", async () => {
