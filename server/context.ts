@@ -3,6 +3,7 @@ import { createInstallationCache } from "./github/installation-cache.js";
 import { createPlatformClient, type PlatformClient } from "./github/platform-client.js";
 import { createPlatformRequest, DEFAULT_RETRY, type OctokitRequest, type RetryInfo, type RetryPolicy } from "./github/platform-request.js";
 import { BODY_READ_TIMEOUT_MS, REQUEST_DEADLINE_MS } from "./http/limits.js";
+import { createUpstreamGate, type UpstreamGate } from "./github/upstream-gate.js";
 import { createStoreRegistry } from "./kv/key-value-store.js";
 import { createLogger, type Logger } from "./log.js";
 import { createKeySetSource, type KeySetSource } from "./oidc/key-set-source.js";
@@ -90,13 +91,23 @@ export function createContext(deps: BrokerDeps = {}) {
     return { store, sealKey: sealKeyFor.key };
   };
 
-  // One Octokit request (GraphQL, listings) and one lean client (lookup, mint) per API base.
-  const perApiBase = <T>(create: (options: { apiBase: string; fetch: typeof fetch; timeoutMs: number }) => T) => {
+  // One gate per API base (UPSTREAM_MAX_CONCURRENCY, read per request; the rate-limit pause),
+  // shared by that platform's Octokit request (GraphQL, listings) and lean client (lookup, mint).
+  const gates = new Map<string, UpstreamGate>();
+  const gateFor = (apiBase: string): UpstreamGate => {
+    let gate = gates.get(apiBase);
+    if (!gate) {
+      gate = createUpstreamGate({ limit: () => settings().upstreamMaxConcurrency, now });
+      gates.set(apiBase, gate);
+    }
+    return gate;
+  };
+  const perApiBase = <T>(create: (options: { apiBase: string; fetch: typeof fetch; timeoutMs: number; now: () => number; gate: UpstreamGate }) => T) => {
     const made = new Map<string, T>();
     return (platform: PlatformSettings): T => {
       let one = made.get(platform.apiBase);
       if (one === undefined) {
-        one = create({ apiBase: platform.apiBase, fetch: fetchImpl, timeoutMs: timing.upstreamTimeoutMs });
+        one = create({ apiBase: platform.apiBase, fetch: fetchImpl, timeoutMs: timing.upstreamTimeoutMs, now, gate: gateFor(platform.apiBase) });
         made.set(platform.apiBase, one);
       }
       return one;
@@ -119,6 +130,7 @@ export function createContext(deps: BrokerDeps = {}) {
     jwksSnapshot,
     requestFor,
     clientFor,
+    gateFor,
     appJwt: createAppJwtSigner(now),
     installations: createInstallationCache({ now, ttlMs: timing.installationTtlMs }),
     async close(): Promise<void> {
