@@ -63,7 +63,11 @@ export function createContext(deps: BrokerDeps = {}) {
   const fetchImpl = deps.fetch ?? globalThis.fetch;
   const log = deps.logger ?? createLogger({ level: (deps.env ?? (() => process.env))().LOG_LEVEL });
   const timing: Timing = { ...DEFAULT_TIMING, ...deps.timing };
-  const settings: () => Settings = createSettingsReader(deps.env ?? (() => process.env));
+  const readSettings: () => Settings = createSettingsReader(deps.env ?? (() => process.env));
+  // The settings as the latest request read them: what the platform gates go by, so a gate reads
+  // UPSTREAM_MAX_CONCURRENCY as of the request (spec 2.6) without reading the environment per call.
+  let latest: Settings | undefined;
+  const settings = (): Settings => (latest = readSettings());
   const stores = createStoreRegistry({ log, timeoutMs: timing.kvTimeoutMs });
 
   const keySources = new Map<string, KeySetSource>();
@@ -97,7 +101,7 @@ export function createContext(deps: BrokerDeps = {}) {
   const gateFor = (apiBase: string): UpstreamGate => {
     let gate = gates.get(apiBase);
     if (!gate) {
-      gate = createUpstreamGate({ limit: () => settings().upstreamMaxConcurrency, now });
+      gate = createUpstreamGate({ limit: () => (latest ?? settings()).upstreamMaxConcurrency, now });
       gates.set(apiBase, gate);
     }
     return gate;

@@ -140,11 +140,12 @@ export function platformWaitMs(status: number, headers: Headers, text: string, n
 
 /** The kind of a platform call, for the rate-limit pause: what GitHub limits separately. */
 export function kindOfCall(method: string, url: string): string {
-  const path = new URL(url).pathname;
+  const query = url.indexOf("?");
+  const path = query < 0 ? url : url.slice(0, query);
   const upper = method.toUpperCase();
-  if (upper === "POST" && /\/access_tokens$/.test(path)) return "mint";
-  if (upper === "GET" && (/\/installation$/.test(path) || /\/app\/installations\/\d+$/.test(path))) return "lookup";
-  if (/\/graphql$/.test(path)) return "graphql";
-  if (upper === "PUT" && /\/update-branch$/.test(path)) return "update-branch";
+  if (upper === "POST" && path.endsWith("/access_tokens")) return "mint";
+  if (upper === "GET" && (path.endsWith("/installation") || /\/app\/installations\/\d+$/.test(path))) return "lookup";
+  if (path.endsWith("/graphql")) return "graphql";
+  if (upper === "PUT" && path.endsWith("/update-branch")) return "update-branch";
   return upper === "GET" ? "read" : "write";
 }
