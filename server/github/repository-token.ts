@@ -9,6 +9,9 @@ import { mintInstallationToken, type MintedToken } from "./mint-installation-tok
 import { installationServes, installationSubject, mintedForScope, type RepositoryScope } from "./repository-scope.js";
 import { revokeInstallationToken } from "./revoke-installation-token.js";
 
+/** Time kept back from the request's deadline to map a platform failure and send the answer. */
+export const ANSWER_RESERVE_MS = 150;
+
 export interface RepositoryTokenInput extends RepositoryScope {
   platform: PlatformSettings;
   app: AppCredentials;
@@ -33,7 +36,10 @@ export interface RepositoryTokenInput extends RepositoryScope {
  * installation, which may be gone or changed (a 404/422 on a cached one is asked again once, from a fresh lookup); a 401 drops the
  * App JWT (e.g. the platform's clock disagrees with ours).
  */
-export async function mintRepositoryToken(ctx: BrokerContext, input: RepositoryTokenInput): Promise<{ installation: Installation; minted: MintedToken }> {
+export async function mintRepositoryToken(ctx: BrokerContext, request: RepositoryTokenInput): Promise<{ installation: Installation; minted: MintedToken }> {
+  // The platform calls stop a little before the request's deadline, so the route answers its own
+  // code (with Retry-After) rather than the request being cut off at the deadline itself.
+  const input = request.deadlineAt === undefined ? request : { ...request, deadlineAt: request.deadlineAt - ANSWER_RESERVE_MS };
   const { platform, app } = input;
   const scope: RepositoryScope = { owner: input.owner, repo: input.repo, ids: input.ids };
   const client = ctx.clientFor(platform);
