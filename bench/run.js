@@ -2,6 +2,7 @@
 // built broker and the loopback simulator, prints one table, and exits 1 if a target was missed.
 // A scenario is a module in bench/scenarios/ exporting `description` and `run()` → rows of
 // { metric, value, target, ok } (ok: true, false, or null for information only).
+import * as burst from "./scenarios/burst.js";
 import * as dashboard from "./scenarios/dashboard.js";
 import * as fleet from "./scenarios/fleet.js";
 import * as releases from "./scenarios/releases.js";
@@ -9,7 +10,7 @@ import * as releasesLarge from "./scenarios/releases-large.js";
 import * as token from "./scenarios/token.js";
 import * as webhook from "./scenarios/webhook.js";
 
-const SCENARIOS = { dashboard, fleet, releases, "releases-large": releasesLarge, token, webhook };
+const SCENARIOS = { burst, dashboard, fleet, releases, "releases-large": releasesLarge, token, webhook };
 
 const requested = process.argv.slice(2);
 const unknown = requested.filter((name) => !(name in SCENARIOS));

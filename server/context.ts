@@ -4,6 +4,7 @@ import { createInstallationCache } from "./github/installation-cache.js";
 import { createPlatformClient, type PlatformClient } from "./github/platform-client.js";
 import { createPlatformRequest, DEFAULT_RETRY, type OctokitRequest, type RetryInfo, type RetryPolicy } from "./github/platform-request.js";
 import { BODY_READ_TIMEOUT_MS, REQUEST_DEADLINE_MS } from "./http/limits.js";
+import { createUpstreamGate, type UpstreamGate } from "./github/upstream-gate.js";
 import { createStoreRegistry } from "./kv/key-value-store.js";
 import { createLogger, type Logger } from "./log.js";
 import { createMetrics } from "./metrics.js";
@@ -65,7 +66,11 @@ export function createContext(deps: BrokerDeps = {}) {
   const fetchImpl = observeFetch(deps.fetch ?? globalThis.fetch, metrics, (url) => platformOf(settings(), url));
   const log = deps.logger ?? createLogger({ level: (deps.env ?? (() => process.env))().LOG_LEVEL });
   const timing: Timing = { ...DEFAULT_TIMING, ...deps.timing };
-  const settings: () => Settings = createSettingsReader(deps.env ?? (() => process.env));
+  const readSettings: () => Settings = createSettingsReader(deps.env ?? (() => process.env));
+  // The settings as the latest request read them: what the platform gates go by, so a gate reads
+  // UPSTREAM_MAX_CONCURRENCY as of the request (spec 2.6) without reading the environment per call.
+  let latest: Settings | undefined;
+  const settings = (): Settings => (latest = readSettings());
   const stores = createStoreRegistry({ log, timeoutMs: timing.kvTimeoutMs });
 
   const keySources = new Map<string, KeySetSource>();
@@ -94,13 +99,23 @@ export function createContext(deps: BrokerDeps = {}) {
     return { store, sealKey: sealKeyFor.key };
   };
 
-  // One Octokit request (GraphQL, listings) and one lean client (lookup, mint) per API base.
-  const perApiBase = <T>(create: (options: { apiBase: string; fetch: typeof fetch; timeoutMs: number }) => T) => {
+  // One gate per API base (UPSTREAM_MAX_CONCURRENCY, read per request; the rate-limit pause),
+  // shared by that platform's Octokit request (GraphQL, listings) and lean client (lookup, mint).
+  const gates = new Map<string, UpstreamGate>();
+  const gateFor = (apiBase: string): UpstreamGate => {
+    let gate = gates.get(apiBase);
+    if (!gate) {
+      gate = createUpstreamGate({ limit: () => (latest ?? settings()).upstreamMaxConcurrency, now });
+      gates.set(apiBase, gate);
+    }
+    return gate;
+  };
+  const perApiBase = <T>(create: (options: { apiBase: string; fetch: typeof fetch; timeoutMs: number; now: () => number; gate: UpstreamGate }) => T) => {
     const made = new Map<string, T>();
     return (platform: PlatformSettings): T => {
       let one = made.get(platform.apiBase);
       if (one === undefined) {
-        one = create({ apiBase: platform.apiBase, fetch: fetchImpl, timeoutMs: timing.upstreamTimeoutMs });
+        one = create({ apiBase: platform.apiBase, fetch: fetchImpl, timeoutMs: timing.upstreamTimeoutMs, now, gate: gateFor(platform.apiBase) });
         made.set(platform.apiBase, one);
       }
       return one;
@@ -124,6 +139,7 @@ export function createContext(deps: BrokerDeps = {}) {
     jwksSnapshot,
     requestFor,
     clientFor,
+    gateFor,
     appJwt: createAppJwtSigner(now),
     installations: createInstallationCache({ now, ttlMs: timing.installationTtlMs }),
     async close(): Promise<void> {

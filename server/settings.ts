@@ -46,6 +46,8 @@ export interface Settings {
   webhookQueueUrl: string | null;
   /** UPDATE_BRANCH_PER_MINUTE: update-branch calls per installation per minute. */
   updateBranchPerMinute: number;
+  /** UPSTREAM_MAX_CONCURRENCY: platform requests in flight at once per platform (API base). */
+  upstreamMaxConcurrency: number;
 }
 
 /** Every variable the broker reads; the memo key is their raw values. */
@@ -57,6 +59,7 @@ export const SETTING_NAMES = [
   "RELEASES_MAX_INSTALLATIONS", "RELEASES_MAX_REPOSITORIES", "SIGN_ALLOWED_REPOSITORIES",
   "RELEASES_CRAWL_LEASE_SECONDS",
   "WEBHOOK_QUEUE", "UPDATE_BRANCH_PER_MINUTE",
+  "UPSTREAM_MAX_CONCURRENCY",
 ] as const;
 
 export function parseSettings(env: Env): Settings {
@@ -103,6 +106,7 @@ export function parseSettings(env: Env): Settings {
     releasesCrawlLeaseSeconds: positiveInteger(env.RELEASES_CRAWL_LEASE_SECONDS) ?? 10,
     webhookQueueUrl: nonEmpty(env.WEBHOOK_QUEUE?.trim()),
     updateBranchPerMinute: positiveInteger(env.UPDATE_BRANCH_PER_MINUTE) ?? 60,
+    upstreamMaxConcurrency: positiveInteger(env.UPSTREAM_MAX_CONCURRENCY) ?? 50,
   };
 }
 

@@ -7,8 +7,8 @@ import { brokerPerTest } from "./support/broker-per-test.js";
 const secrets: string[] = [];
 const LOOKUP = /\/repos\/octo-org\/app\/installation$/;
 
-// Deadline 1 s; a platform attempt gives up after 2.5 s, once: the late failure comes after the answer.
-const t = brokerPerTest({ secrets, broker: { timing: { requestDeadlineMs: 1_000, upstreamTimeoutMs: 2_500 }, retry: { attempts: 1, baseDelayMs: 10, maxWaitMs: 0 } } });
+// Deadline 1 s; a platform attempt or key-set fetch gives up after 2.5 s, once: the late failure comes after the answer.
+const t = brokerPerTest({ secrets, broker: { timing: { requestDeadlineMs: 1_000, upstreamTimeoutMs: 2_500, jwksTimeoutMs: 2_500 }, retry: { attempts: 1, baseDelayMs: 10, maxWaitMs: 0 } } });
 
 type Entry = { msg?: string; status?: number; code?: string; request_id?: string; route?: string };
 const entries = () => t.broker.logs.map((line) => JSON.parse(line) as Entry);
@@ -30,7 +30,9 @@ async function token() {
 
 describe("request deadline", () => {
   it("a request still unanswered at its deadline gets 503 deadline_exceeded with Retry-After; the late work does not answer or crash", async () => {
-    t.fx.sim.faults.add({ method: "GET", path: LOOKUP, respond: "hang" });
+    // The issuer's key set hangs: platform calls end before the deadline in their route's own code
+    // (test/token-limits.test.ts), a key-set fetch keeps its own timeout.
+    t.fx.sim.oidc.keyEndpoint = "hang";
     const res = await postJson(`${t.broker.url}/token`, { oidcToken: await token(), owner: "octo-org", repo: "app" });
     expect(res.status).toBe(503);
     expect(res.body).toEqual({ error: "deadline_exceeded" });
@@ -39,12 +41,12 @@ describe("request deadline", () => {
     const requestId = res.headers.get("x-request-id");
     expect(entries().some((e) => e.msg?.startsWith("request deadline passed") && e.request_id === requestId)).toBe(true);
 
-    // The lookup gives up later (its own timeout): that failure is logged, nothing more is sent.
+    // The key-set fetch gives up later (its own timeout): that failure is logged, nothing more is sent.
     await until(() => entries().some((e) => e.msg === "work ended after its request was answered or abandoned" && e.request_id === requestId), "the late failure's log line");
     expect(requestLines().filter((e) => e.request_id === requestId)).toEqual([expect.objectContaining({ status: 503, code: "deadline_exceeded" })]);
 
     // And the broker is still serving.
-    t.fx.sim.faults.clear();
+    t.fx.sim.oidc.keyEndpoint = "ok";
     const next = await postJson(`${t.broker.url}/token`, { oidcToken: await token(), owner: "octo-org", repo: "app" });
     expect(next.status).toBe(200);
     secrets.push(next.body.token as string);

@@ -93,6 +93,38 @@ describe.each([
     expect(count(path)).toBe(1);
   });
 
+  it("after a rate limit resetting later, that call is not sent again until the reset: the next exchanges fail fast with Retry-After", async () => {
+    t.fx.sim.faults.add({
+      method, path, times: 1,
+      respond: { status: 403, headers: { "x-ratelimit-remaining": "0", "x-ratelimit-reset": inSeconds(600) }, body: { message: "API rate limit exceeded for installation ID 1." } },
+    });
+    expect((await exchange()).status).toBe(status);
+    expect(count(path)).toBe(1);
+    for (let i = 0; i < 3; i += 1) {
+      const res = await exchange();
+      expect(res.status).toBe(status);
+      expect(res.body).toEqual({ error: code });
+      const wait = Number(res.headers.get("retry-after"));
+      expect(wait).toBeGreaterThan(500); // the time left until the reset, not the 5 s of an outage
+      expect(wait).toBeLessThanOrEqual(601);
+    }
+    expect(count(path)).toBe(1);
+  });
+
+  it("a secondary limit in GitHub's words without retry-after pauses that call for a minute", async () => {
+    t.fx.sim.faults.add({
+      method, path, times: 1,
+      respond: { status: 403, body: { message: "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.", documentation_url: "https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api#about-secondary-rate-limits" } },
+    });
+    const first = await exchange();
+    expect(first.status).toBe(status);
+    expect(first.headers.get("retry-after")).toBe("60");
+    const res = await exchange();
+    expect(res.status).toBe(status);
+    expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(50);
+    expect(count(path)).toBe(1);
+  });
+
   it("a plain 403 is not retried", async () => {
     t.fx.sim.faults.add({ method, path, respond: { status: 403, body: { message: "Resource not accessible by integration" } } });
     const res = await exchange();

@@ -176,6 +176,7 @@ export async function run(options = {}) {
     const b = summarise(rounds.broker, warm.broker);
     const f = summarise(rounds.floor, warm.floor);
     const ratio = median(rounds.broker.map((r, i) => r.rps / rounds.floor[i].rps));
+    const cpuRatio = f.cpuPerRequest / Math.max(1e-9, b.cpuPerRequest);
     const n = (x, d = 1) => x.toFixed(d);
     const both = (x, y) => `${x} / ${y}`;
     const info = (metric, value) => ({ metric, value, target: "", ok: null });
@@ -184,10 +185,13 @@ export async function run(options = {}) {
       info(`${seconds} s per target in ${ROUNDS} alternating rounds, ${connections} connections; values are broker / floor`, ""),
       info("requests/s (median round)", both(n(b.rps, 0), n(f.rps, 0))),
       info("broker ÷ floor per round", rounds.broker.map((r, i) => n(r.rps / rounds.floor[i].rps, 2)).join(", ")),
-      { metric: "throughput: broker ÷ floor (median round)", value: n(ratio, 2), target: "≥ 0.75", ok: ratio >= 0.75 },
+      { metric: "throughput: broker ÷ floor (median round)", value: n(ratio, 2), target: "≥ 0.8", ok: ratio >= 0.8 },
       info("latency p50 / p99 (ms, median round)", both(`${n(b.p50)}/${n(b.p99)}`, `${n(f.p50)}/${n(f.p99)}`)),
       info("answers 2xx / other", both(`${b.ok}/${b.failed}`, `${f.ok}/${f.failed}`)),
       info("CPU ms per request", both(n(b.cpuPerRequest, 3), n(f.cpuPerRequest, 3))),
+      // Steadier than throughput on a shared machine: CPU spent per exchange does not depend on
+      // how much of the machine the other processes left to the target during its round.
+      { metric: "CPU per request: floor ÷ broker", value: n(cpuRatio, 2), target: "≥ 0.85", ok: cpuRatio >= 0.85 },
       { metric: "upstream requests per exchange (broker)", value: n(b.upstreamPerExchange, 3), target: "1", ok: Math.abs(b.upstreamPerExchange - 1) < 0.001 },
       info("upstream requests other than mints (broker)", String(b.otherUpstream)),
       info("App JWTs signed / JWKS fetches during the run (broker)", `${b.appJwts} / ${b.jwks}`),

@@ -22,6 +22,8 @@ export interface InstallationLookup {
   repo: string;
   /** Milliseconds since the epoch (a rate limit's reset is turned into a wait). Default Date.now. */
   now?: () => number;
+  /** Epoch ms by which the answer must be in, retries included (withRetry's deadline); undefined: none. */
+  deadlineAt?: number;
 }
 
 /**
@@ -32,14 +34,19 @@ export interface InstallationLookup {
 export async function findInstallation(lookup: InstallationLookup): Promise<Installation> {
   let data: unknown;
   try {
-    const response = await withRetry(lookup.retry ?? DEFAULT_RETRY, "installation lookup", () =>
-      lookup.client({
-        method: "GET",
-        path: lookup.installationId
-          ? `/app/installations/${lookup.installationId}`
-          : `/repos/${encodeURIComponent(lookup.owner)}/${encodeURIComponent(lookup.repo)}/installation`,
-        bearer: lookup.appJwt,
-      }),
+    const response = await withRetry(
+      lookup.retry ?? DEFAULT_RETRY,
+      "installation lookup",
+      (attempt) =>
+        lookup.client({
+          method: "GET",
+          path: lookup.installationId
+            ? `/app/installations/${lookup.installationId}`
+            : `/repos/${encodeURIComponent(lookup.owner)}/${encodeURIComponent(lookup.repo)}/installation`,
+          bearer: lookup.appJwt,
+          deadlineAt: attempt.deadlineAt,
+        }),
+      { deadlineAt: lookup.deadlineAt, now: lookup.now },
     );
     data = response.data;
   } catch (error) {

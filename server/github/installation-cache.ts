@@ -7,11 +7,23 @@ import type { Installation } from "./find-installation.js";
  * stale entry; `owner/repo` for /sign; lowercased: names are case-insensitive on the platform);
  * lifetime 5 minutes; dropped when a mint fails (404, 422, …) or its answer names another
  * repository. Bounded in size.
+ * Concurrent misses for one key share one lookup (`shared`): the in-flight promise is kept only
+ * until it settles; its failure is given to every waiter and not cached.
  */
 export function createInstallationCache(options: { now: () => number; ttlMs: number; maxEntries?: number }) {
   const entries = new Map<string, { value: Installation; until: number }>();
   const max = options.maxEntries ?? 10_000;
+  const inFlight = new Map<string, Promise<Installation>>();
   return {
+    /** The lookup already running for this key, or `load()` started now and shared until it settles. */
+    shared(key: string, load: () => Promise<Installation>): Promise<Installation> {
+      let running = inFlight.get(key);
+      if (!running) {
+        running = load().finally(() => inFlight.delete(key));
+        inFlight.set(key, running);
+      }
+      return running;
+    },
     key: (apiBase: string, appId: string, subject: string) => `${apiBase}\u0000${appId}\u0000${subject.toLowerCase()}`,
     get(key: string): Installation | undefined {
       const hit = entries.get(key);

@@ -23,6 +23,8 @@ export interface MintInput {
   retry?: RetryPolicy;
   /** Milliseconds since the epoch (a rate limit's reset is turned into a wait). Default Date.now. */
   now?: () => number;
+  /** Epoch ms by which the answer must be in, retries included (withRetry's deadline); undefined: none. */
+  deadlineAt?: number;
 }
 
 /** One entry of the mint answer's `repositories[]`, as far as the broker checks it. */
@@ -53,17 +55,22 @@ export interface MintedToken {
 export async function mintInstallationToken(input: MintInput): Promise<MintedToken> {
   let data: unknown;
   try {
-    const response = await withRetry(input.retry ?? DEFAULT_RETRY, "mint", () =>
-      input.client({
-        method: "POST",
-        path: `/app/installations/${input.installationId}/access_tokens`,
-        bearer: input.appJwt,
-        body: {
-          ...(input.repositoryIds === undefined ? {} : { repository_ids: [...input.repositoryIds] }),
-          ...(input.repositoryName === undefined ? {} : { repositories: [input.repositoryName] }),
-          permissions: input.permissions,
-        },
-      }),
+    const response = await withRetry(
+      input.retry ?? DEFAULT_RETRY,
+      "mint",
+      (attempt) =>
+        input.client({
+          method: "POST",
+          path: `/app/installations/${input.installationId}/access_tokens`,
+          bearer: input.appJwt,
+          body: {
+            ...(input.repositoryIds === undefined ? {} : { repository_ids: [...input.repositoryIds] }),
+            ...(input.repositoryName === undefined ? {} : { repositories: [input.repositoryName] }),
+            permissions: input.permissions,
+          },
+          deadlineAt: attempt.deadlineAt,
+        }),
+      { deadlineAt: input.deadlineAt, now: input.now },
     );
     data = response.data;
   } catch (error) {

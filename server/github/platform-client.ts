@@ -1,5 +1,6 @@
 import { RequestError } from "@octokit/request-error";
 import { API_VERSION, deadlineError, fetchText } from "./platform-request.js";
+import type { UpstreamGate } from "./upstream-gate.js";
 
 export interface PlatformCall {
   method: "GET" | "POST" | "DELETE";
@@ -31,7 +32,7 @@ export type PlatformClient = (call: PlatformCall) => Promise<PlatformAnswer>;
  * Octokit's RequestError — status, response headers, credentials redacted — so retries and error
  * mapping treat every platform call alike; a network error or timeout has no response, as in Octokit.
  */
-export function createPlatformClient(options: { apiBase: string; fetch: typeof fetch; timeoutMs: number; now?: () => number }): PlatformClient {
+export function createPlatformClient(options: { apiBase: string; fetch: typeof fetch; timeoutMs: number; now?: () => number; gate?: UpstreamGate }): PlatformClient {
   const now = options.now ?? Date.now;
   return async ({ method, path, bearer, body, deadlineAt }) => {
     const url = `${options.apiBase}${path}`;
@@ -53,7 +54,7 @@ export function createPlatformClient(options: { apiBase: string; fetch: typeof f
     let text: string;
     try {
       const init: RequestInit = { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: "error" };
-      ({ response, text } = await fetchText(options.fetch, timeoutMs, url, init));
+      ({ response, text } = await fetchText(options.fetch, timeoutMs, url, init, options.gate));
     } catch (error) {
       throw new RequestError(error instanceof Error ? error.message : "request failed", 500, { request, cause: error });
     }

@@ -1,5 +1,6 @@
 import { request as octokitRequest } from "@octokit/request";
 import { RequestError } from "@octokit/request-error";
+import { kindOfCall, type LocalRefusal, type UpstreamGate } from "./upstream-gate.js";
 
 export type OctokitRequest = typeof octokitRequest;
 
@@ -8,6 +9,8 @@ export interface PlatformRequestOptions {
   fetch: typeof fetch;
   /** Per attempt. */
   timeoutMs: number;
+  /** The platform's concurrency cap and rate-limit pause; absent: ungated (the OIDC issuer's fetches). */
+  gate?: UpstreamGate;
 }
 
 export const API_VERSION = "2022-11-28";
@@ -33,20 +36,39 @@ export class RedirectRefusedError extends Error {
  * call goes through here, so this is where redirects are refused, whatever the caller asked for:
  * `redirect: "manual"` hands the 3xx back unfollowed and it becomes a RedirectRefusedError.
  */
-export async function fetchText(fetchImpl: typeof fetch, timeoutMs: number, input: string | URL | Request, init?: RequestInit): Promise<{ response: Response; text: string }> {
+export async function fetchText(fetchImpl: typeof fetch, timeoutMs: number, input: string | URL | Request, init?: RequestInit, gate?: UpstreamGate): Promise<{ response: Response; text: string }> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new Error(`upstream timeout after ${timeoutMs} ms`)), timeoutMs);
   const signal = init?.signal ? AbortSignal.any([init.signal, controller.signal]) : controller.signal;
+  let leave: (() => void) | undefined;
   try {
+    // The wait for a slot counts against the same timeout (and deadline) as the request itself.
+    const url = typeof input === "string" || input instanceof URL ? String(input) : input.url;
+    const kind = gate ? kindOfCall(init?.method ?? "GET", url) : "";
+    if (gate) {
+      const entered = await gate.enter(kind, signal);
+      if (typeof entered !== "function") return localRefusal(entered);
+      leave = entered;
+    }
     const response = await fetchImpl(input, { ...init, signal, redirect: "manual" });
     if (isRedirect(response)) {
       await response.body?.cancel().catch(() => undefined);
       throw new RedirectRefusedError(response.status);
     }
-    return { response, text: await response.text() };
+    const text = await response.text();
+    gate?.observe(kind, response.status, response.headers, text);
+    return { response, text };
   } finally {
     clearTimeout(timer);
+    leave?.();
   }
+}
+
+/** A request the gate did not send, answered as the platform answers a rate limit. */
+function localRefusal(refusal: LocalRefusal): { response: Response; text: string } {
+  const text = JSON.stringify({ message: refusal.why === "queue full" ? "tokensmith: too many platform requests waiting" : "tokensmith: platform rate limit in effect for this call" });
+  const response = new Response(text, { status: 429, headers: { "retry-after": String(refusal.retryAfterSeconds), "content-type": "application/json; charset=utf-8" } });
+  return { response, text };
 }
 
 /** A 3xx that points elsewhere (or an opaque one); 304 Not Modified is an answer, not a redirect. */
@@ -60,9 +82,9 @@ function isRedirect(response: Response): boolean {
  * part of the Response shape they read — status, url, headers, text(), json(), arrayBuffer(), and
  * a body stream made only if asked for.
  */
-export function fetchWithTimeout(fetchImpl: typeof fetch, timeoutMs: number): typeof fetch {
+export function fetchWithTimeout(fetchImpl: typeof fetch, timeoutMs: number, gate?: UpstreamGate): typeof fetch {
   return async (input, init) => {
-    const { response, text } = await fetchText(fetchImpl, timeoutMs, input, init);
+    const { response, text } = await fetchText(fetchImpl, timeoutMs, input, init, gate);
     return bufferedResponse(response, text);
   };
 }
@@ -92,7 +114,7 @@ export function createPlatformRequest(options: PlatformRequestOptions): OctokitR
   return octokitRequest.defaults({
     baseUrl: options.apiBase,
     headers: { "user-agent": "tokensmith", "x-github-api-version": API_VERSION },
-    request: { fetch: fetchWithTimeout(options.fetch, options.timeoutMs) },
+    request: { fetch: fetchWithTimeout(options.fetch, options.timeoutMs, options.gate) },
   });
 }
 

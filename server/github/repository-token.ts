@@ -9,6 +9,9 @@ import { mintInstallationToken, type MintedToken } from "./mint-installation-tok
 import { installationServes, installationSubject, mintedForScope, type RepositoryScope } from "./repository-scope.js";
 import { revokeInstallationToken } from "./revoke-installation-token.js";
 
+/** Time kept back from the request's deadline to map a platform failure and send the answer. */
+export const ANSWER_RESERVE_MS = 150;
+
 export interface RepositoryTokenInput extends RepositoryScope {
   platform: PlatformSettings;
   app: AppCredentials;
@@ -16,6 +19,12 @@ export interface RepositoryTokenInput extends RepositoryScope {
   permissions: (granted: Record<string, string>) => Permissions;
   /** For the log lines of a revocation. */
   requestId?: string;
+  /**
+   * Epoch ms by which the platform calls must be answered (the request's deadline), retries and
+   * waits included; undefined = each attempt has its own timeout only. A lookup shared by
+   * concurrent requests runs under the deadline of the one that started it.
+   */
+  deadlineAt?: number;
 }
 
 /**
@@ -23,11 +32,14 @@ export interface RepositoryTokenInput extends RepositoryScope {
  * "Caches"), which must be on the repository's owner, then the mint — by repository id when the
  * ids are known (/token), by name otherwise (/sign) — whose answer must name exactly that
  * repository. Anything else is 404 app_not_installed with nothing handed out: a token minted
- * anyway is revoked at once. A failed mint drops the cached installation, which may be gone or
- * changed (a 404/422 on a cached one is asked again once, from a fresh lookup); a 401 drops the
+ * anyway is revoked at once. A mint that failed other than transiently drops the cached
+ * installation, which may be gone or changed (a 404/422 on a cached one is asked again once, from a fresh lookup); a 401 drops the
  * App JWT (e.g. the platform's clock disagrees with ours).
  */
-export async function mintRepositoryToken(ctx: BrokerContext, input: RepositoryTokenInput): Promise<{ installation: Installation; minted: MintedToken }> {
+export async function mintRepositoryToken(ctx: BrokerContext, request: RepositoryTokenInput): Promise<{ installation: Installation; minted: MintedToken }> {
+  // The platform calls stop a little before the request's deadline, so the route answers its own
+  // code (with Retry-After) rather than the request being cut off at the deadline itself.
+  const input = request.deadlineAt === undefined ? request : { ...request, deadlineAt: request.deadlineAt - ANSWER_RESERVE_MS };
   const { platform, app } = input;
   const scope: RepositoryScope = { owner: input.owner, repo: input.repo, ids: input.ids };
   const client = ctx.clientFor(platform);
@@ -40,18 +52,22 @@ export async function mintRepositoryToken(ctx: BrokerContext, input: RepositoryT
     const outcome = await mintChecked(ctx, input, scope, { client, appJwt, cacheKey, installation: cached });
     if (!("refused" in outcome)) return outcome;
   }
-  let installation: Installation;
-  try {
-    installation = await findInstallation({ client, appJwt, retry: ctx.retry, installationId: platform.installationId, owner: scope.owner, repo: scope.repo, now: ctx.now });
-  } catch (error) {
-    ctx.appJwt.noteFailure(app, error);
-    throw error;
-  }
-  if (!installationServes(installation, scope)) {
-    // ENT_APP_INSTALLATION_ID names another owner's installation, or the owner is not who the claims say.
-    throw new BrokerError("app_not_installed", { detail: "installation is on another account" });
-  }
-  ctx.installations.set(cacheKey, installation);
+  // Concurrent misses for one key share one lookup (README "Caches"); a failure is not cached.
+  const installation = await ctx.installations.shared(cacheKey, async () => {
+    let found: Installation;
+    try {
+      found = await findInstallation({ client, appJwt, retry: ctx.retry, installationId: platform.installationId, owner: scope.owner, repo: scope.repo, now: ctx.now, deadlineAt: input.deadlineAt });
+    } catch (error) {
+      ctx.appJwt.noteFailure(app, error);
+      throw error;
+    }
+    if (!installationServes(found, scope)) {
+      // ENT_APP_INSTALLATION_ID names another owner's installation, or the owner is not who the claims say.
+      throw new BrokerError("app_not_installed", { detail: "installation is on another account" });
+    }
+    ctx.installations.set(cacheKey, found);
+    return found;
+  });
   const outcome = await mintChecked(ctx, input, scope, { client, appJwt, cacheKey, installation });
   if ("refused" in outcome) throw outcome.refused;
   return outcome;
@@ -86,9 +102,12 @@ async function mintChecked(
       permissions: input.permissions(installation.permissions),
       retry: ctx.retry,
       now: ctx.now,
+      deadlineAt: input.deadlineAt,
     });
   } catch (error) {
-    ctx.installations.drop(cacheKey);
+    // A transient failure (5xx, network, rate limit: it carries a Retry-After) says nothing about
+    // the installation: keeping it spares a burst of lookups while the platform is limiting us.
+    if (!(error instanceof BrokerError && error.retryAfter !== undefined)) ctx.installations.drop(cacheKey);
     ctx.appJwt.noteFailure(input.app, error);
     if (error instanceof BrokerError && error.code === "app_not_installed") return { refused: error };
     throw error;

@@ -30,6 +30,15 @@ export function transientRetryAfter(error: unknown, nowMs: number): number | und
     const reset = Number(headers["x-ratelimit-reset"] ?? NaN);
     return Number.isFinite(reset) ? Math.max(1, Math.ceil(reset - nowMs / 1000)) : SECONDARY_LIMIT_WAIT_SECONDS;
   }
-  // A 429 is always a rate limit; without a wait GitHub says to wait at least a minute.
-  return status === 429 ? SECONDARY_LIMIT_WAIT_SECONDS : undefined;
+  // A 429 is always a rate limit; without a wait GitHub says to wait at least a minute. So is a
+  // 403 in GitHub's words for a secondary limit, which it sometimes sends without `retry-after`
+  // (the gate in upstream-gate.ts pauses that kind of call for the same minute).
+  if (status === 429 || isSecondaryLimitMessage(error.response.data)) return SECONDARY_LIMIT_WAIT_SECONDS;
+  return undefined;
+}
+
+/** GitHub's secondary-limit answer, known by its documented message when it names no wait. */
+export function isSecondaryLimitMessage(data: unknown): boolean {
+  const message = data && typeof data === "object" ? (data as { message?: unknown }).message : data;
+  return typeof message === "string" && /secondary rate limit/i.test(message);
 }

@@ -41,6 +41,7 @@ function sign(ctx: BrokerContext): RequestHandler {
         repo: command.name,
         permissions: () => ({ contents: "write" }),
         requestId: res.locals.requestId as string | undefined,
+        deadlineAt: res.locals.deadlineAt as number | undefined,
       }));
     } catch (error) {
       // Whatever stopped the mint (not installed, lookup or mint refused), /sign has one word for it;

@@ -41,6 +41,7 @@ export function tokenRoute(ctx: BrokerContext): RequestHandler {
       repo: body.repo,
       ids,
       requestId: res.locals.requestId as string | undefined,
+      deadlineAt: res.locals.deadlineAt as number | undefined,
       permissions: (granted) => intersectPermissions(requested, granted),
     });
 

@@ -40,6 +40,8 @@ export function brokerPerTest(options: BrokerPerTestOptions = {}): BrokerPerTest
   beforeEach(async () => {
     fx!.sim.clearRequests();
     fx!.sim.faults.clear();
+    // Each test starts a fresh minute of GitHub's points budget (the simulator's secondary limits).
+    fx!.sim.limits.forgetSpentPoints();
     fx!.sim.oidc.keyEndpoint = "ok";
     broker = await startBroker({ ...fx!.env, ...options.env }, options.broker);
   });

@@ -13,11 +13,17 @@ import { judgeAuthorization, requireApp, requireInstallation } from "./request-a
 import { registerAppRoutes } from "./rest-app-routes.js";
 import { registerInstallationRoutes } from "./rest-installation-routes.js";
 import { Router } from "./router.js";
+import { createSecondaryLimits, type SecondaryLimitValues } from "./secondary-limits.js";
 import type { Flavor, RecordedRequest, RouteHandler, Simulator } from "./types.js";
 
 export interface SimulatorOptions {
   flavor?: Flavor;
   latencyMs?: number;
+  /**
+   * GitHub's secondary limits (secondary-limits.ts), GitHub's values by default. Only a throughput
+   * bench may loosen them (it measures the broker, not the platform's budget); a test never does.
+   */
+  secondaryLimits?: Partial<SecondaryLimitValues>;
 }
 
 /** Where each service lives, relative to the server URL, per flavor (github.com vs GHES). */
@@ -43,7 +49,17 @@ export async function createSimulator(opts: SimulatorOptions = {}): Promise<Simu
   // Assigned once the server knows its port; handlers only read it after that.
   let sim: Simulator;
 
+  const limits = createSecondaryLimits(
+    now,
+    (auth) => {
+      if (auth.kind === "app") return `app:${auth.appId}`;
+      if (auth.kind === "installation") return `installation:${state.tokens.get(auth.token)?.installationId ?? auth.token}`;
+      return null;
+    },
+    opts.secondaryLimits,
+  );
   const server = await startHttpServer({
+    limits,
     router,
     faults,
     requests,
@@ -83,6 +99,7 @@ export async function createSimulator(opts: SimulatorOptions = {}): Promise<Simu
       clockOffsetMs = ms;
     },
     requests,
+    limits,
     clearRequests: () => {
       requests.length = 0; // same array: callers holding sim.requests keep seeing the live log
     },

@@ -4,6 +4,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import type { FaultTable } from "./faults.js";
 import type { Router } from "./router.js";
+import type { SecondaryLimits } from "./secondary-limits.js";
 import type { RecordedRequest, RequestAuth, RouteResult, Simulator } from "./types.js";
 
 export const GARBAGE_BODY = "<<not json";
@@ -16,6 +17,8 @@ export interface HttpServerDeps {
   judge(authorization: string | undefined): RequestAuth;
   latencyMs(): number;
   sim(): Simulator;
+  /** Counts requests in flight (and their peak) and answers GitHub's secondary limits. */
+  limits: SecondaryLimits;
 }
 
 export interface RunningServer {
@@ -87,6 +90,10 @@ export async function startHttpServer(deps: HttpServerDeps): Promise<RunningServ
       auth: deps.judge(typeof header === "string" ? header : undefined),
     };
     deps.requests.push(record);
+    // In flight from arrival until answered or dropped (a hang counts until the client gives up).
+    const admitted = deps.limits.arrive({ method, auth: record.auth, requestId });
+    res.once("close", admitted.leave);
+    if (admitted.refusal) return send(res, record, admitted.refusal, requestId);
 
     const latency = deps.latencyMs();
     if (latency > 0) await delay(latency);

@@ -5,6 +5,7 @@ import type { KeyObject, webcrypto } from "node:crypto";
 import type { GraphqlRegistry } from "./graphql-endpoint.js";
 import type { GitApi } from "./git-state.js";
 import type { ReleasesApi } from "./releases-state.js";
+import type { SecondaryLimits } from "./secondary-limits.js";
 
 export type Flavor = "cloud" | "enterprise";
 export type PermissionLevel = "read" | "write" | "admin";
@@ -191,6 +192,8 @@ export interface Simulator {
   /** Added to Date.now() wherever the simulated platform checks time (App JWTs, token expiry). */
   clockOffsetMs: number;
   readonly requests: RecordedRequest[];
+  /** GitHub's secondary limits (values in force), requests in flight now and their peak: see secondary-limits.ts. */
+  readonly limits: SecondaryLimits;
   clearRequests(): void;
   readonly faults: FaultRegistry;
   readonly oidc: OidcIssuer;
