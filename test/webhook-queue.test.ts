@@ -23,6 +23,10 @@ beforeAll(async () => {
   installationId = fx.sim.addInstallation({ appId: fx.app.id, account: ACCOUNT, permissions: { ...INSTALLED_PERMISSIONS }, repositories: "all" });
   // Pacing is test/webhook-pacing.test.ts's subject: here the queue runs as fast as it can.
   fx.sim.git.contentCreationPerMinute = Number.POSITIVE_INFINITY;
+  // For the same reason GitHub's 900 REST points a minute are lifted: at an unpaced 300 updates a
+  // job would spend 1,500 (at the default UPDATE_BRANCH_PER_MINUTE of 60, a job spends 300). The
+  // concurrency limit (100 in flight) stays on.
+  fx.sim.limits.values.pointsPerMinute = Number.POSITIVE_INFINITY;
 });
 afterEach(async () => {
   for (const broker of brokers.splice(0)) {
