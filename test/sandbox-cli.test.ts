@@ -2,6 +2,9 @@
 // variables fetch an OIDC token that the printed broker exchanges at /token; SIGTERM ends it with
 // 0. --demo runs one release job end to end, prints every step, masks tokens and exits 0.
 import { execFile, spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { expect, it } from "@jest/globals";
@@ -34,6 +37,34 @@ it("sandbox --json: one JSON line, a working broker, exit 0 on SIGTERM", async (
     child.kill("SIGTERM");
   }
   expect(await exited).toBe(0);
+});
+
+function cli(args: string[]) {
+  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    execFile(process.execPath, [BIN, "sandbox", ...args], { env: { PATH: process.env.PATH }, timeout: 20_000 }, (error, out, err) => {
+      resolve({ code: error ? Number((error as { code?: unknown }).code ?? 1) : 0, stdout: out, stderr: err });
+    });
+  });
+}
+
+it("sandbox --demo --json --world FILE: the world's repository, one JSON line per step, each marked fake", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "tokensmith-world-"));
+  try {
+    const world = join(dir, "world.json");
+    writeFileSync(world, JSON.stringify({ organisation: "acme", repositories: [{ name: "rocket", releases: [{ tag: "v1.0.0" }], pullRequests: [{ base: "main" }] }] }));
+    const { code, stdout, stderr } = await cli(["--demo", "--json", "--world", world]);
+    expect({ code, stderr }).toEqual({ code: 0, stderr: "" });
+    const lines = stdout.split("\n").filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
+    for (const line of lines) expect(line.fake).toBe(true);
+    expect((lines[0]!.runner as Record<string, string>).GITHUB_REPOSITORY).toBe("acme/rocket");
+    expect(lines.at(-1)).toEqual({ fake: true, done: true, ok: true });
+    writeFileSync(world, JSON.stringify({ organisation: "acme", repositories: [] }));
+    const refused = await cli(["--world", world]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain("repositories must be a non-empty array");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 it("sandbox --demo: every step printed, every line says tokens are fake, no token in the output, exit 0", async () => {

@@ -59,7 +59,7 @@ export async function sandboxCommand(argv: readonly string[], io: CommandIo, sto
   }
   try {
     const print = (line: string) => io.out(`${values.json ? "" : `${PREFIX} `}${line}\n`);
-    if (values.json && !values.demo) io.out(`${JSON.stringify(describe(sandbox))}\n`);
+    if (values.json) io.out(`${JSON.stringify(describe(sandbox))}\n`);
     else for (const line of describeLines(sandbox)) print(line);
     if (values.demo) {
       const ok = await runDemo(sandbox, (step) => print(values.json ? JSON.stringify({ fake: true, step: step.name, ok: step.ok, detail: step.detail }) : `${step.ok ? "ok  " : "FAIL"} ${step.name}: ${step.detail}`));
