@@ -1,7 +1,7 @@
 // The platform simulator as a process of its own for the /token benchmark: it sets up an App
 // installed on octo-org/app, pre-signs a pool of OIDC tokens, and answers the parent's questions
 // about what it was asked (over the fork IPC channel).
-import { createSimulator } from "../build/test/support/simulator/index.js";
+import { createSimulator } from "../build/simulator/index.js";
 
 const POOL = Number(process.env.BENCH_TOKEN_POOL || 2000);
 // GitHub's points budget (900 a minute; a mint is 5) would stop a throughput bench after 180

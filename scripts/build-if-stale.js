@@ -17,7 +17,7 @@ function newest(dir) {
   return latest;
 }
 
-const sources = Math.max(newest(join(root, "server")), newest(join(root, "shared")), statSync(join(root, "tsconfig.json")).mtimeMs);
+const sources = Math.max(newest(join(root, "server")), newest(join(root, "shared")), newest(join(root, "simulator")), statSync(join(root, "tsconfig.json")).mtimeMs);
 if (!existsSync(output) || statSync(output).mtimeMs < sources) {
   process.stderr.write("tokensmith: building the broker (tsc)...\n");
   execFileSync(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", join(root, "tsconfig.build.json")], { stdio: "inherit" });

@@ -6,7 +6,7 @@ import { afterEach, beforeAll, describe, expect, it } from "@jest/globals";
 import { expectNoSecrets } from "./support/fixtures.js";
 import { brokerPerTest } from "./support/broker-per-test.js";
 import { runnerJobEnv } from "./support/runner-env.js";
-import type { FaultResponse } from "./support/simulator/types.js";
+import type { FaultResponse } from "../simulator/types.js";
 import { ACTION_YML, actionInputs, runStep, type StepOptions, type StepResult } from "./support/action-runner.js";
 import { RUNTIMES } from "./support/action-node24.js";
 import { closedPortUrl, startConnectProxy, startSilentServer, startStubServer, type StubServer } from "./support/action-stub-server.js";

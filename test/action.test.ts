@@ -8,7 +8,7 @@ import type { Env } from "../action/toolkit.js";
 import { ERROR_CODES } from "../shared/error-codes.js";
 import { brokerPerTest } from "./support/broker-per-test.js";
 import { expectNoSecrets } from "./support/fixtures.js";
-import { DEFAULT_SHA } from "./support/simulator/index.js";
+import { DEFAULT_SHA } from "../simulator/index.js";
 import { recordingToolkit, type RecordingToolkit } from "./support/action-toolkit.js";
 import { runnerJobEnv } from "./support/runner-env.js";
 import { closedPortUrl, startStubServer, type StubServer } from "./support/action-stub-server.js";

@@ -19,9 +19,9 @@ import { createLogger } from "../server/log.js";
 import { createKeySetSource, type KeySetSource } from "../server/oidc/key-set-source.js";
 import { deriveSnapshotKey, sealSnapshot, type SnapshotBinding } from "../server/oidc/snapshot-seal.js";
 import { verifyOidcToken } from "../server/oidc/verify-oidc-token.js";
-import { signCompact } from "./support/simulator/jws.js";
+import { signCompact } from "../simulator/jws.js";
 import { keepLogs } from "./support/log-sink.js";
-import { ensureSpareKeys, takeKeyPair, type RsaKeyPair } from "./support/simulator/key-pool.js";
+import { ensureSpareKeys, takeKeyPair, type RsaKeyPair } from "../simulator/key-pool.js";
 
 const ISSUER = "https://issuer.model.test";
 const COOLDOWN_MS = 5_000;

@@ -1,6 +1,6 @@
 // The simulator's release fields: the /releases tests trust them to behave like GitHub's.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { createSimulator, type Simulator } from "./support/simulator/index.js";
+import { createSimulator, type Simulator } from "../simulator/index.js";
 
 let sim: Simulator;
 let installationId: number;

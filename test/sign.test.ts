@@ -365,7 +365,7 @@ describe("the simulator's createCommitOnBranch", () => {
 
 describe("POST /sign on an enterprise-layout platform", () => {
   it("sends the mutation to /api/graphql when the API base ends in /api/v3", async () => {
-    const { createSimulator } = await import("./support/simulator/index.js");
+    const { createSimulator } = await import("../simulator/index.js");
     const ent = await createSimulator({ flavor: "enterprise" });
     try {
       const app = ent.createApp();

@@ -7,9 +7,9 @@ import { createPrivateKey } from "node:crypto";
 import { SignJWT } from "jose";
 import { CREATE_COMMIT_MUTATION } from "../server/sign/create-commit.js";
 import { latestReleasesQuery } from "../server/releases/latest-releases-query.js";
-import { createSimulator, type Simulator } from "./support/simulator/index.js";
-import { implementedSchema, platformSchema } from "./support/simulator/graphql-schema.js";
-import { githubRestDescription } from "./support/simulator/openapi-validate.js";
+import { createSimulator, type Simulator } from "../simulator/index.js";
+import { implementedSchema, platformSchema } from "../simulator/graphql-schema.js";
+import { githubRestDescription } from "../simulator/openapi-validate.js";
 
 let sim: Simulator;
 let appId: number;

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
 import { createPrivateKey, generateKeyPairSync, type KeyObject } from "node:crypto";
 import { SignJWT, createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from "jose";
-import { createSimulator, linkHeader, type Simulator } from "./support/simulator/index.js";
+import { createSimulator, linkHeader, type Simulator } from "../simulator/index.js";
 
 let sim: Simulator;
 let app: { id: number; privateKeyPem: string };

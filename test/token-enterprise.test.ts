@@ -2,7 +2,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
 import { postJson, startBroker, type TestBroker } from "./support/broker.js";
 import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
-import { createSimulator, type Simulator } from "./support/simulator/index.js";
+import { createSimulator, type Simulator } from "../simulator/index.js";
 
 let main: TokenFixture;
 let ent: Simulator;

@@ -13,8 +13,8 @@ import { readRepositoryIdentity } from "../server/token/trust.js";
 import { postJson } from "./support/broker.js";
 import { brokerPerTest } from "./support/broker-per-test.js";
 import { INSTALLED_PERMISSIONS } from "./support/fixtures.js";
-import { repositoryJson } from "./support/simulator/github-state.js";
-import { createSimulator, type FaultResponse, type Simulator } from "./support/simulator/index.js";
+import { repositoryJson } from "../simulator/github-state.js";
+import { createSimulator, type FaultResponse, type Simulator } from "../simulator/index.js";
 
 const SECRET = "sign-trigger-secret-repo-id-0123456789";
 const secrets: string[] = [SECRET];

@@ -2,7 +2,7 @@
 // repository and for 50, against the simulator with 30 ms of latency. What it proves: concurrent
 // cold calls for one repository share one installation lookup, and the platform never sees more
 // than UPSTREAM_MAX_CONCURRENCY requests in flight (GitHub's secondary limit is 100).
-import { createSimulator } from "../../build/test/support/simulator/index.js";
+import { createSimulator } from "../../build/simulator/index.js";
 import { percentile, startBroker, timed } from "../support.js";
 
 export const description = "500 concurrent cold POST /token, for 1 repository and for 50, simulator latency 30 ms, UPSTREAM_MAX_CONCURRENCY default (50)";

@@ -9,7 +9,7 @@
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
-import { createSimulator } from "../../build/test/support/simulator/index.js";
+import { createSimulator } from "../../build/simulator/index.js";
 import { spawnBroker } from "../broker-process.js";
 import { median, timed } from "../support.js";
 

@@ -2,7 +2,7 @@
 // upstream request delayed 30 ms by the simulator; the broker is a process of its own, the
 // simulator runs here. Target (issue 12): a fresh crawl in ≤ 0.8 s (2.2 s with pages walked one
 // after another and the simulator's quadratic listing).
-import { createSimulator } from "../../build/test/support/simulator/index.js";
+import { createSimulator } from "../../build/simulator/index.js";
 import { spawnBroker } from "../broker-process.js";
 import { median, timed } from "../support.js";
 

@@ -1,7 +1,7 @@
 // Scenario `releases`: GET /releases over a fleet of 20 installations × 50 repositories, each
 // upstream request delayed 30 ms by the simulator. Targets (issue 5): a fresh crawl in ≤ 65
 // upstream requests and ≤ 0.6 s; a cached answer in ≤ 5 ms (median).
-import { createSimulator } from "../../build/test/support/simulator/index.js";
+import { createSimulator } from "../../build/simulator/index.js";
 import { median, percentile, startBroker, timed } from "../support.js";
 
 const INSTALLATIONS = 20;

@@ -9,7 +9,7 @@
 import { spawn } from "node:child_process";
 import { createHmac, randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
-import { createSimulator } from "../../build/test/support/simulator/index.js";
+import { createSimulator } from "../../build/simulator/index.js";
 import { percentile } from "../support.js";
 
 const PULLS = 500;

@@ -6,12 +6,15 @@ import { dashboardCommand } from "../dashboard/dashboard-command.js";
 const USAGE = `Usage: tokensmith serve
        tokensmith doctor
        tokensmith releases --url URL [--json]
+       tokensmith sandbox [--json] [--demo] [--port N] [--world FILE]
 
   serve      Run the broker (settings from the environment; PORT, default 8080).
   doctor     Check the settings in the environment as the broker reads them: the App key, each
              installation's permissions, the OIDC issuers, the Redis bindings. Exit 1 if any fails.
   releases   The latest release of every repository the broker's App is installed on.
              The bearer secret is read from TOKENSMITH_SECRET.
+  sandbox    A fake CI platform and a broker on loopback, to try tokensmith or test a release
+             workflow against (tokensmith sandbox --help). Every token it prints is fake.
   --url      The broker's origin, e.g. https://tokensmith.example.com
   --json     Print the broker's answer as JSON instead of a table.
 `;
@@ -19,6 +22,8 @@ const USAGE = `Usage: tokensmith serve
 /** The CLI's entry: parses argv and runs one command. Exit code as the result. */
 export async function runCli(argv: readonly string[], io: CommandIo): Promise<number> {
   if (argv[0] === "dashboard") return dashboardCommand(argv.slice(1), io);
+  // Loaded on demand: the simulator needs the development install (see README).
+  if (argv[0] === "sandbox") return (await import("../sandbox/sandbox-command.js")).sandboxCommand(argv.slice(1), io, io.stopped ?? (() => new Promise(() => {})));
   let parsed: ReturnType<typeof parse>;
   try {
     parsed = parse(argv);
@@ -66,6 +71,10 @@ export async function main(): Promise<void> {
     serve: async () => {
       await import("../main.js");
     },
+    stopped: () => new Promise((resolve) => {
+      process.once("SIGINT", resolve);
+      process.once("SIGTERM", resolve);
+    }),
   });
   process.exitCode = code;
 }

@@ -9,6 +9,8 @@ export interface CommandIo {
   err(text: string): void;
   /** `tokensmith serve`: starts the broker in this process. */
   serve(): Promise<void>;
+  /** Resolves when the process is asked to stop (SIGINT/SIGTERM): `tokensmith sandbox` waits on it. */
+  stopped?(): Promise<unknown>;
 }
 
 export interface ReleasesOptions {

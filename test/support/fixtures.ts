@@ -1,6 +1,6 @@
 // Shared set-up for /token tests: one simulated platform with an App installed on octo-org/app.
 import { findSecret } from "./log-scan.js";
-import { createSimulator, type Simulator } from "./simulator/index.js";
+import { createSimulator, type Simulator } from "../../simulator/index.js";
 
 export interface TokenFixture {
   sim: Simulator;

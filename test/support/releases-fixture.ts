@@ -1,7 +1,7 @@
 // Shared set-up for /releases tests: a simulated platform with one App (a random id, so entries in
 // the shared Redis never collide between runs) and helpers to install it on a fleet.
 import { randomInt } from "node:crypto";
-import { createSimulator, type PermissionLevel, type Simulator } from "./simulator/index.js";
+import { createSimulator, type PermissionLevel, type Simulator } from "../../simulator/index.js";
 
 export const TRIGGER_SECRET = "releases-test-secret-0123456789";
 

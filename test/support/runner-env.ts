@@ -1,6 +1,6 @@
 // The variables a GitHub Actions runner gives a job's steps, pointed at the simulator: what both
 // the in-process action tests and the bundled-action tests run with.
-import { DEFAULT_SHA, type Simulator } from "./simulator/index.js";
+import { DEFAULT_SHA, type Simulator } from "../../simulator/index.js";
 
 export function runnerJobEnv(sim: Simulator): Record<string, string> {
   return {

@@ -1,5 +1,5 @@
 // Finds a file inside an installed package by walking up from this module to a node_modules that
-// holds it: the same answer from test/support/simulator/ (jest) and build/test/support/simulator/
+// holds it: the same answer from simulator/ (jest, tsx) and build/simulator/
 // (the built simulator the benchmarks run), and through package `exports` maps that hide data files.
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";

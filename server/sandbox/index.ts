@@ -1,0 +1,19 @@
+/**
+ * `tokensmith/testing`: a whole CI platform on loopback — OIDC issuer, GitHub REST and GraphQL,
+ * the runner's ID-token endpoint — and a broker pointed at it, for integration tests of a release
+ * workflow (jest, vitest, `node:test`). Every token it hands out is fake.
+ *
+ * @example
+ * ```ts
+ * import { startSandbox } from "tokensmith/testing";
+ * const sandbox = await startSandbox();
+ * const { outputs, exitCode } = await sandbox.runAction();
+ * await sandbox.close();
+ * ```
+ * @packageDocumentation
+ */
+export { FAKE_NOTICE, startSandbox } from "./start-sandbox.js";
+export type { ActionRun, JobClaims, Sandbox, SandboxOptions } from "./start-sandbox.js";
+export { DEFAULT_WORLD, parseWorld } from "./world.js";
+export type { World, WorldRepository } from "./world.js";
+export type { BranchUpdate, Mint, PlatformView, Release, Revocation, SignedCommit } from "./platform-view.js";

@@ -1,0 +1,91 @@
+// What the sandbox's platform was asked to do, as plain values a test asserts on: read on every
+// access from the simulator's request log and state, so a view taken early stays current.
+import type { Simulator } from "../../simulator/index.js";
+
+/** One installation token the broker minted (`POST /app/installations/{id}/access_tokens`). */
+export interface Mint {
+  installationId: number;
+  /** The HTTP status the platform answered. */
+  status: number;
+  /** The repositories the token is scoped to, `owner/name`, as the platform answered; undefined: all. */
+  repositories?: string[];
+  /** The permissions asked for. */
+  permissions?: Record<string, string>;
+}
+
+/** One token revoked (`DELETE /installation/token`), e.g. by the action's post step. */
+export interface Revocation {
+  status: number;
+}
+
+/** One commit made through `/sign` (GraphQL `createCommitOnBranch`), signed by the platform. */
+export interface SignedCommit {
+  oid: string;
+  repository: string;
+  headline: string;
+  parents: string[];
+  signedByGitHub: boolean;
+}
+
+/** One update-branch call the webhook's push job made on an open pull request. */
+export interface BranchUpdate {
+  repository: string;
+  number: number;
+  status: number;
+}
+
+export interface Release {
+  repository: string;
+  tag: string;
+  prerelease: boolean;
+  draft: boolean;
+}
+
+export interface PlatformView {
+  readonly mints: Mint[];
+  readonly revocations: Revocation[];
+  readonly commits: SignedCommit[];
+  readonly updates: BranchUpdate[];
+  /** Every release of every repository the world has, oldest first per repository. */
+  readonly releases: Release[];
+  /** Every request the platform received, raw (method, path, body, answer). */
+  readonly requests: Simulator["requests"];
+}
+
+const MINT_PATH = /\/app\/installations\/(\d+)\/access_tokens$/;
+
+export function createPlatformView(sim: Simulator): PlatformView {
+  return {
+    get mints() {
+      return sim.requests.flatMap((r) => {
+        const id = r.method === "POST" ? MINT_PATH.exec(r.path)?.[1] : undefined;
+        if (!id) return [];
+        const asked = (r.body ?? {}) as { permissions?: Record<string, string> };
+        const answer = (r.response?.body ?? {}) as { repositories?: Array<{ full_name?: string }> };
+        const repositories = Array.isArray(answer.repositories) ? answer.repositories.map((repo) => String(repo.full_name)) : undefined;
+        return [{ installationId: Number(id), status: r.response?.status ?? 0, repositories, permissions: asked.permissions }];
+      });
+    },
+    get revocations() {
+      return sim.requests.filter((r) => r.method === "DELETE" && r.path.endsWith("/installation/token")).map((r) => ({ status: r.response?.status ?? 0 }));
+    },
+    get commits() {
+      return sim.git.mutationCommits.map((c) => ({ oid: c.oid, repository: c.repository, headline: c.headline, parents: [...c.parents], signedByGitHub: c.signedByGitHub }));
+    },
+    get updates() {
+      return sim.git.updateBranchCalls.map((u) => ({ repository: u.repository, number: u.number, status: u.status }));
+    },
+    get releases() {
+      const names = new Set<string>();
+      for (const inst of sim.installations.values()) {
+        if (inst.repositories !== "all") for (const name of inst.repositories) names.add(`${inst.account}/${name}`);
+      }
+      return [...names].flatMap((repository) =>
+        [...sim.releases.list(repository)].sort((a, b) => a.sequence - b.sequence).map((r) => ({ repository, tag: r.tagName, prerelease: r.isPrerelease, draft: r.isDraft })),
+      );
+    },
+    get requests() {
+      return sim.requests;
+    },
+  };
+}

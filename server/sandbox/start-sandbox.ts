@@ -1,0 +1,193 @@
+// A whole CI platform on loopback for trying tokensmith or testing a release workflow: the platform
+// simulator (OIDC issuer, GitHub REST and GraphQL, the runner's ID-token endpoint) seeded with a
+// world, and a broker pointed at it. Every token it hands out is fake and only this process's
+// simulator accepts it; nothing it starts talks to anything but 127.0.0.1.
+import { randomBytes } from "node:crypto";
+import type { AddressInfo } from "node:net";
+import type { Server } from "node:http";
+import { Writable } from "node:stream";
+import { createSimulator, DEFAULT_SHA, type Claims, type Simulator } from "../../simulator/index.js";
+import { createApp } from "../app.js";
+import { serve } from "../http/serve.js";
+import { createLogger } from "../log.js";
+import { createPlatformView, type PlatformView } from "./platform-view.js";
+import { runBundledStep } from "./run-bundled-action.js";
+import { DEFAULT_WORLD, parseWorld, seedWorld, type World } from "./world.js";
+
+export type { World, WorldRepository } from "./world.js";
+export type { PlatformView, Mint, Revocation, SignedCommit, BranchUpdate, Release } from "./platform-view.js";
+
+/** Said wherever the sandbox prints: its credentials open nothing outside this process. */
+export const FAKE_NOTICE = "sandbox: every token and secret here is fake";
+
+export interface SandboxOptions {
+  /** The world to seed (default: {@link DEFAULT_WORLD}); checked like `--world FILE`. */
+  world?: World;
+  /** The broker's port on 127.0.0.1 (default 0: a free one). The simulator always takes a free one. */
+  port?: number;
+  /** More broker settings (e.g. `SIGN_ALLOWED_REPOSITORIES`), over the sandbox's own. */
+  env?: Record<string, string>;
+}
+
+/** The claims of one CI job's OIDC token; anything else in the object is merged in as a claim. */
+export interface JobClaims {
+  /** `owner/name` (default: the world's first repository). */
+  repository?: string;
+  /** Default `refs/heads/main`. */
+  ref?: string;
+  /** The workflow's name (default `release`). */
+  workflow?: string;
+  /** Default `tokensmith`, the broker's default audience. */
+  audience?: string;
+  [claim: string]: unknown;
+}
+
+export interface ActionRun {
+  /** The step's outputs (`token`, `expires-at`, `repository`) as the runner read them. */
+  outputs: Record<string, string>;
+  /** The step's log lines (stdout then stderr), with `::add-mask::` and other workflow commands. */
+  log: string[];
+  exitCode: number | null;
+  /** What main saved for the post step. */
+  state: Record<string, string>;
+}
+
+export interface Sandbox {
+  /** The broker's origin, e.g. `http://127.0.0.1:41234`. */
+  readonly brokerUrl: string;
+  /** The simulator's origin (GitHub API, OIDC issuer and ID-token endpoint live under it). */
+  readonly platformUrl: string;
+  /** The bearer secret of `/sign` and `/releases` (fake). */
+  readonly processTriggerSecret: string;
+  /** The webhook HMAC secret of `/webhook` (fake). */
+  readonly webhookSecret: string;
+  /** The variables a job's steps see: `ACTIONS_ID_TOKEN_REQUEST_URL`, `…_TOKEN`, `GITHUB_*`. */
+  readonly runnerEnv: Readonly<Record<string, string>>;
+  /** The App's installation id on the world's organisation. */
+  readonly installationId: number;
+  readonly world: World;
+  /** A signed OIDC token for one job, as the runner would hand it to the job (valid 5 minutes). */
+  mintJobToken(claims?: JobClaims): Promise<string>;
+  /**
+   * Runs the bundled action (`dist/main`) as the runner runs it, for a job with `claims`, against
+   * this broker; then its post step (revocation) when `post` is true.
+   */
+  runAction(options?: { inputs?: Record<string, string>; job?: JobClaims; post?: boolean }): Promise<ActionRun>;
+  /** What the platform was asked to do, read from the simulator's request log. */
+  readonly platform: PlatformView;
+  /** The simulator itself, for tests that need a knob this interface does not have. */
+  readonly simulator: Simulator;
+  /** Stops the broker and the simulator. */
+  close(): Promise<void>;
+}
+
+const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]"]);
+
+/** The broker's only way out: a fetch that refuses anything but loopback. */
+const loopbackOnlyFetch: typeof fetch = (input, init) => {
+  const url = new URL(typeof input === "string" || input instanceof URL ? input : input.url);
+  if (!LOOPBACK.has(url.hostname)) return Promise.reject(new Error(`sandbox: refused a non-loopback address: ${url.hostname}`));
+  return fetch(input, init);
+};
+
+/** Starts the simulator, seeds the world, and starts a broker pointed at it on 127.0.0.1. */
+export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
+  const world = parseWorld(options.world ?? DEFAULT_WORLD);
+  const sim = await createSimulator();
+  const { app: ghApp, installationId } = seedWorld(sim, world);
+  const processTriggerSecret = `fake-trigger-${randomBytes(12).toString("hex")}`;
+  const webhookSecret = `fake-webhook-${randomBytes(12).toString("hex")}`;
+  const env: Record<string, string> = {
+    HOST_APP_ID: String(ghApp.id),
+    HOST_APP_PRIVATE_KEY: ghApp.privateKeyPem,
+    HOST_API_BASE: sim.apiBase,
+    HOST_OIDC_ISSUER: sim.oidc.issuer,
+    PROCESS_TRIGGER_SECRET: processTriggerSecret,
+    HOST_WEBHOOK_SECRET: webhookSecret,
+    AUTO_UPDATE_BRANCHES: "true",
+    UPDATE_BRANCH_PER_MINUTE: "1000",
+    ...options.env,
+  };
+  // The broker's log stays in memory: the sandbox's own lines are what a user reads.
+  const sink = new Writable({ write: (_chunk, _encoding, done) => done() });
+  const app = createApp({ env: () => env, fetch: loopbackOnlyFetch, logger: createLogger({ level: "warn", destination: sink }) });
+  let server: Server;
+  try {
+    server = await new Promise<Server>((resolve, reject) => {
+      const listening = serve(app, options.port ?? 0, "127.0.0.1", () => resolve(listening));
+      listening.once("error", reject);
+    });
+  } catch (error) {
+    await app.close();
+    await sim.close();
+    throw error;
+  }
+  const brokerUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const firstRepository = `${world.organisation}/${world.repositories[0]!.name}`;
+
+  const claimsFor = (job: JobClaims = {}): Partial<Claims> & Record<string, unknown> => {
+    const { repository = firstRepository, ref = "refs/heads/main", workflow = "release", audience = "tokensmith", ...rest } = job;
+    const owner = repository.split("/")[0]!;
+    return {
+      repository,
+      repository_owner: owner,
+      ref,
+      sub: `repo:${repository}:ref:${ref}`,
+      workflow,
+      workflow_ref: `${repository}/.github/workflows/${workflow}.yml@${ref}`,
+      aud: audience,
+      ...rest,
+    };
+  };
+  const jobEnv = (job: JobClaims = {}): Record<string, string> => {
+    const claims = claimsFor(job);
+    return {
+      GITHUB_REPOSITORY: String(claims.repository),
+      GITHUB_REF: String(claims.ref),
+      GITHUB_RUN_ID: "4242",
+      GITHUB_SHA: DEFAULT_SHA,
+      GITHUB_API_URL: sim.apiBase,
+      ACTIONS_ID_TOKEN_REQUEST_URL: sim.actions.requestUrl,
+      ACTIONS_ID_TOKEN_REQUEST_TOKEN: sim.actions.requestToken,
+    };
+  };
+  // What the runner's ID-token endpoint signs when no job asked otherwise: the world's first repository.
+  const { aud: _aud, ...defaultRunnerClaims } = claimsFor();
+  sim.actions.claims = defaultRunnerClaims;
+
+  let closed: Promise<void> | undefined;
+  return {
+    brokerUrl,
+    platformUrl: sim.url,
+    processTriggerSecret,
+    webhookSecret,
+    runnerEnv: jobEnv(),
+    installationId,
+    world,
+    mintJobToken: (claims) => sim.oidc.sign(claimsFor(claims)),
+    async runAction({ inputs = {}, job, post = false } = {}) {
+      const { aud: _audience, ...claims } = claimsFor(job);
+      sim.actions.claims = claims;
+      try {
+        const stepEnv = jobEnv(job);
+        const main = await runBundledStep("main", { inputs: { "auth-mode": "public-app", "broker-url": brokerUrl, ...inputs }, env: stepEnv });
+        if (!post || main.exitCode !== 0) return main;
+        const after = await runBundledStep("post", { inputs: { "auth-mode": "public-app", "broker-url": brokerUrl, ...inputs }, env: stepEnv, state: main.state });
+        return { ...main, log: [...main.log, ...after.log], exitCode: after.exitCode };
+      } finally {
+        sim.actions.claims = defaultRunnerClaims;
+      }
+    },
+    platform: createPlatformView(sim),
+    simulator: sim,
+    close() {
+      closed ??= (async () => {
+        server.closeAllConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+        await app.close();
+        await sim.close();
+      })();
+      return closed;
+    },
+  };
+}
