@@ -51,6 +51,8 @@ process.send({
     HOST_APP_PRIVATE_KEY: app.privateKeyPem,
     HOST_API_BASE: sim.apiBase,
     HOST_OIDC_ISSUER: sim.oidc.issuer,
+    // The simulator's points budget is lifted above: the broker's too, or it would pace the bench.
+    UPSTREAM_POINTS_PER_MINUTE: "1000000000",
   },
   floor: { issuer: sim.oidc.issuer, jwk: sim.oidc.currentKey.publicJwk, apiBase: sim.apiBase, installationId, appId: app.id, appKeyPem: app.privateKeyPem },
   tokens,

@@ -4,7 +4,9 @@ import { createInstallationCache } from "./github/installation-cache.js";
 import { createPlatformClient, type PlatformClient } from "./github/platform-client.js";
 import { createPlatformRequest, DEFAULT_RETRY, type OctokitRequest, type RetryInfo, type RetryPolicy } from "./github/platform-request.js";
 import { BODY_READ_TIMEOUT_MS, REQUEST_DEADLINE_MS } from "./http/limits.js";
+import { POINTS_WINDOW_MS } from "./github/points-pacer.js";
 import { createUpstreamGate, type UpstreamGate } from "./github/upstream-gate.js";
+import { createCrawlTokenCache } from "./releases/crawl-token-cache.js";
 import { createStoreRegistry } from "./kv/key-value-store.js";
 import { createLogger, type Logger } from "./log.js";
 import { createMetrics } from "./metrics.js";
@@ -46,6 +48,11 @@ export interface Timing {
   requestDeadlineMs: number;
   /** A body not yet authenticated must have arrived this long after its request started (408 request_timeout). */
   bodyReadTimeoutMs: number;
+  /**
+   * The window of UPSTREAM_POINTS_PER_MINUTE: GitHub's minute. Only tests change it, scaling the
+   * simulator's window down with it, so pacing across windows takes seconds, not minutes.
+   */
+  pointsWindowMs: number;
 }
 
 export const DEFAULT_TIMING: Timing = {
@@ -58,12 +65,16 @@ export const DEFAULT_TIMING: Timing = {
   installationTtlMs: 5 * 60_000,
   requestDeadlineMs: REQUEST_DEADLINE_MS,
   bodyReadTimeoutMs: BODY_READ_TIMEOUT_MS,
+  pointsWindowMs: POINTS_WINDOW_MS,
 };
 
 export function createContext(deps: BrokerDeps = {}) {
   const now = deps.now ?? Date.now;
   const metrics = createMetrics();
-  const fetchImpl = observeFetch(deps.fetch ?? globalThis.fetch, metrics, (url) => platformOf(settings(), url));
+  // The rate-limit gauge's platform, by the settings the latest request read (as the gates do):
+  // re-reading the environment here cost every upstream answer a second read of every setting.
+  const origins = createOriginMemo();
+  const fetchImpl = observeFetch(deps.fetch ?? globalThis.fetch, metrics, (url) => platformOf(latest ?? settings(), url, origins));
   const log = deps.logger ?? createLogger({ level: (deps.env ?? (() => process.env))().LOG_LEVEL });
   const timing: Timing = { ...DEFAULT_TIMING, ...deps.timing };
   const readSettings: () => Settings = createSettingsReader(deps.env ?? (() => process.env));
@@ -99,17 +110,32 @@ export function createContext(deps: BrokerDeps = {}) {
     return { store, sealKey: sealKeyFor.key };
   };
 
-  // One gate per API base (UPSTREAM_MAX_CONCURRENCY, read per request; the rate-limit pause),
+  // One gate per API base (UPSTREAM_MAX_CONCURRENCY and UPSTREAM_POINTS_PER_MINUTE, read per request; the rate-limit pause),
   // shared by that platform's Octokit request (GraphQL, listings) and lean client (lookup, mint).
   const gates = new Map<string, UpstreamGate>();
   const gateFor = (apiBase: string): UpstreamGate => {
     let gate = gates.get(apiBase);
     if (!gate) {
-      gate = createUpstreamGate({ limit: () => (latest ?? settings()).upstreamMaxConcurrency, now });
+      gate = createUpstreamGate({
+        limit: () => (latest ?? settings()).upstreamMaxConcurrency,
+        pointsPerMinute: () => (latest ?? settings()).upstreamPointsPerMinute,
+        pointsWindowMs: timing.pointsWindowMs,
+        now,
+      });
       gates.set(apiBase, gate);
     }
     return gate;
   };
+  metrics.upstreamWaitingFrom(() =>
+    [...gates].flatMap(([apiBase, gate]) => {
+      const platform = URL.canParse(apiBase) ? platformOf(latest ?? settings(), new URL(apiBase), origins) : null;
+      if (platform === null) return []; // a base no longer configured
+      return [
+        { platform, for: "concurrency" as const, value: gate.queued },
+        { platform, for: "points" as const, value: gate.pacing },
+      ];
+    }),
+  );
   const perApiBase = <T>(create: (options: { apiBase: string; fetch: typeof fetch; timeoutMs: number; now: () => number; gate: UpstreamGate }) => T) => {
     const made = new Map<string, T>();
     return (platform: PlatformSettings): T => {
@@ -121,7 +147,8 @@ export function createContext(deps: BrokerDeps = {}) {
       return one;
     };
   };
-  const requestFor = perApiBase<OctokitRequest>(createPlatformRequest);
+  // Annotated: the inferred type would name a nested copy of @octokit/types (TS2742, no .d.ts).
+  const requestFor: (platform: PlatformSettings) => OctokitRequest = perApiBase<OctokitRequest>(createPlatformRequest);
   const clientFor = perApiBase<PlatformClient>(createPlatformClient);
 
   return {
@@ -142,6 +169,7 @@ export function createContext(deps: BrokerDeps = {}) {
     gateFor,
     appJwt: createAppJwtSigner(now),
     installations: createInstallationCache({ now, ttlMs: timing.installationTtlMs }),
+    crawlTokens: createCrawlTokenCache(now),
     async close(): Promise<void> {
       await Promise.all([...keySources.values()].map((source) => source.settled()));
       await stores.closeAll();
@@ -152,9 +180,22 @@ export function createContext(deps: BrokerDeps = {}) {
 export type BrokerContext = ReturnType<typeof createContext>;
 
 /** The platform an upstream URL is on, by origin (for the rate-limit gauge). */
-function platformOf(settings: Settings, url: URL): "main" | "enterprise" | null {
-  const origin = (base: string) => URL.canParse(base) ? new URL(base).origin : null;
+function platformOf(settings: Settings, url: URL, origin: (base: string) => string | null): "main" | "enterprise" | null {
   if (origin(settings.main.apiBase) === url.origin) return "main";
   if (settings.enterprise?.apiBase && origin(settings.enterprise.apiBase) === url.origin) return "enterprise";
   return null;
+}
+
+/** An API base's origin (null when it is not a URL), parsed once per distinct base (there are one or two). */
+function createOriginMemo(): (base: string) => string | null {
+  const known = new Map<string, string | null>();
+  return (base) => {
+    let origin = known.get(base);
+    if (origin === undefined) {
+      origin = URL.canParse(base) ? new URL(base).origin : null;
+      if (known.size >= 16) known.clear(); // settings changed many times: start over rather than grow
+      known.set(base, origin);
+    }
+    return origin;
+  };
 }

@@ -87,6 +87,18 @@ export function createMetrics() {
       if (queueDepth) this.set(await Promise.resolve(queueDepth()).catch(() => Number.NaN));
     },
   });
+  let upstreamWaits: (() => Array<{ platform: string; for: "concurrency" | "points"; value: number }>) | undefined;
+  const upstreamWaiting = new Gauge({
+    name: "tokensmith_upstream_waiting",
+    help: "Platform calls waiting in this process before they are sent, by platform and what they wait for: a free slot (concurrency, UPSTREAM_MAX_CONCURRENCY) or REST points (points, UPSTREAM_POINTS_PER_MINUTE).",
+    labelNames: ["platform", "for"] as const,
+    registers,
+    collect() {
+      this.reset();
+      for (const platform of ["main", "enterprise"]) for (const reason of ["concurrency", "points"] as const) this.set({ platform, for: reason }, 0);
+      for (const wait of upstreamWaits?.() ?? []) this.inc({ platform: wait.platform, for: wait.for }, wait.value);
+    },
+  });
   const webhookJobs = new Counter({
     name: "tokensmith_webhook_jobs_total",
     help: "Push jobs run by the webhook queue, by how they ended: done, failed, or interrupted (at shutdown).",
@@ -118,6 +130,11 @@ export function createMetrics() {
     /** The webhook queue tells where its depth is read from at scrape time (the latest queue made wins). */
     webhookQueueDepthFrom(read: () => number | Promise<number>): void {
       queueDepth = read;
+    },
+
+    /** The platform gates tell how many calls wait in them, read at scrape time. */
+    upstreamWaitingFrom(read: () => Array<{ platform: string; for: "concurrency" | "points"; value: number }>): void {
+      upstreamWaits = read;
     },
 
     /** One answered request (the request log's finish handler). */

@@ -46,8 +46,12 @@ export interface Settings {
   webhookQueueUrl: string | null;
   /** UPDATE_BRANCH_PER_MINUTE: update-branch calls per installation per minute. */
   updateBranchPerMinute: number;
+  /** UPDATE_BRANCH_PER_HOUR: update-branch calls per installation in any hour. */
+  updateBranchPerHour: number;
   /** UPSTREAM_MAX_CONCURRENCY: platform requests in flight at once per platform (API base). */
   upstreamMaxConcurrency: number;
+  /** UPSTREAM_POINTS_PER_MINUTE: REST points per App and per installation per minute, per platform, this process. */
+  upstreamPointsPerMinute: number;
 }
 
 /** Every variable the broker reads; the memo key is their raw values. */
@@ -58,8 +62,8 @@ export const SETTING_NAMES = [
   "ENT_APP_INSTALLATION_ID", "SERVICE_JWKS_CACHE", "LEGACY_QUOTA_KV", "RELEASES_CACHE_TTL_SECONDS",
   "RELEASES_MAX_INSTALLATIONS", "RELEASES_MAX_REPOSITORIES", "SIGN_ALLOWED_REPOSITORIES",
   "RELEASES_CRAWL_LEASE_SECONDS",
-  "WEBHOOK_QUEUE", "UPDATE_BRANCH_PER_MINUTE",
-  "UPSTREAM_MAX_CONCURRENCY",
+  "WEBHOOK_QUEUE", "UPDATE_BRANCH_PER_MINUTE", "UPDATE_BRANCH_PER_HOUR",
+  "UPSTREAM_MAX_CONCURRENCY", "UPSTREAM_POINTS_PER_MINUTE",
 ] as const;
 
 export function parseSettings(env: Env): Settings {
@@ -106,8 +110,30 @@ export function parseSettings(env: Env): Settings {
     releasesCrawlLeaseSeconds: positiveInteger(env.RELEASES_CRAWL_LEASE_SECONDS) ?? 10,
     webhookQueueUrl: nonEmpty(env.WEBHOOK_QUEUE?.trim()),
     updateBranchPerMinute: positiveInteger(env.UPDATE_BRANCH_PER_MINUTE) ?? 60,
+    updateBranchPerHour: positiveInteger(env.UPDATE_BRANCH_PER_HOUR) ?? 500,
     upstreamMaxConcurrency: positiveInteger(env.UPSTREAM_MAX_CONCURRENCY) ?? 50,
+    upstreamPointsPerMinute: parseUpstreamPointsPerMinute(env.UPSTREAM_POINTS_PER_MINUTE).value,
   };
+}
+
+/** GitHub's REST points a minute per App and per installation (secondary rate limits). */
+export const DEFAULT_UPSTREAM_POINTS_PER_MINUTE = 900;
+/** The dearest call costs 5 points: a smaller budget could never send it. */
+export const MIN_UPSTREAM_POINTS_PER_MINUTE = 5;
+
+/**
+ * UPSTREAM_POINTS_PER_MINUTE: a whole number from 5; unset or blank → GitHub's 900. Anything else
+ * is GitHub's 900 too, and a settings problem (the broker logs it, `doctor` fails on it): a fleet
+ * that meant to divide the budget must not silently spend all of it in every instance.
+ */
+export function parseUpstreamPointsPerMinute(raw: string | undefined): { value: number; problem?: string } {
+  const text = (raw ?? "").trim();
+  if (text === "") return { value: DEFAULT_UPSTREAM_POINTS_PER_MINUTE };
+  const value = Number(text);
+  if (!/^[0-9]+$/.test(text) || !Number.isSafeInteger(value) || value < MIN_UPSTREAM_POINTS_PER_MINUTE) {
+    return { value: DEFAULT_UPSTREAM_POINTS_PER_MINUTE, problem: `UPSTREAM_POINTS_PER_MINUTE is not a whole number from ${MIN_UPSTREAM_POINTS_PER_MINUTE}: using GitHub's ${DEFAULT_UPSTREAM_POINTS_PER_MINUTE} in this process` };
+  }
+  return { value };
 }
 
 /** The secrets that are trimmed before use (a trailing newline from `$(cat file)` or a secret store). */

@@ -74,6 +74,11 @@ export interface GitApi {
    * before a 403 secondary limit (`retry-after: 60`). GitHub's content-creation limit: 80.
    */
   contentCreationPerMinute: number;
+  /**
+   * The same in any hour of the simulator's clock (`retry-after`: until the oldest of them is an
+   * hour old). GitHub's content-creation limit: 500 an hour.
+   */
+  contentCreationPerHour: number;
 }
 
 export const MERGE_CONFLICT = "merge conflict between base and head";
@@ -87,6 +92,7 @@ export class GitStore {
   readonly mutationCommits: CommitState[] = [];
   readonly updateBranchCalls: UpdateBranchCall[] = [];
   contentCreationPerMinute = 80;
+  contentCreationPerHour = 500;
   private counter = 0;
 
   constructor(private readonly now: () => number) {}
@@ -228,6 +234,12 @@ export function registerGit(sim: Simulator): GitApi {
     },
     set contentCreationPerMinute(limit: number) {
       store.contentCreationPerMinute = limit;
+    },
+    get contentCreationPerHour() {
+      return store.contentCreationPerHour;
+    },
+    set contentCreationPerHour(limit: number) {
+      store.contentCreationPerHour = limit;
     },
   };
 }

@@ -91,7 +91,7 @@ export async function startHttpServer(deps: HttpServerDeps): Promise<RunningServ
     };
     deps.requests.push(record);
     // In flight from arrival until answered or dropped (a hang counts until the client gives up).
-    const admitted = deps.limits.arrive({ method, auth: record.auth, requestId });
+    const admitted = deps.limits.arrive({ method, path: record.path, body, auth: record.auth, requestId });
     res.once("close", admitted.leave);
     if (admitted.refusal) return send(res, record, admitted.refusal, requestId);
 

@@ -119,13 +119,19 @@ export function registerPullRoutes(sim: Simulator, store: GitStore): void {
       if (status !== 202) throw githubError(status, message, DOC_UPDATE);
       return { status, body: { message, url: `https://github.com/${repository}/pull/${pull.number}` } };
     };
-    // Content creation (update-branch merges) per installation: GitHub's secondary limit, 80 a
-    // minute; past it, 403 with retry-after, and nothing is done.
-    const since = sim.now() - 60_000;
-    const recent = store.updateBranchCalls.filter((c) => c.installationId === installationId && c.status === 202 && c.at > since).length;
-    if (recent >= store.contentCreationPerMinute) {
-      store.updateBranchCalls.push({ repository, number: pull.number, expectedHeadSha: expected, status: 403, at: sim.now(), installationId, rateLimited: true });
-      throw new SimulatorHttpError(403, { message: SECONDARY_LIMIT, documentation_url: DOC_SECONDARY, status: "403" }, { "retry-after": "60" });
+    // Content creation (update-branch merges) per installation: GitHub's secondary limits, 80 a
+    // minute and 500 an hour; past either, 403 with retry-after, and nothing is done.
+    const now = sim.now();
+    const made = store.updateBranchCalls.filter((c) => c.installationId === installationId && c.status === 202 && c.at > now - 3_600_000).map((c) => c.at);
+    const refuse = (retryAfterSeconds: number) => {
+      store.updateBranchCalls.push({ repository, number: pull.number, expectedHeadSha: expected, status: 403, at: now, installationId, rateLimited: true });
+      throw new SimulatorHttpError(403, { message: SECONDARY_LIMIT, documentation_url: DOC_SECONDARY, status: "403" }, { "retry-after": String(retryAfterSeconds) });
+    };
+    if (made.filter((at) => at > now - 60_000).length >= store.contentCreationPerMinute) refuse(60);
+    if (made.length >= store.contentCreationPerHour) {
+      // The calls are recorded in time order: once the oldest `made.length - perHour + 1` are an hour old, one more fits.
+      const freesAt = made[made.length - store.contentCreationPerHour]! + 3_600_000;
+      refuse(Math.max(1, Math.ceil((freesAt - now) / 1000)));
     }
     if (expected !== undefined && expected !== pull.headSha) return answer(422, "expected head sha didn't match current head ref.");
     if (pull.state !== "open") return answer(422, "Pull request is not open.");

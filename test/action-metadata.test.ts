@@ -5,7 +5,8 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "@jest/globals";
 import { NoOperationTraceWriter } from "@actions/workflow-parser";
 import { parseAction } from "@actions/workflow-parser/actions/action-parser";
-import { ACTION_YML } from "./support/action-runner.js";
+import { ACTION_INPUT_DEFAULTS } from "../server/sandbox/run-bundled-action.js";
+import { ACTION_YML, actionInputDefaults } from "./support/action-runner.js";
 
 function actionErrors(content: string): string[] {
   const result = parseAction({ name: "action.yml", content }, new NoOperationTraceWriter());
@@ -20,6 +21,10 @@ describe("action.yml against GitHub's action schema", () => {
   it("the check is real: an icon outside the schema's list is an error", () => {
     const text = readFileSync(ACTION_YML, "utf8").replace(/^( {2}icon: ).*$/m, "$1key");
     expect(actionErrors(text).join("\n")).toContain("Unexpected value 'key'");
+  });
+
+  it("the sandbox fills in exactly action.yml's input defaults (its runner ships without action.yml)", () => {
+    expect(ACTION_INPUT_DEFAULTS).toEqual(actionInputDefaults());
   });
 });
 

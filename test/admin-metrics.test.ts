@@ -174,6 +174,34 @@ describe("the key-set snapshot", () => {
   });
 });
 
+describe("calls waiting before they are sent", () => {
+  it("a mint that waits for REST points shows in tokensmith_upstream_waiting{for=\"points\"}, and leaves it when its deadline ends the wait", async () => {
+    // The least budget (5): a cold exchange's lookup (1) fits, its mint (5) then waits for the window.
+    const starved = await startBroker({ ...fx.env, UPSTREAM_POINTS_PER_MINUTE: "5" }, { timing: { requestDeadlineMs: 3_000 } });
+    const starvedAdmin = startAdmin({ env: { ADMIN_PORT: "0", ADMIN_HOST: "127.0.0.1" }, metrics: starved.app.broker.metrics, log: starved.app.broker.log })!;
+    try {
+      const url = `http://127.0.0.1:${await starvedAdmin.port}`;
+      const idle = await scrape(url);
+      expect(sample(idle, "tokensmith_upstream_waiting", { platform: "main", for: "points" })).toBe(0);
+      expect(sample(idle, "tokensmith_upstream_waiting", { platform: "main", for: "concurrency" })).toBe(0);
+      const answer = postJson(`${starved.url}/token`, { oidcToken: await fx.sim.oidc.sign(), owner: "octo-org", repo: "app" });
+      let waiting: number | undefined;
+      for (let i = 0; i < 100 && !waiting; i += 1) {
+        waiting = sample(await scrape(url), "tokensmith_upstream_waiting", { platform: "main", for: "points" });
+        if (!waiting) await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect(waiting).toBe(1);
+      const refused = await answer;
+      expect(refused.status).toBe(502);
+      expect(refused.body.error).toBe("installation_token_failed");
+      expect(sample(await scrape(url), "tokensmith_upstream_waiting", { platform: "main", for: "points" })).toBe(0);
+    } finally {
+      await starvedAdmin.close();
+      await starved.close();
+    }
+  });
+});
+
 describe("readiness and the durable queue", () => {
   it("/readyz is 503 starting until the broker says it listens", async () => {
     const early = startAdmin({ env: { ADMIN_PORT: "0", ADMIN_HOST: "127.0.0.1" }, metrics: broker.app.broker.metrics, log: broker.app.broker.log })!;

@@ -120,12 +120,14 @@ describe("tokensmith releases", () => {
 });
 
 describe("tokensmith usage", () => {
-  it("--help names serve, doctor and releases", async () => {
+  it("--help names every command: serve, doctor, releases, dashboard and sandbox", async () => {
     const { code, stdout } = await cli(["--help"]);
     expect(code).toBe(0);
     expect(stdout).toContain("tokensmith serve");
     expect(stdout).toContain("tokensmith doctor");
     expect(stdout).toContain("tokensmith releases --url URL [--json]");
+    expect(stdout).toContain("tokensmith dashboard --broker URL");
+    expect(stdout).toContain("tokensmith sandbox");
   });
 
   it("an unknown command, or serve/doctor with arguments: exit 2 with the usage", async () => {

@@ -92,11 +92,13 @@ describe("tokensmith doctor", () => {
   });
 
   it("a setting that does not parse: the broker's own message, exit 1", async () => {
-    const { code, stdout } = await doctor({ ...good, TOKEN_PERMISSIONS: "contents:own", HOST_APP_ID: undefined, ADMIN_PORT: "eighty" });
+    const { code, stdout } = await doctor({ ...good, TOKEN_PERMISSIONS: "contents:own", HOST_APP_ID: undefined, ADMIN_PORT: "eighty", UPSTREAM_POINTS_PER_MINUTE: "450/min", UPDATE_BRANCH_PER_HOUR: "lots" });
     const lines = linesOf(stdout);
     expect(lines).toContain("FAIL HOST_APP_ID is not set: /token and /sign answer 503 app_unconfigured, /releases too");
     expect(lines.some((line) => line.startsWith("FAIL TOKEN_PERMISSIONS unusable: /token answers 400 invalid_token_permissions ("))).toBe(true);
     expect(lines).toContain("FAIL ADMIN_PORT is not a port number (0-65535): the admin listener is off");
+    expect(lines).toContain("FAIL UPSTREAM_POINTS_PER_MINUTE is not a whole number from 5: using GitHub's 900 in this process");
+    expect(lines).toContain("FAIL UPDATE_BRANCH_PER_HOUR is not a positive whole number: using the default, 500");
     expect(code).toBe(1);
   });
 });

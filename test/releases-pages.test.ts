@@ -16,6 +16,7 @@ import { keepLogs } from "./support/log-sink.js";
 import { getReleases, releasesFixture, TRIGGER_SECRET, type ReleasesFixture } from "./support/releases-fixture.js";
 
 let fx: ReleasesFixture;
+const POINTS_WINDOW_MS = 2_000;
 /** `prefix-0000`, …: four digits, so name order is creation order. */
 const names4 = (prefix: string, count: number) => Array.from({ length: count }, (_, i) => `${prefix}-${String(i).padStart(4, "0")}`);
 const BIG = names4("svc", 1050); // 11 pages of 100
@@ -23,11 +24,11 @@ const SMALL = names4("lib", 250); // 3 pages
 
 beforeAll(async () => {
   fx = await releasesFixture({ latencyMs: 5 });
-  // KNOWN GAP (issue 12, /releases half): one crawl of these 222 installations mints 222 tokens,
-  // 1,110 of GitHub's 900 REST points a minute per App, so GitHub would refuse ~40 mints with a
-  // secondary limit. Lifted here so this file keeps testing page concurrency; the concurrency
-  // limit (100 in flight) stays on. Remove once the crawl paces or reuses its mints.
-  fx.sim.limits.values.pointsPerMinute = Infinity;
+  // GitHub's 900 REST points per App on both sides (the broker's default): one crawl of these 222
+  // installations mints 222 tokens, 1,113 of the App's points with the listing, so the broker
+  // paces the last mints into the next window. GitHub's window is a minute; here it is scaled
+  // down to POINTS_WINDOW_MS on both sides (simulator and broker), so that takes seconds.
+  fx.sim.limits.values.pointsWindowMs = POINTS_WINDOW_MS;
   fx.install("big-org", BIG);
   fx.install("small-org", SMALL);
   // Installations on 3 pages of the App's own listing.
@@ -68,6 +69,8 @@ const countingFetch: typeof fetch = async (input, init) => {
 
 beforeEach(async () => {
   fx.sim.clearRequests();
+  // Each test's broker starts with an empty points window: so does the simulator's.
+  fx.sim.limits.forgetSpentPoints();
   inFlight = {};
   peak = {};
   queriesDuringListing = 0;
@@ -85,7 +88,7 @@ beforeEach(async () => {
       }),
     }),
     // Counts pages: a generous timeout keeps a loaded machine from turning a slow page into a retry.
-    timing: { ...TEST_TIMING, upstreamTimeoutMs: 30_000 },
+    timing: { ...TEST_TIMING, upstreamTimeoutMs: 30_000, pointsWindowMs: POINTS_WINDOW_MS },
     retry: { attempts: 3, baseDelayMs: 10, maxWaitMs: 2000 },
   });
   const server: Server = await new Promise((resolve) => {
@@ -134,6 +137,10 @@ describe("listing pages 2…n fetched concurrently", () => {
     expect(peak["/installation/repositories"]).toBeGreaterThan(1);
     expect(peak["/installation/repositories"]).toBeLessThanOrEqual(20 + PAGE_CONCURRENCY);
     expect(peak["/app/installations"]).toBe(2); // pages 2 and 3 together
+
+    // Inside GitHub's points budget: more than a window's worth went out, and nothing was refused.
+    expect(fx.sim.requests.filter((r) => r.path.endsWith("/access_tokens"))).toHaveLength(222);
+    expect(fx.sim.limits.refused).toEqual({ concurrency: 0, points: 0, graphqlPoints: 0 });
   });
 
   it("a listing's pages 2…n are in flight together even when it is the only one", async () => {

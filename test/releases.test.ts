@@ -330,14 +330,15 @@ describe("GET /releases across installation pages", () => {
     expect(big.sim.requests.filter((r) => r.path === "/app/installations").map((r) => r.query.page)).toEqual(["1"]);
 
     big.sim.clearRequests();
-    // A minute later for GitHub's points budget (simulator secondary limits): two crawls minting
-    // 100 tokens each (5 points a mint) are over the App's 900 points in one minute.
-    big.sim.limits.forgetSpentPoints();
+    // Within GitHub's points budget without waiting a minute: the second crawl reuses the first
+    // one's 100 tokens and mints only for the 101st installation.
     bigBroker.env.RELEASES_MAX_INSTALLATIONS = "101";
     const all = await getReleases(bigBroker.url);
     expect(all.body.repos).toHaveLength(101);
     expect(all.body.truncated).toBe(false);
     expect(all.body.repos.at(-1)).toMatchObject({ repo: "org-100/only", latest: { tag: "v100" } });
     expect(big.sim.requests.filter((r) => r.path === "/app/installations").map((r) => r.query.page)).toEqual(["1", "2"]);
+    expect(big.sim.requests.filter((r) => r.path.endsWith("/access_tokens"))).toHaveLength(1);
+    expect(big.sim.limits.refused.points).toBe(0);
   });
 });

@@ -2,7 +2,8 @@
 // it imports `tokensmith/testing` through the package's own `exports` (the built module).
 import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { expect, it } from "@jest/globals";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -23,3 +24,39 @@ it("node --test examples/sandbox.test.mjs passes", async () => {
   expect(stdout).toMatch(/# pass 3/);
   expect(stdout).toMatch(/# fail 0/);
 }, 70_000);
+
+/** Type-checks `source` as a TypeScript user's test would (strict, NodeNext), importing `tokensmith/testing`. */
+async function typecheck(source: string): Promise<{ code: number; output: string }> {
+  // Inside the package, so `tokensmith/testing` resolves through its own `exports` (the built .d.ts).
+  const dir = mkdtempSync(join(ROOT, ".typecheck-"));
+  try {
+    writeFileSync(join(dir, "consumer.test.ts"), source);
+    writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({ compilerOptions: { module: "NodeNext", moduleResolution: "NodeNext", target: "ES2022", strict: true, noEmit: true, types: ["node"], skipLibCheck: true }, files: ["consumer.test.ts"] }));
+    return await new Promise((resolve) => {
+      execFile(process.execPath, [join(ROOT, "node_modules/typescript/bin/tsc"), "-p", dir], { cwd: dir, timeout: 60_000 }, (error, out, err) => {
+        resolve({ code: error ? Number((error as { code?: unknown }).code ?? 1) : 0, output: `${out}${err}` });
+      });
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+it("tokensmith/testing ships its types: a TypeScript test of the README's calls type-checks, and a wrong use does not", async () => {
+  const good = await typecheck(`import { startSandbox, type Sandbox, type ActionRun } from "tokensmith/testing";
+const sandbox: Sandbox = await startSandbox();
+const run: ActionRun = await sandbox.runAction({ job: { repository: "octo-org/app", ref: "refs/tags/v1.2.0" } });
+const code: number | null = run.exitCode;
+const url: string = sandbox.brokerUrl;
+console.log(code, url, run.outputs.token, sandbox.platform.mints.at(-1)?.repositories);
+await sandbox.close();
+`);
+  expect(good).toEqual({ code: 0, output: "" });
+  const wrong = await typecheck(`import { startSandbox } from "tokensmith/testing";
+const sandbox = await startSandbox();
+const port: number = sandbox.brokerUrl;
+console.log(port);
+`);
+  expect(wrong.code).not.toBe(0);
+  expect(wrong.output).toContain("TS2322");
+}, 120_000);

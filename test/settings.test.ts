@@ -5,7 +5,8 @@ import { randomUUID } from "node:crypto";
 import { ERROR_CODES, OIDC_REASONS } from "../shared/error-codes.js";
 import { parseTokenPermissions } from "../shared/token-permissions.js";
 import { intersectPermissions } from "../server/github/intersect-permissions.js";
-import { graphqlUrlFor, parseAllowlist, parseAudiences, parseFlag, parseSettings, createSettingsReader, normaliseIssuer } from "../server/settings.js";
+import { graphqlUrlFor, parseAllowlist, parseAudiences, parseFlag, parseSettings, parseUpstreamPointsPerMinute, createSettingsReader, normaliseIssuer } from "../server/settings.js";
+import { settingsProblems, WHOLE_NUMBER_SETTINGS } from "../server/settings-problems.js";
 import { checkAllowlist, matchRepository } from "../server/token/trust.js";
 import { signatureFor } from "../server/webhook/verify-signature.js";
 import { postJson, startBroker, type TestBroker } from "./support/broker.js";
@@ -41,6 +42,35 @@ describe("parseAllowlist", () => {
 describe("parseFlag (AUTO_UPDATE_BRANCHES)", () => {
   it.each([["1"], ["true"], ["TRUE"], [" yes "], ["On"]])("%j is on", (raw) => expect(parseFlag(raw)).toBe(true));
   it.each([[undefined], [""], ["enabled"], ["0"], ["false"], ["y"], ["tru"]])("%j is off", (raw) => expect(parseFlag(raw)).toBe(false));
+});
+
+describe("webhook pacing budgets (UPDATE_BRANCH_PER_MINUTE, UPDATE_BRANCH_PER_HOUR)", () => {
+  it.each<[Record<string, string>, number, number]>([
+    [{}, 60, 500],
+    [{ UPDATE_BRANCH_PER_MINUTE: "30", UPDATE_BRANCH_PER_HOUR: "250" }, 30, 250],
+    [{ UPDATE_BRANCH_PER_MINUTE: " 30 ", UPDATE_BRANCH_PER_HOUR: " 250 " }, 30, 250],
+    [{ UPDATE_BRANCH_PER_MINUTE: "0", UPDATE_BRANCH_PER_HOUR: "-5" }, 60, 500],
+    [{ UPDATE_BRANCH_PER_MINUTE: "fast", UPDATE_BRANCH_PER_HOUR: "1.5" }, 60, 500],
+  ])("%j → %d a minute, %d an hour", (env, perMinute, perHour) => {
+    const settings = parseSettings(env);
+    expect([settings.updateBranchPerMinute, settings.updateBranchPerHour]).toEqual([perMinute, perHour]);
+  });
+});
+
+describe("whole-number settings that do not parse: the default, and a problem doctor fails", () => {
+  it.each(WHOLE_NUMBER_SETTINGS.map(([name, fallback]) => [name, fallback] as const))("%s (default %d)", (name, fallback) => {
+    // The table's default is the parser's: a malformed value and the default read the same.
+    expect(parseSettings({ [name]: "12 a minute" })).toEqual(parseSettings({}));
+    expect(parseSettings({ [name]: String(fallback) })).toEqual(parseSettings({}));
+    expect(parseSettings({ [name]: String(fallback + 1) })).not.toEqual(parseSettings({}));
+    for (const bad of ["12 a minute", "0", "-3", "1.5", "9007199254740993"]) {
+      const problems = settingsProblems(parseSettings({ [name]: bad }), { [name]: bad }).filter((p) => p.fields.setting === name);
+      expect(problems).toEqual([{ level: "error", fails: true, fields: { setting: name }, message: `${name} is not a positive whole number: using the default, ${fallback}` }]);
+    }
+    for (const fine of [undefined, "", " 7 ", "1"]) {
+      expect(settingsProblems(parseSettings({ [name]: fine }), { [name]: fine }).filter((p) => p.fields.setting === name)).toEqual([]);
+    }
+  });
 });
 
 describe("issuers and API bases", () => {
@@ -85,6 +115,32 @@ describe("issuers and API bases", () => {
     expect(read()).toBe(first);
     env.OIDC_AUDIENCE = "b";
     expect(read().audiences).toEqual(["b"]);
+  });
+});
+
+describe("UPSTREAM_POINTS_PER_MINUTE", () => {
+  it.each([
+    [undefined, 900, false],
+    ["", 900, false],
+    ["  ", 900, false],
+    ["450", 450, false],
+    [" 300 ", 300, false],
+    ["5", 5, false],
+    ["4", 900, true], // below the dearest call (5 points): nothing could be sent
+    ["0", 900, true],
+    ["-1", 900, true],
+    ["1.5", 900, true],
+    ["450/min", 900, true],
+    ["99999999999999999999", 900, true],
+  ])("%j → %i (a settings problem: %s)", (raw, value, problem) => {
+    expect(parseUpstreamPointsPerMinute(raw).value).toBe(value);
+    expect(parseSettings({ UPSTREAM_POINTS_PER_MINUTE: raw }).upstreamPointsPerMinute).toBe(value);
+    const problems = settingsProblems(parseSettings({ UPSTREAM_POINTS_PER_MINUTE: raw }), { UPSTREAM_POINTS_PER_MINUTE: raw }).filter((p) => p.fields.setting === "UPSTREAM_POINTS_PER_MINUTE");
+    expect(problems).toHaveLength(problem ? 1 : 0);
+    if (problem) {
+      expect(problems[0]).toMatchObject({ level: "error", fails: true, message: "UPSTREAM_POINTS_PER_MINUTE is not a whole number from 5: using GitHub's 900 in this process" });
+      expect(JSON.stringify(problems[0]!.fields)).not.toContain(String(raw)); // names only, never the value
+    }
   });
 });
 

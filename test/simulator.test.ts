@@ -352,6 +352,36 @@ describe("GraphQL endpoint", () => {
   });
 });
 
+describe("secondary limits: REST and GraphQL points are separate budgets", () => {
+  it("GraphQL spends none of REST's points; its own budget charges a query 1 and a mutation 5", async () => {
+    const token = sim.issueToken(installationId);
+    const values = { ...sim.limits.values };
+    const refused = { ...sim.limits.refused };
+    sim.limits.forgetSpentPoints();
+    sim.limits.values.pointsPerMinute = 2;
+    sim.limits.values.graphqlPointsPerMinute = 7;
+    try {
+      const post = (query: string) =>
+        fetch(sim.graphqlUrl, { method: "POST", headers: { authorization: `token ${token}`, "content-type": "application/json" }, body: JSON.stringify({ query }) });
+      const rest = () => fetch(`${sim.apiBase}/installation/repositories`, { headers: { authorization: `token ${token}` } });
+      // 1 + 5 = 6 of GraphQL's 7; REST's 2 untouched.
+      expect((await post('{ repository(owner: "octo-org", name: "app") { name } }')).status).toBe(200);
+      // A mutation the simulator does not implement is answered 501, after its points were counted.
+      expect((await post("# a comment\nmutation { nothing }")).status).not.toBe(403);
+      expect((await rest()).status).toBe(200);
+      expect((await rest()).status).toBe(200);
+      expect((await rest()).status).toBe(403); // REST's 2 spent
+      expect((await post("mutation { nothing }")).status).toBe(403); // 6 + 5 > 7
+      expect((await post('{ repository(owner: "octo-org", name: "app") { name } }')).status).toBe(200); // 6 + 1 = 7
+      expect(sim.limits.refused.points - refused.points).toBe(1);
+      expect(sim.limits.refused.graphqlPoints - refused.graphqlPoints).toBe(1);
+    } finally {
+      Object.assign(sim.limits.values, values);
+      sim.limits.forgetSpentPoints();
+    }
+  });
+});
+
 describe("no friendlier than GitHub's published descriptions", () => {
   const DOC_MINT = "https://docs.github.com/rest/apps/apps#create-an-installation-access-token-for-an-app";
   const invalid = (detail: string) => `Invalid request.\n\n${detail}`;

@@ -2,18 +2,22 @@
 // simulator: concurrent cold calls for one repository share one installation lookup; every platform
 // call passes one gate per platform (UPSTREAM_MAX_CONCURRENCY in flight, a bounded queue); a
 // request's deadline bounds its platform calls, queue waits included; and after a secondary rate
-// limit the broker stops sending that kind of call for the wait.
+// limit the broker stops sending that kind of call for the wait; and a burst over GitHub's points
+// budget (UPSTREAM_POINTS_PER_MINUTE) waits for points instead of being refused by the platform.
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
 import { postJson, startBroker, type TestBroker } from "./support/broker.js";
-import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
+import { expectNoSecrets, INSTALLED_PERMISSIONS, tokenFixture, type TokenFixture } from "./support/fixtures.js";
 
 let fx: TokenFixture;
+/** Repositories of their own installation, each looked up cold once. */
+const BURST = Array.from({ length: 8 }, (_, i) => `burst-${i}`);
 const brokers: TestBroker[] = [];
 const logs: string[] = [];
 const secrets: string[] = [];
 
 beforeAll(async () => {
   fx = await tokenFixture();
+  fx.sim.addInstallation({ appId: fx.app.id, account: "burst-org", permissions: { ...INSTALLED_PERMISSIONS }, repositories: BURST });
 });
 afterAll(async () => {
   await fx.sim.close();
@@ -24,6 +28,7 @@ beforeEach(() => {
   fx.sim.faults.clear();
   fx.sim.latencyMs = 0;
   fx.sim.clockOffsetMs = 0;
+  fx.sim.limits.values.pointsPerMinute = 900;
   fx.sim.limits.forgetSpentPoints();
   fx.sim.limits.resetPeak();
 });
@@ -40,10 +45,10 @@ async function broker(env: Record<string, string> = {}, options: Parameters<type
   return started;
 }
 
-async function exchange(to: TestBroker, repo = "app") {
-  const oidcToken = await fx.sim.oidc.sign({ repository: `octo-org/${repo}` });
+async function exchange(to: TestBroker, repo = "app", owner = "octo-org") {
+  const oidcToken = await fx.sim.oidc.sign({ repository: `${owner}/${repo}` });
   secrets.push(oidcToken);
-  const res = await postJson(`${to.url}/token`, { oidcToken, owner: "octo-org", repo });
+  const res = await postJson(`${to.url}/token`, { oidcToken, owner, repo });
   if (typeof res.body?.token === "string") secrets.push(res.body.token);
   return res;
 }
@@ -211,6 +216,45 @@ describe("after a secondary rate limit, that kind of call pauses for the wait", 
     fx.sim.limits.values.pointsPerMinute = 900;
     expect((await exchange(b)).status).toBe(200);
     expect(count(MINT)).toBe(mintsSoFar + 1);
+  });
+});
+
+describe("GitHub's points budget (UPSTREAM_POINTS_PER_MINUTE)", () => {
+  it("a cold burst over the budget: the platform refuses nothing; calls that get no points before their deadline fail with the route's code and Retry-After, and are never sent", async () => {
+    // One budget on both sides, small enough that 8 cold exchanges (a 1-point lookup and a 5-point
+    // mint each, 48 points of the App's) cannot all go out in one minute.
+    const BUDGET = 30;
+    let shiftMs = 0;
+    const b = await broker({ UPSTREAM_POINTS_PER_MINUTE: String(BUDGET) }, { now: () => Date.now() + shiftMs, timing: { requestDeadlineMs: 1500 } });
+    fx.sim.limits.values.pointsPerMinute = BUDGET;
+    const refusedBefore = fx.sim.limits.refused.points; // the simulator counts for the whole file
+    const answers = await Promise.all(BURST.map((repo) => exchange(b, repo, "burst-org")));
+
+    const ok = answers.filter((a) => a.status === 200);
+    const failed = answers.filter((a) => a.status !== 200);
+    expect(ok.length).toBeGreaterThanOrEqual(1);
+    expect(failed.length).toBeGreaterThanOrEqual(1);
+    for (const a of failed) {
+      // The route's own upstream-failure codes, never the platform's 403 passed through.
+      expect([
+        [500, "github_installation_lookup_failed"],
+        [502, "installation_token_failed"],
+      ]).toContainEqual([a.status, a.body.error]);
+      expect(Number(a.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    }
+    expect(fx.sim.limits.refused.points).toBe(refusedBefore);
+    const appPoints = fx.sim.requests.filter((r) => r.auth.kind === "app").reduce((sum, r) => sum + (r.method === "GET" ? 1 : 5), 0);
+    expect(appPoints).toBeLessThanOrEqual(BUDGET);
+    expect(count(MINT)).toBe(ok.length);
+
+    // A minute later on both clocks: the calls that gave up left the queue (none is sent now), and
+    // the budget is there again for the next exchange.
+    shiftMs = 61_000;
+    fx.sim.clockOffsetMs = 61_000;
+    const failedRepo = BURST[answers.findIndex((a) => a.status !== 200)]!;
+    expect((await exchange(b, failedRepo, "burst-org")).status).toBe(200);
+    expect(count(MINT)).toBe(ok.length + 1);
+    expect(fx.sim.limits.refused.points).toBe(refusedBefore);
   });
 });
 

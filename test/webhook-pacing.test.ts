@@ -28,6 +28,7 @@ afterEach(async () => {
     broker = undefined;
   }
   fx.sim.clockOffsetMs = 0;
+  fx.sim.git.contentCreationPerHour = 500;
 });
 afterAll(async () => {
   const redis = new Redis("redis://127.0.0.1:6379");
@@ -86,16 +87,17 @@ async function audit(repository: string): Promise<{ updated: number[]; failed: u
   throw new Error("no audit line within 60 s");
 }
 
-/** The most successful update-branch calls of `repository` in any 60 s of the simulator's clock. */
-function busiestMinute(repository: string): number {
+/** The most successful update-branch calls of `repository` in any `windowMs` of the simulator's clock. */
+function busiest(repository: string, windowMs: number): number {
   const times = fx.sim.git.updateBranchCalls.filter((c) => c.repository === repository && c.status === 202).map((c) => c.at).sort((a, b) => a - b);
   let most = 0;
   for (let i = 0, j = 0; i < times.length; i += 1) {
-    while (times[i]! - times[j]! >= 60_000) j += 1;
+    while (times[i]! - times[j]! >= windowMs) j += 1;
     most = Math.max(most, i - j + 1);
   }
   return most;
 }
+const busiestMinute = (repository: string) => busiest(repository, 60_000);
 
 const queues: Array<[string, () => Record<string, string>]> = [
   ["in process", () => ({})],
@@ -140,5 +142,60 @@ describe.each(queues)("update-branch pacing (%s queue)", (_label, queueEnv) => {
     const firstRefusal = refused[0]!;
     const nextSuccess = calls.find((c) => c.at > firstRefusal.at && c.status === 202);
     expect(nextSuccess!.at - firstRefusal.at).toBeGreaterThanOrEqual(59_000);
+  });
+
+  it("holds UPDATE_BRANCH_PER_HOUR ahead of the platform: past the hour's budget a call is not sent (rate_limited, 429), none refused by the platform", async () => {
+    // GitHub allows 500 content-creating requests an hour; both sides lowered to 30 so the test
+    // needs 40 pull requests, not 600 (the default of 500 is the settings test's subject). The
+    // 31st would wait an hour: longer than a call may wait (15 minutes), so the job does not sit
+    // on a queue slot for it; the next push's job updates those pull requests.
+    fx.sim.git.contentCreationPerHour = 30;
+    const { installationId, repository, numbers } = installationWithPulls(40);
+    const b = await brokerOnSimulatedClock({ ...queueEnv(), UPDATE_BRANCH_PER_HOUR: "30" });
+    expect(await deliver(b.url, repository, installationId)).toBe(202);
+    const outcome = await audit(repository);
+    expect(outcome.updated).toHaveLength(30);
+    expect(outcome.failed).toHaveLength(10);
+    for (const failure of outcome.failed) expect(failure).toMatchObject({ status: 429, error: "rate_limited" });
+    expect([...outcome.updated, ...outcome.failed.map((f) => (f as { number: number }).number)].sort((a, b) => a - b)).toEqual(numbers);
+    const calls = fx.sim.git.updateBranchCalls.filter((c) => c.repository === repository);
+    expect(calls.filter((c) => c.rateLimited)).toHaveLength(0);
+    expect(calls).toHaveLength(30);
+    expect(b.logs.filter((l) => l.includes("update-branch not sent: the installation's update budget is spent"))).toHaveLength(10);
+  });
+
+  it("a job paced past its token's hour mints a fresh token before the old one runs out", async () => {
+    // One a minute: 64 pull requests take 63 simulated minutes; the first token lasts an hour.
+    const { installationId, repository, numbers } = installationWithPulls(64);
+    const mintsBefore = fx.sim.requests.filter((r) => r.method === "POST" && r.path.endsWith("/access_tokens")).length;
+    const b = await brokerOnSimulatedClock({ ...queueEnv(), UPDATE_BRANCH_PER_MINUTE: "1" });
+    expect(await deliver(b.url, repository, installationId)).toBe(202);
+    const outcome = await audit(repository);
+    expect(outcome.updated).toEqual(numbers);
+    expect(outcome.failed).toEqual([]);
+    const calls = fx.sim.git.updateBranchCalls.filter((c) => c.repository === repository);
+    expect(calls[calls.length - 1]!.at - calls[0]!.at).toBeGreaterThan(60 * 60_000);
+    expect(fx.sim.requests.filter((r) => r.method === "POST" && r.path.endsWith("/access_tokens")).length - mintsBefore).toBe(2);
+  });
+
+  it("the simulator's hourly limit is real: paced per minute only, the platform refuses past the hour's budget and those pull requests fail rate_limited", async () => {
+    fx.sim.git.contentCreationPerHour = 30;
+    const { installationId, repository, numbers } = installationWithPulls(40);
+    const b = await brokerOnSimulatedClock({ ...queueEnv(), UPDATE_BRANCH_PER_HOUR: "1000" });
+    expect(await deliver(b.url, repository, installationId)).toBe(202);
+    const outcome = await audit(repository);
+    // The platform asks for a wait of almost an hour: over the 15 minutes a call may pause.
+    expect(outcome.updated).toHaveLength(30);
+    expect(outcome.failed).toHaveLength(10);
+    expect([...outcome.updated, ...outcome.failed.map((f) => (f as { number: number }).number)].sort((a, b) => a - b)).toEqual(numbers);
+    // The platform's 403 (retry-after ≈ an hour), then the broker's own gate holds the rest back
+    // (answered locally as a 429) instead of sending them into the limit again.
+    for (const failure of outcome.failed) expect(failure).toMatchObject({ status: expect.any(Number), error: "rate_limited" });
+    expect(outcome.failed.map((f) => (f as { status: number }).status)).toContain(403);
+    const refused = fx.sim.git.updateBranchCalls.filter((c) => c.repository === repository && c.rateLimited);
+    expect(refused.length).toBeGreaterThanOrEqual(1);
+    expect(refused.length).toBeLessThanOrEqual(UPDATE_CONCURRENCY);
+    const answer = fx.sim.requests.find((r) => r.response?.status === 403 && r.path.startsWith(`/repos/${repository}/pulls/`))?.response;
+    expect(Number(answer?.headers["retry-after"])).toBeGreaterThan(15 * 60);
   });
 });

@@ -23,9 +23,11 @@ beforeAll(async () => {
   installationId = fx.sim.addInstallation({ appId: fx.app.id, account: ACCOUNT, permissions: { ...INSTALLED_PERMISSIONS }, repositories: "all" });
   // Pacing is test/webhook-pacing.test.ts's subject: here the queue runs as fast as it can.
   fx.sim.git.contentCreationPerMinute = Number.POSITIVE_INFINITY;
-  // For the same reason GitHub's 900 REST points a minute are lifted: at an unpaced 300 updates a
-  // job would spend 1,500 (at the default UPDATE_BRANCH_PER_MINUTE of 60, a job spends 300). The
-  // concurrency limit (100 in flight) stays on.
+  fx.sim.git.contentCreationPerHour = Number.POSITIVE_INFINITY;
+  // For the same reason GitHub's 900 REST points a minute are lifted, on both sides (the broker's
+  // UPSTREAM_POINTS_PER_MINUTE below): at an unpaced 300 updates a job would spend 1,500 (at the
+  // default UPDATE_BRANCH_PER_MINUTE of 60, a job spends 300). The concurrency limit (100 in
+  // flight) stays on.
   fx.sim.limits.values.pointsPerMinute = Number.POSITIVE_INFINITY;
 });
 afterEach(async () => {
@@ -54,13 +56,16 @@ function queueUrl(): string {
   return `redis://127.0.0.1:6379?prefix=${prefix}&lease_ms=2000`;
 }
 
-async function broker(queue: string): Promise<BrokerProcess> {
+async function broker(queue: string, env: Record<string, string> = {}): Promise<BrokerProcess> {
   const started = await spawnBroker({
     ...fx.env,
     HOST_WEBHOOK_SECRET: SECRET,
     AUTO_UPDATE_BRANCHES: "on",
     WEBHOOK_QUEUE: queue,
     UPDATE_BRANCH_PER_MINUTE: "1000000",
+    UPDATE_BRANCH_PER_HOUR: "1000000",
+    UPSTREAM_POINTS_PER_MINUTE: "1000000",
+    ...env,
   });
   brokers.push(started);
   return started;
@@ -219,6 +224,20 @@ describe("durable push queue (WEBHOOK_QUEUE, BullMQ on Redis)", () => {
     expect(audit!.updated).toEqual(numbers);
     for (const number of numbers) expect(timesUpdated(repository, number)).toBe(1);
   }, 120_000);
+
+  it("SIGTERM while a job waits for its update-branch pace: exit 0 at once (not the 9 s forced exit), the job handed back", async () => {
+    const queue = queueUrl();
+    const first = await broker(queue, { UPDATE_BRANCH_PER_MINUTE: "1" });
+    const { repository } = freshRepo(5);
+    expect((await deliver(first.url, repository)).status).toBe(202);
+    await until("the first update", () => (fx.sim.git.updateBranchCalls.filter((c) => c.repository === repository).length >= 1 ? true : undefined));
+    await new Promise((resolve) => setTimeout(resolve, 200)); // the next calls are in their minute's wait
+    // The second waits a minute after the first: the process must still stop when told to.
+    expect(await first.stop("SIGTERM")).toBe(0);
+    expect(first.lines.some((l) => l.includes("push job handed back to the queue at shutdown"))).toBe(true);
+    expect(first.lines.some((l) => l.includes("requests still in flight"))).toBe(false);
+    expect(fx.sim.git.updateBranchCalls.filter((c) => c.repository === repository)).toHaveLength(1);
+  }, 60_000);
 
   it("makes one job of one delivery that reaches two instances at the same time", async () => {
     const queue = queueUrl();

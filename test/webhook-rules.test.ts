@@ -11,14 +11,19 @@ import { rateLimitPause } from "../server/webhook/update-pull-requests.js";
 const NOW = 1_800_000_000_000;
 
 describe("nextSlot", () => {
-  it.each<[string, number | undefined, number, number, number]>([
-    ["first call: now", undefined, 1000, 0, NOW],
-    ["last slot long ago: now", NOW - 5000, 1000, 0, NOW],
-    ["last slot recent: one interval after it", NOW - 200, 1000, 0, NOW + 800],
-    ["a retry-after further out wins", NOW - 200, 1000, NOW + 60_000, NOW + 60_000],
-    ["a retry-after already past: the interval", NOW, 1000, NOW - 1, NOW + 1000],
-  ])("%s", (_label, last, interval, notBefore, expected) => {
-    expect(nextSlot(last, interval, notBefore, NOW)).toBe(expected);
+  const H = 3_600_000 + 10_000; // an hour, and the margin for arrival jitter
+  it.each<[string, number[], number, number, number, number]>([
+    ["first call: now", [], 1000, 500, 0, NOW],
+    ["last slot long ago: now", [NOW - 5000], 1000, 500, 0, NOW],
+    ["last slot recent: one interval after it", [NOW - 200], 1000, 500, 0, NOW + 800],
+    ["a retry-after further out wins", [NOW - 200], 1000, 500, NOW + 60_000, NOW + 60_000],
+    ["a retry-after already past: the interval", [NOW], 1000, 500, NOW - 1, NOW + 1000],
+    ["the hour's budget spent: an hour after the oldest of it", [NOW - 10_000, NOW - 20_000, NOW - 30_000], 1000, 3, 0, NOW - 30_000 + H],
+    ["the hour's budget not yet spent: the interval", [NOW - 10_000, NOW - 20_000], 1000, 3, 0, NOW],
+    ["the hour's oldest slot over an hour (and the margin) ago: now", [NOW - 10_000, NOW - 20_000, NOW - H - 1], 1000, 3, 0, NOW],
+    ["only the perHour-th newest counts (a list kept from a larger budget)", [NOW - 1000, NOW - 2000, NOW - 3000, NOW - 4000], 1000, 2, 0, NOW - 2000 + H],
+  ])("%s", (_label, recent, interval, perHour, notBefore, expected) => {
+    expect(nextSlot(recent, interval, perHour, notBefore, NOW)).toBe(expected);
   });
 });
 

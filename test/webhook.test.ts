@@ -18,10 +18,11 @@ const extraBrokers: TestBroker[] = [];
 const t = brokerPerTest({
   secrets,
   // Pacing is test-webhook-pacing's subject: here the queue runs as fast as the simulator lets it.
-  env: { HOST_WEBHOOK_SECRET: SECRET, AUTO_UPDATE_BRANCHES: "true", UPDATE_BRANCH_PER_MINUTE: "1000000" },
+  env: { HOST_WEBHOOK_SECRET: SECRET, AUTO_UPDATE_BRANCHES: "true", UPDATE_BRANCH_PER_MINUTE: "1000000", UPDATE_BRANCH_PER_HOUR: "1000000" },
   setup: (fx) => {
     installationId = fx.sim.addInstallation({ appId: fx.app.id, account: ACCOUNT, permissions: { ...INSTALLED_PERMISSIONS }, repositories: "all" });
     fx.sim.git.contentCreationPerMinute = Number.POSITIVE_INFINITY;
+    fx.sim.git.contentCreationPerHour = Number.POSITIVE_INFINITY;
   },
 });
 // Extra brokers a test starts are closed after it, their logs kept with the rest.
@@ -395,18 +396,43 @@ describe("push redelivery", () => {
     expect((await jobsEnded(repository, 2))[1]).toMatchObject({ updated: [number] });
   });
 
-  it("acts once across in-process brokers sharing LEGACY_QUOTA_KV (Redis), one after the other", async () => {
+  /** A second in-process broker sharing LEGACY_QUOTA_KV (Redis) with the first, and a repository with one pull request behind its base. */
+  async function twoBrokersOnOneRedis() {
     t.broker.env.LEGACY_QUOTA_KV = "redis://127.0.0.1:6379";
     const other = await startBroker({ ...t.broker.env });
     extraBrokers.push(other);
     const { repository } = freshRepo();
     const number = t.fx.sim.git.addPullRequest(repository, { base: "main" });
     t.fx.sim.git.push(repository, "main");
+    return { other, repository, number };
+  }
+
+  it("acts once across in-process brokers sharing LEGACY_QUOTA_KV (Redis), one after the other", async () => {
+    const { other, repository, number } = await twoBrokersOnOneRedis();
     const deliveryId = randomUUID();
     expect(await deliver(pushPayload(repository), { deliveryId })).toEqual({ status: 202, body: queued(repository) });
     expect((await jobsEnded(repository))[0]).toMatchObject({ updated: [number] });
     expect(await deliver(pushPayload(repository), { deliveryId, url: other.url })).toMatchObject({ status: 200, body: { skipped: "duplicate_delivery", duplicate: true } });
     expect(updates()).toHaveLength(1);
+  });
+
+  it("acts once across in-process brokers sharing LEGACY_QUOTA_KV (Redis) when copies reach both at the same time", async () => {
+    const { other, repository, number } = await twoBrokersOnOneRedis();
+    // Ten deliveries, each reaching both instances at once: each acted on by exactly one of them.
+    for (let round = 0; round < 10; round += 1) {
+      const deliveryId = randomUUID();
+      const answers = await Promise.all([deliver(pushPayload(repository), { deliveryId }), deliver(pushPayload(repository), { deliveryId, url: other.url })]);
+      expect(answers.map((a) => a.status).sort()).toEqual([200, 202]);
+      expect(answers.find((a) => a.status === 200)!.body).toMatchObject({ skipped: "duplicate_delivery", duplicate: true });
+    }
+    // Ten jobs run, on either instance, in an order neither log shows: the pull request is updated
+    // by whichever job reaches it first, and the later ones find it up to date.
+    const bothLogs = () => [...t.broker.logs, ...other.logs];
+    for (let waited = 0; !auditLines(bothLogs()).some((a) => a.repository === repository && a.updated?.includes(number)); waited += 20) {
+      if (waited > 60_000) throw new Error(`no job updated ${repository}#${number} within 60 s`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(updates().length).toBeGreaterThanOrEqual(1);
   });
 
   it("acts once when two copies arrive at the same time", async () => {

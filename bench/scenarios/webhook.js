@@ -5,6 +5,8 @@
 // request updated exactly once by the first job; the later deliveries coalesced into one job.
 // Pacing is lifted (UPDATE_BRANCH_PER_MINUTE, and the simulator's content-creation limit) so the
 // drain measures the queue, not the pace: at the default 60 a minute, 500 updates take 500 / 60 min.
+// So is GitHub's points budget, on both sides (the simulator's, and UPSTREAM_POINTS_PER_MINUTE):
+// 500 updates are 2,500 of the installation's points, nearly three minutes at GitHub's 900.
 // BENCH_WEBHOOK_QUEUE=redis://127.0.0.1:6379 runs it on the durable queue instead.
 import { spawn } from "node:child_process";
 import { createHmac, randomUUID } from "node:crypto";
@@ -49,7 +51,7 @@ function startBroker(env) {
 }
 
 export async function run() {
-  const sim = await createSimulator();
+  const sim = await createSimulator({ secondaryLimits: { pointsPerMinute: Infinity } });
   const app = sim.createApp();
   const account = "bench-hooks";
   const installationId = sim.addInstallation({ appId: app.id, account, permissions: { contents: "write", pull_requests: "write", metadata: "read" }, repositories: "all" });
@@ -59,6 +61,7 @@ export async function run() {
   for (let i = 0; i < PULLS; i += 1) sim.git.addPullRequest(repository, { base: "main" });
   sim.git.push(repository, "main");
   sim.git.contentCreationPerMinute = Number.POSITIVE_INFINITY;
+  sim.git.contentCreationPerHour = Number.POSITIVE_INFINITY;
   sim.latencyMs = LATENCY_MS;
 
   const queue = process.env.BENCH_WEBHOOK_QUEUE ? `${process.env.BENCH_WEBHOOK_QUEUE}?prefix=bench-${randomUUID()}` : undefined;
@@ -69,6 +72,8 @@ export async function run() {
     HOST_WEBHOOK_SECRET: SECRET,
     AUTO_UPDATE_BRANCHES: "on",
     UPDATE_BRANCH_PER_MINUTE: "1000000",
+    UPDATE_BRANCH_PER_HOUR: "1000000",
+    UPSTREAM_POINTS_PER_MINUTE: "1000000000",
     ...(queue ? { WEBHOOK_QUEUE: queue } : {}),
   });
   try {

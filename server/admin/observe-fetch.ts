@@ -52,7 +52,17 @@ export function upstreamCall(method: string, path: string, accept: string): Upst
   return "other";
 }
 
-function acceptOf(input: string | URL | Request, init: RequestInit | undefined): string {
-  const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
-  return headers.get("accept") ?? "";
+/**
+ * The request's `accept` header, as `new Headers(…).get("accept")` would read it (names are
+ * case-insensitive, repeated values joined with ", "), without building a Headers object for the
+ * plain records the broker's own clients pass (one per upstream call on the /token path).
+ */
+export function acceptOf(input: string | URL | Request, init: RequestInit | undefined): string {
+  const headers = init?.headers ?? (input instanceof Request ? input.headers : undefined);
+  if (headers === undefined) return "";
+  if (headers instanceof Headers) return headers.get("accept") ?? "";
+  const values: string[] = [];
+  const entries: Iterable<readonly [string, string]> = Array.isArray(headers) ? (headers as Array<[string, string]>) : Object.entries(headers as Record<string, string>);
+  for (const [name, value] of entries) if (name.toLowerCase() === "accept") values.push(String(value).trim());
+  return values.join(", ");
 }

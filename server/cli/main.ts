@@ -6,6 +6,7 @@ import { dashboardCommand } from "../dashboard/dashboard-command.js";
 const USAGE = `Usage: tokensmith serve
        tokensmith doctor
        tokensmith releases --url URL [--json]
+       tokensmith dashboard --broker URL [--port 8081] [--host 127.0.0.1]
        tokensmith sandbox [--json] [--demo] [--port N] [--world FILE]
 
   serve      Run the broker (settings from the environment; PORT, default 8080).
@@ -13,6 +14,8 @@ const USAGE = `Usage: tokensmith serve
              installation's permissions, the OIDC issuers, the Redis bindings. Exit 1 if any fails.
   releases   The latest release of every repository the broker's App is installed on.
              The bearer secret is read from TOKENSMITH_SECRET.
+  dashboard  Serve a web page of those releases (tokensmith dashboard --help); the secret, from
+             TOKENSMITH_SECRET, stays in this process.
   sandbox    A fake CI platform and a broker on loopback, to try tokensmith or test a release
              workflow against (tokensmith sandbox --help). Every token it prints is fake.
   --url      The broker's origin, e.g. https://tokensmith.example.com

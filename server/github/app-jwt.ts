@@ -1,15 +1,22 @@
-import { createAppAuth } from "@octokit/auth-app";
+import { createPrivateKey } from "node:crypto";
 import { RequestError } from "@octokit/request-error";
+import { SignJWT } from "jose";
 import type { AppCredentials } from "../app-credentials.js";
 
+/** Back-dating of `iat` against clock drift, and the JWT's lifetime: GitHub allows at most 10 minutes. */
+export const APP_JWT_BACKDATE_SECONDS = 30;
+export const APP_JWT_LIFETIME_SECONDS = 600;
+
 /**
- * App JWTs, signed by @octokit/auth-app (iat = now − 30 s, exp = iat + 600 s) and reused until a
- * minute before they expire, so steady-state exchanges sign nothing.
+ * App JWTs (RS256; `iss` = the App ID, `iat` = now − 30 s, `exp` = iat + 600 s, the claims
+ * @octokit/auth-app signed), on the broker's own clock, and reused until a minute before they
+ * expire, so steady-state exchanges sign nothing.
+ * https://docs.github.com/apps/creating-github-apps/authenticating-with-a-github-app/generating-a-json-web-token-jwt-for-a-github-app
  *
  * Cache (README "Caches"): key = the App's parsed credentials, value = the JWT, until exp − 60 s.
- * Only the App JWT comes from auth-app: its installation-token path shares in-flight mints across
- * callers through a module-level map whose key ignores `refresh`, the App and the host, so two
- * concurrent jobs could be handed one token (and one job's revocation would kill the other's).
+ * Signed here rather than by auth-app (no longer a dependency): auth-app reads the system clock,
+ * and its installation-token path shares in-flight mints across callers through a module-level map whose key ignores
+ * `refresh`, the App and the host, so two concurrent jobs could be handed one token.
  */
 export function createAppJwtSigner(now: () => number) {
   // Keyed by the credentials object: the settings reader hands out the same one for as long as
@@ -19,9 +26,16 @@ export function createAppJwtSigner(now: () => number) {
   const signing = new WeakMap<AppCredentials, Promise<string>>();
   let signed = 0;
   const sign = async (app: AppCredentials): Promise<string> => {
-    const { token, expiresAt } = await createAppAuth({ appId: app.appId, privateKey: app.privateKeyPem })({ type: "app" });
+    const iat = Math.floor(now() / 1000) - APP_JWT_BACKDATE_SECONDS;
+    const exp = iat + APP_JWT_LIFETIME_SECONDS;
+    const token = await new SignJWT({})
+      .setProtectedHeader({ alg: "RS256", typ: "JWT" })
+      .setIssuer(app.appId)
+      .setIssuedAt(iat)
+      .setExpirationTime(exp)
+      .sign(createPrivateKey(app.privateKeyPem));
     signed += 1;
-    cache.set(app, { jwt: token, reuseUntil: Date.parse(expiresAt) - 60_000 });
+    cache.set(app, { jwt: token, reuseUntil: exp * 1000 - 60_000 });
     return token;
   };
   return {

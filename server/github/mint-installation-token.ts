@@ -69,6 +69,7 @@ export async function mintInstallationToken(input: MintInput): Promise<MintedTok
             permissions: input.permissions,
           },
           deadlineAt: attempt.deadlineAt,
+          signal: attempt.signal,
         }),
       { deadlineAt: input.deadlineAt, now: input.now },
     );

@@ -15,6 +15,11 @@ export interface PlatformCall {
    * timeout (a RequestError without response).
    */
   deadlineAt?: number;
+  /**
+   * Aborts the call wherever it is (withRetry's attempt signal, which fires at the deadline): a
+   * call waiting for points leaves the wait, and is never sent after its request was answered.
+   */
+  signal?: AbortSignal;
 }
 
 export interface PlatformAnswer {
@@ -34,7 +39,7 @@ export type PlatformClient = (call: PlatformCall) => Promise<PlatformAnswer>;
  */
 export function createPlatformClient(options: { apiBase: string; fetch: typeof fetch; timeoutMs: number; now?: () => number; gate?: UpstreamGate }): PlatformClient {
   const now = options.now ?? Date.now;
-  return async ({ method, path, bearer, body, deadlineAt }) => {
+  return async ({ method, path, bearer, body, deadlineAt, signal }) => {
     const url = `${options.apiBase}${path}`;
     const request = { method, url, headers: {} };
     const headers: Record<string, string> = {
@@ -53,7 +58,7 @@ export function createPlatformClient(options: { apiBase: string; fetch: typeof f
     let response: Response;
     let text: string;
     try {
-      const init: RequestInit = { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: "error" };
+      const init: RequestInit = { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: "error", signal };
       ({ response, text } = await fetchText(options.fetch, timeoutMs, url, init, options.gate));
     } catch (error) {
       throw new RequestError(error instanceof Error ? error.message : "request failed", 500, { request, cause: error });
@@ -71,9 +76,14 @@ export function createPlatformClient(options: { apiBase: string; fetch: typeof f
         response: { status: response.status, url, headers: copyHeaders(response.headers), data },
       });
     }
+    // A mint's token spends its installation's points when the broker uses it (call-principal.ts).
+    const minted = method === "POST" && response.status === 201 ? MINT_PATH.exec(path) : null;
+    if (minted) options.gate?.principals.noteMint(minted[1]!, data);
     return new Answer(response.status, response.headers, data);
   };
 }
+
+const MINT_PATH = /^\/app\/installations\/(\d+)\/access_tokens$/;
 
 /** A success; its headers are copied only if a caller reads them (the hot path does not). */
 class Answer implements PlatformAnswer {

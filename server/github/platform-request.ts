@@ -1,6 +1,8 @@
 import { request as octokitRequest } from "@octokit/request";
 import { RequestError } from "@octokit/request-error";
-import { kindOfCall, type LocalRefusal, type UpstreamGate } from "./upstream-gate.js";
+import { authorizationOf } from "./call-principal.js";
+import type { Reservation } from "./points-pacer.js";
+import type { LocalRefusal, UpstreamGate } from "./upstream-gate.js";
 
 export type OctokitRequest = typeof octokitRequest;
 
@@ -23,8 +25,9 @@ export const API_VERSION = "2022-11-28";
  * Never retried: the same request would be redirected again.
  */
 export class RedirectRefusedError extends Error {
-  constructor(readonly status: number) {
-    super(`upstream answered a redirect (HTTP ${status}): not followed`);
+  /** The redirect's status; null when fetch itself refused it (a request with a body, see fetchText). */
+  constructor(readonly status: number | null) {
+    super(`upstream answered a redirect${status === null ? "" : ` (HTTP ${status})`}: not followed`);
     this.name = "RedirectRefusedError";
   }
 }
@@ -35,32 +38,59 @@ export class RedirectRefusedError extends Error {
  * reachable, through undici's abort listener, until it fired many seconds later.) Every upstream
  * call goes through here, so this is where redirects are refused, whatever the caller asked for:
  * `redirect: "manual"` hands the 3xx back unfollowed and it becomes a RedirectRefusedError.
+ *
+ * With a gate: a paused kind of call is refused at once; then the call waits for its REST points
+ * (bounded by the caller's signal — the request's deadline — only: pacing is the broker's own
+ * doing, not the platform being slow), then for a slot, which counts against the same timeout (and
+ * deadline) as the request itself. Points are spent only if the call is sent.
+ *
+ * A request with a body (the mint, GraphQL, update-branch) asks for `redirect: "error"` instead:
+ * under any other mode undici copies the request before sending it, teeing its body stream, and
+ * that copy cost each /token exchange about a tenth of the broker's CPU (`npm run bench -- token`).
+ * fetch then refuses a 301/302/303/307/308 itself, as a network error whose status is not kept:
+ * the same RedirectRefusedError without the status (and `status="error"` on the upstream metric).
  */
 export async function fetchText(fetchImpl: typeof fetch, timeoutMs: number, input: string | URL | Request, init?: RequestInit, gate?: UpstreamGate): Promise<{ response: Response; text: string }> {
-  const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(new Error(`upstream timeout after ${timeoutMs} ms`)), timeoutMs);
-  const signal = init?.signal ? AbortSignal.any([init.signal, controller.signal]) : controller.signal;
+  const url = typeof input === "string" || input instanceof URL ? String(input) : input.url;
+  const call = gate?.describe(init?.method ?? "GET", url, authorizationOf(init?.headers));
+  let reservation: Reservation | null = null;
+  let sent = false;
+  let timer: ReturnType<typeof setTimeout> | undefined;
   let leave: (() => void) | undefined;
   try {
-    // The wait for a slot counts against the same timeout (and deadline) as the request itself.
-    const url = typeof input === "string" || input instanceof URL ? String(input) : input.url;
-    const kind = gate ? kindOfCall(init?.method ?? "GET", url) : "";
-    if (gate) {
-      const entered = await gate.enter(kind, signal);
+    if (gate && call) {
+      const refusal = gate.paused(call.kind);
+      if (refusal) return localRefusal(refusal);
+      reservation = await gate.pace(call, init?.signal ?? undefined);
+    }
+    const controller = new AbortController();
+    timer = setTimeout(() => controller.abort(new Error(`upstream timeout after ${timeoutMs} ms`)), timeoutMs);
+    const signal = init?.signal ? AbortSignal.any([init.signal, controller.signal]) : controller.signal;
+    if (gate && call) {
+      const entered = await gate.enter(call.kind, signal);
       if (typeof entered !== "function") return localRefusal(entered);
       leave = entered;
     }
-    const response = await fetchImpl(input, { ...init, signal, redirect: "manual" });
+    sent = true;
+    const bodied = init?.body != null || (input instanceof Request && input.body !== null);
+    let response: Response;
+    try {
+      response = await fetchImpl(input, { ...init, signal, redirect: bodied ? "error" : "manual" });
+    } catch (error) {
+      if (bodied && isRefusedRedirect(error)) throw new RedirectRefusedError(null);
+      throw error;
+    }
     if (isRedirect(response)) {
       await response.body?.cancel().catch(() => undefined);
       throw new RedirectRefusedError(response.status);
     }
     const text = await response.text();
-    gate?.observe(kind, response.status, response.headers, text);
+    if (call) gate?.observe(call, response.status, response.headers, text);
     return { response, text };
   } finally {
     clearTimeout(timer);
     leave?.();
+    reservation?.settle(sent);
   }
 }
 
@@ -69,6 +99,17 @@ function localRefusal(refusal: LocalRefusal): { response: Response; text: string
   const text = JSON.stringify({ message: refusal.why === "queue full" ? "tokensmith: too many platform requests waiting" : "tokensmith: platform rate limit in effect for this call" });
   const response = new Response(text, { status: 429, headers: { "retry-after": String(refusal.retryAfterSeconds), "content-type": "application/json; charset=utf-8" } });
   return { response, text };
+}
+
+/**
+ * fetch's network error for a redirect under `redirect: "error"`. undici gives it no code or type
+ * of its own, only this text (the same in the undici of Node 20, 22 and 24); should it ever change,
+ * the redirect is still not followed, only retried (test/redirects.test.ts counts the attempts).
+ */
+function isRefusedRedirect(error: unknown): boolean {
+  // By name, not instanceof: the fetch may come from another realm (a test's VM context).
+  const failure = error as { name?: unknown; cause?: { message?: unknown } } | null;
+  return failure?.name === "TypeError" && failure.cause?.message === "unexpected redirect";
 }
 
 /** A 3xx that points elsewhere (or an opaque one); 304 Not Modified is an answer, not a redirect. */

@@ -1,9 +1,15 @@
 // One gate per platform (API base) that every platform request passes through (the lean client's
 // and Octokit's: lookups, mints, GraphQL, listings, update-branch). It keeps the broker inside
 // GitHub's secondary limits (https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api#about-secondary-rate-limits):
-// at most `limit()` requests in flight (UPSTREAM_MAX_CONCURRENCY, read per request), more wait in
-// a bounded queue; and after the platform said "wait" for one kind of call, that kind is not sent
-// again until the wait is over.
+// - REST points per App and per installation (UPSTREAM_POINTS_PER_MINUTE, read per request; see
+//   points-pacer.ts): a call waits, first in first out, until its points fit in its principal's
+//   window; GraphQL is a budget of its own (2,000 points a minute) and spends none of these;
+// - at most `limit()` requests in flight (UPSTREAM_MAX_CONCURRENCY, read per request), more wait
+//   in a bounded queue;
+// - after the platform said "wait" for one kind of call, that kind is not sent again until the
+//   wait is over.
+import { createPrincipalRegistry, pointsOf, type PrincipalRegistry } from "./call-principal.js";
+import { createPointsPacer, GITHUB_POINTS_PER_MINUTE, type PointsPacer, type Reservation, type SetTimer } from "./points-pacer.js";
 
 /** Queue length per allowed request in flight: beyond limit × this, a request is refused at once. */
 export const QUEUE_FACTOR = 10;
@@ -21,21 +27,50 @@ export interface LocalRefusal {
   why: "queue full" | "rate limited";
 }
 
+/** A platform call as the gate sees it. */
+export interface GatedCall {
+  /** What the rate-limit pause goes by (kindOfCall). */
+  kind: string;
+  /** Whose REST points it spends (the App, an installation); null: none. */
+  principal: string | null;
+  /** REST points (0 for GraphQL and unauthenticated calls). */
+  points: number;
+}
+
 export interface UpstreamGate {
+  /** Kind, principal and points of a call about to be made. */
+  describe(method: string, url: string, authorization: string | undefined): GatedCall;
+  /** A refusal when this kind of call is paused by the platform's last "wait"; null otherwise. */
+  paused(kind: string): LocalRefusal | null;
+  /**
+   * Waits until the call's points fit its principal's budget and holds them (FIFO per principal);
+   * null when it spends none. Rejects with `signal.reason` if the signal aborts while waiting. The
+   * caller settles the reservation: sent (once answered or abandoned), or refunded if never sent.
+   */
+  pace(call: GatedCall, signal?: AbortSignal): Promise<Reservation | null>;
   /**
    * Wait for a slot (or be refused). Resolves with a release function to call once the answer
    * (body included) is in; rejects with `signal.reason` if the signal aborts while queued.
    */
   enter(kind: string, signal?: AbortSignal): Promise<(() => void) | LocalRefusal>;
-  /** Tell the gate what the platform answered to a call of this kind (status and headers). */
-  observe(kind: string, status: number, headers: Headers, text: string): void;
+  /** Tell the gate what the platform answered to this call (status, headers, body), for its pauses. */
+  observe(call: GatedCall, status: number, headers: Headers, text: string): void;
   readonly inFlight: number;
   readonly queued: number;
+  /** Calls waiting for points. */
+  readonly pacing: number;
+  readonly points: PointsPacer;
+  readonly principals: PrincipalRegistry;
 }
 
 export interface GateOptions {
   limit: () => number;
   now: () => number;
+  /** REST points per principal per window (UPSTREAM_POINTS_PER_MINUTE). Default: GitHub's 900. */
+  pointsPerMinute?: () => number;
+  /** The points window (GitHub's minute; tests scale it down on both sides). */
+  pointsWindowMs?: number;
+  setTimer?: SetTimer;
 }
 
 interface Waiter {
@@ -50,6 +85,21 @@ export function createUpstreamGate(options: GateOptions): UpstreamGate {
   const queue: Waiter[] = [];
   /** Kind of call → epoch ms before which it is not sent. */
   const blockedUntil = new Map<string, number>();
+  const principals = createPrincipalRegistry(options.now);
+  const points = createPointsPacer({
+    budget: options.pointsPerMinute ?? (() => GITHUB_POINTS_PER_MINUTE),
+    now: options.now,
+    windowMs: options.pointsWindowMs,
+    setTimer: options.setTimer,
+  });
+  const paused = (kind: string): LocalRefusal | null => {
+    const until = blockedUntil.get(kind);
+    if (until === undefined) return null;
+    const leftMs = until - options.now();
+    if (leftMs > 0) return { refused: true, retryAfterSeconds: Math.max(1, Math.ceil(leftMs / 1000)), why: "rate limited" };
+    blockedUntil.delete(kind);
+    return null;
+  };
 
   const release = () => {
     inFlight -= 1;
@@ -79,13 +129,25 @@ export function createUpstreamGate(options: GateOptions): UpstreamGate {
     get queued() {
       return queue.length;
     },
+    get pacing() {
+      return points.waiting;
+    },
+    points,
+    principals,
+    describe(method, url, authorization) {
+      const kind = kindOfCall(method, url);
+      // GraphQL's points are a budget of their own (2,000 a minute, a query 1, a mutation 5), not REST's.
+      const principal = kind === "graphql" ? null : principals.principalOf(authorization);
+      return { kind, principal, points: principal === null ? 0 : pointsOf(method) };
+    },
+    paused,
+    pace(call, signal) {
+      if (call.principal === null || call.points === 0) return Promise.resolve(null);
+      return points.reserve(call.principal, call.points, signal);
+    },
     enter(kind, signal) {
-      const until = blockedUntil.get(kind);
-      if (until !== undefined) {
-        const leftMs = until - options.now();
-        if (leftMs > 0) return Promise.resolve({ refused: true, retryAfterSeconds: Math.max(1, Math.ceil(leftMs / 1000)), why: "rate limited" });
-        blockedUntil.delete(kind);
-      }
+      const refusal = paused(kind);
+      if (refusal) return Promise.resolve(refusal);
       if (signal?.aborted) return Promise.reject(signal.reason);
       const limit = Math.max(1, options.limit());
       if (inFlight < limit && queue.length === 0) {
@@ -109,7 +171,8 @@ export function createUpstreamGate(options: GateOptions): UpstreamGate {
         queue.push(waiter);
       });
     },
-    observe(kind, status, headers, text) {
+    observe(call, status, headers, text) {
+      const { kind } = call;
       const waitMs = platformWaitMs(status, headers, text, options.now());
       if (waitMs === null || waitMs <= 0) return;
       const until = options.now() + waitMs;
@@ -140,12 +203,17 @@ export function platformWaitMs(status: number, headers: Headers, text: string, n
 
 /** The kind of a platform call, for the rate-limit pause: what GitHub limits separately. */
 export function kindOfCall(method: string, url: string): string {
-  const query = url.indexOf("?");
-  const path = query < 0 ? url : url.slice(0, query);
+  const path = pathOf(url);
   const upper = method.toUpperCase();
   if (upper === "POST" && path.endsWith("/access_tokens")) return "mint";
   if (upper === "GET" && (path.endsWith("/installation") || /\/app\/installations\/\d+$/.test(path))) return "lookup";
   if (path.endsWith("/graphql")) return "graphql";
   if (upper === "PUT" && path.endsWith("/update-branch")) return "update-branch";
   return upper === "GET" ? "read" : "write";
+}
+
+/** The URL without its query (an absolute URL keeps its origin: callers only look at the end). */
+function pathOf(url: string): string {
+  const query = url.indexOf("?");
+  return query < 0 ? url : url.slice(0, query);
 }

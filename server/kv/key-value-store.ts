@@ -74,7 +74,7 @@ export function createStoreRegistry(options: StoreOptions) {
         try {
           lock = openLeaseLock(url, options);
         } catch (error) {
-          options.log.error({ store: redactUrl(url), err: errorName(error) }, "key-value store URL not usable for a lock; crawling without it");
+          options.log.error({ store: redactUrl(url), err: errorName(error) }, "key-value store URL not usable for a lock; going on without it (each instance crawls, claims deliveries by the store alone)");
           return null;
         }
         locks.set(url, lock);

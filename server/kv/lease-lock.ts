@@ -45,7 +45,7 @@ export function openLeaseLock(url: string, options: { log: Logger; timeoutMs: nu
     const now = Date.now();
     if (now - lastWarned < 5000) return;
     lastWarned = now;
-    options.log.warn({ store: redactUrl(url), op, err: error instanceof Error ? error.name : "unknown" }, "lease lock unavailable; crawling without it");
+    options.log.warn({ store: redactUrl(url), op, err: error instanceof Error ? error.name : "unknown" }, "lease lock unavailable; going on without it");
   };
   redis.on("error", (error: unknown) => warn("event", error));
 

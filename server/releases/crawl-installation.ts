@@ -35,10 +35,15 @@ export interface InstallationCrawlInput {
   /** Bounds the repository listing pages 2…n of every installation together. */
   pageLimit: PageLimit;
   requestId?: string;
+  /** Told whether the installation's token was reused or minted. */
+  onToken?: (reused: boolean) => void;
+  /** The kept token a first attempt found refused (dropped before the second). */
+  staleToken?: string;
 }
 
 /**
- * One installation: a read-only token over all its repositories, the repository listing, and one
+ * One installation: a read-only token over all its repositories (kept between crawls while it
+ * lasts: crawl-token-cache.ts), the repository listing, and one
  * batched GraphQL query per chunk, each started as soon as its listing page is in. A failed token
  * or listing fails the installation (logged; the caller decides what the aggregate says); a failed
  * lookup fails only its repositories (`latest: null`, logged).
@@ -49,22 +54,24 @@ export async function crawlInstallation(input: InstallationCrawlInput): Promise<
   if (input.room <= 0) return { status: "skipped" };
   const request = ctx.requestFor(platform);
 
+  const permissions = intersectPermissions(CRAWL_PERMISSIONS, installation.permissions);
+  const tokenKey = ctx.crawlTokens.key({ apiBase: platform.apiBase, appId: input.app.appId, installationId: installation.id, permissions });
+  const fresh = input.staleToken !== undefined;
+  if (fresh) ctx.crawlTokens.drop(tokenKey, input.staleToken!);
   let token: string;
+  let reused: boolean;
   let listed: Awaited<ReturnType<typeof listRepositories>>;
   try {
-    const minted = await mintInstallationToken({
-      client: ctx.clientFor(platform),
-      appJwt: input.appJwt,
-      installationId: installation.id,
-      permissions: intersectPermissions(CRAWL_PERMISSIONS, installation.permissions),
-      retry: ctx.retry,
-    });
-    token = minted.token;
+    // A token kept from an earlier crawl while it lasts (crawl-token-cache.ts); else a new one.
+    ({ token, reused } = await ctx.crawlTokens.tokenFor(tokenKey, () =>
+      mintInstallationToken({ client: ctx.clientFor(platform), appJwt: input.appJwt, installationId: installation.id, permissions, retry: ctx.retry }),
+    ));
   } catch (error) {
     ctx.appJwt.noteFailure(input.app, error);
     log.warn({ step: "mint", err: describe(error) }, "releases crawl: installation skipped, no token");
     return { status: "failed" };
   }
+  input.onToken?.(reused);
   // Each listing page's repositories are looked up as soon as the page is in, while later pages
   // are still on their way; a page is cut where the cap would cut it if the pages before it are
   // full (anything a short page leaves unqueried is looked up once the listing is complete).
@@ -95,6 +102,11 @@ export async function crawlInstallation(input: InstallationCrawlInput): Promise<
       onPage: (page, repositories) => lookUp(repositories.slice(0, Math.max(0, input.room - (page - 1) * PER_PAGE))),
     });
   } catch (error) {
+    if (reused && statusOf(error) === 401 && !fresh) {
+      // The kept token no longer works (revoked, or the platform forgot it): once more with a new one.
+      log.info({ step: "list_repositories" }, "releases crawl: kept token refused, minting a new one");
+      return crawlInstallation({ ...input, staleToken: token });
+    }
     log.warn({ step: "list_repositories", err: describe(error) }, "releases crawl: installation skipped, repositories not listed");
     return { status: "failed" };
   }

@@ -55,6 +55,7 @@ export async function crawlReleases(input: CrawlInput): Promise<CrawlResult> {
   const installationLimit = pLimit(INSTALLATION_CONCURRENCY);
   const queryLimit = pLimit(QUERY_CONCURRENCY);
   const pageLimit = pLimit(PAGE_CONCURRENCY);
+  const tokens = { minted: 0, reused: 0 };
   const crawled = await Promise.all(
     listing.installations.map((installation, index) =>
       installationLimit(async () => {
@@ -73,6 +74,7 @@ export async function crawlReleases(input: CrawlInput): Promise<CrawlResult> {
           queryLimit: (run) => queryLimit(run),
           pageLimit: (run) => pageLimit(run),
           requestId: input.requestId,
+          onToken: (reused) => (reused ? (tokens.reused += 1) : (tokens.minted += 1)),
         });
       }),
     ),
@@ -89,6 +91,8 @@ export async function crawlReleases(input: CrawlInput): Promise<CrawlResult> {
       repositories: repos.length,
       failed_installations: failedInstallations,
       cap_reached: capReached,
+      tokens_minted: tokens.minted,
+      tokens_reused: tokens.reused,
       duration_ms: ctx.now() - started,
       request_id: input.requestId,
     },

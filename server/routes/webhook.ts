@@ -105,7 +105,7 @@ function handleDelivery(ctx: BrokerContext, queues: ReturnType<typeof createPush
     requireApp(settings.main);
 
     const store = ctx.stores.get(settings.releasesKvUrl, "tokensmith-deliveries");
-    const queued = await queues.get(settings.webhookQueueUrl).enqueue(push, deliveryId, store);
+    const queued = await queues.get(settings.webhookQueueUrl).enqueue(push, deliveryId, store, ctx.stores.lockFor(settings.releasesKvUrl));
     if (queued === "duplicate") {
       ctx.log.info({ event, delivery: deliveryId, repository: push.repository, request_id: requestId }, "redelivery acknowledged, not acted on twice");
       return void answer({ ok: true, event: "push", skipped: "duplicate_delivery", duplicate: true });

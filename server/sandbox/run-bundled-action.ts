@@ -14,35 +14,57 @@ function packageRoot(): string {
   return join(here, here.includes(`${join("build", "server")}`) ? "../../../" : "../../");
 }
 
-/** action.yml's defaults, as the runner fills them in for inputs a workflow does not give. */
+/** action.yml's defaults, as the runner fills them in for inputs a workflow does not give (test/action-metadata.test.ts holds them to action.yml). */
 export const ACTION_INPUT_DEFAULTS: Readonly<Record<string, string>> = { "broker-fallback-url": "", "oidc-audience": "tokensmith", "skip-token-revoke": "false" };
 
 export interface StepRun {
   exitCode: number | null;
+  /** True when the step was still running after `killAfterMs` and was killed (SIGKILL). */
+  killed: boolean;
   /** stdout then stderr, line by line: what the runner shows in the job's log. */
   log: string[];
   outputs: Record<string, string>;
   state: Record<string, string>;
 }
 
-export async function runBundledStep(
-  step: "main" | "post",
-  options: { inputs: Record<string, string>; env: Record<string, string>; state?: Record<string, string>; killAfterMs?: number },
-): Promise<StepRun> {
-  const dir = mkdtempSync(join(tmpdir(), "tokensmith-sandbox-step-"));
+export interface StepOptions {
+  inputs?: Record<string, string>;
+  /** The job's variables (GITHUB_REPOSITORY, ACTIONS_ID_TOKEN_REQUEST_URL, ...); undefined ones are left out. */
+  env?: Record<string, string | undefined>;
+  /** What main saved (post only), handed over as STATE_<name>. */
+  state?: Record<string, string>;
+  /**
+   * Kill the step (SIGKILL) if it has not exited after this long: a step that does not end is a
+   * result (`killed: true`), not a caller that hangs. Default 60 s.
+   */
+  killAfterMs?: number;
+  /** The node binary to run the step with (default: this process's). */
+  node?: string;
+  /** A command the step runs under, e.g. ["ip", "netns", "exec", "ns"]. */
+  prefix?: string[];
+}
+
+export async function runBundledStep(step: "main" | "post", options: StepOptions = {}): Promise<StepRun> {
+  const dir = mkdtempSync(join(tmpdir(), "tokensmith-step-"));
   const outputFile = join(dir, "output");
   const stateFile = join(dir, "state");
   writeFileSync(outputFile, "");
   writeFileSync(stateFile, "");
   // Only PATH from this process: no proxy variable can send the step anywhere but loopback.
-  const env: Record<string, string> = { PATH: process.env.PATH ?? "", GITHUB_OUTPUT: outputFile, GITHUB_STATE: stateFile, RUNNER_TEMP: dir, ...options.env };
+  const env: Record<string, string> = { PATH: process.env.PATH ?? "", GITHUB_OUTPUT: outputFile, GITHUB_STATE: stateFile, RUNNER_TEMP: dir };
   for (const [name, value] of Object.entries({ ...ACTION_INPUT_DEFAULTS, ...options.inputs })) env[`INPUT_${name.replace(/ /g, "_").toUpperCase()}`] = value;
   for (const [name, value] of Object.entries(options.state ?? {})) env[`STATE_${name}`] = value;
+  for (const [name, value] of Object.entries(options.env ?? {})) if (value !== undefined) env[name] = value;
   try {
-    const child = spawn(process.execPath, [join(packageRoot(), "dist", step, "index.js")], { env, cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
+    const [command, ...args] = [...(options.prefix ?? []), options.node ?? process.execPath, join(packageRoot(), "dist", step, "index.js")];
+    const child = spawn(command!, args, { env, cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
-    const killer = setTimeout(() => child.kill("SIGKILL"), options.killAfterMs ?? 60_000);
+    let killed = false;
+    const killer = setTimeout(() => {
+      killed = true;
+      child.kill("SIGKILL");
+    }, options.killAfterMs ?? 60_000);
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
     const exitCode = await new Promise<number | null>((resolve, reject) => {
@@ -50,27 +72,31 @@ export async function runBundledStep(
       child.once("close", (code) => resolve(code));
     }).finally(() => clearTimeout(killer));
     const log = `${stdout}${stderr}`.split(/\r?\n/).filter((line) => line !== "");
-    return { exitCode, log, outputs: fileCommands(readFileSync(outputFile, "utf8")), state: fileCommands(readFileSync(stateFile, "utf8")) };
+    return { exitCode, killed, log, outputs: parseFileCommands(readFileSync(outputFile, "utf8")), state: parseFileCommands(readFileSync(stateFile, "utf8")) };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-/** `name<<DELIMITER` … `DELIMITER` blocks, and the one-line `name=value` form. */
-function fileCommands(text: string): Record<string, string> {
+/** `name<<DELIMITER` … `DELIMITER` blocks, and the one-line `name=value` form; anything else throws. */
+export function parseFileCommands(text: string): Record<string, string> {
   const result: Record<string, string> = {};
   const lines = text.split(/\r?\n/);
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i]!;
+    if (line === "") continue;
     const heredoc = /^([^=]+?)<<(.+)$/.exec(line);
     if (heredoc) {
+      const [, name, delimiter] = heredoc as unknown as [string, string, string];
       const value: string[] = [];
-      for (i++; i < lines.length && lines[i] !== heredoc[2]; i++) value.push(lines[i]!);
-      result[heredoc[1]!] = value.join("\n");
+      for (i++; i < lines.length && lines[i] !== delimiter; i++) value.push(lines[i]!);
+      if (i >= lines.length) throw new Error(`file command ${name}: no closing delimiter`);
+      result[name] = value.join("\n");
       continue;
     }
     const eq = line.indexOf("=");
-    if (eq > 0) result[line.slice(0, eq)] = line.slice(eq + 1);
+    if (eq <= 0) throw new Error(`not a file command: ${line}`);
+    result[line.slice(0, eq)] = line.slice(eq + 1);
   }
   return result;
 }

@@ -106,6 +106,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     HOST_WEBHOOK_SECRET: webhookSecret,
     AUTO_UPDATE_BRANCHES: "true",
     UPDATE_BRANCH_PER_MINUTE: "1000",
+    UPDATE_BRANCH_PER_HOUR: "1000000",
     ...options.env,
   };
   // The broker's log stays in memory: the sandbox's own lines are what a user reads.

@@ -78,6 +78,7 @@ export function seedWorld(sim: Simulator, world: World): { app: { id: number; pr
   });
   // A sandbox is for trying things: the platform's content-creation limit would only get in the way.
   sim.git.contentCreationPerMinute = Number.POSITIVE_INFINITY;
+  sim.git.contentCreationPerHour = Number.POSITIVE_INFINITY;
   for (const repo of world.repositories) {
     const full = `${world.organisation}/${repo.name}`;
     sim.repository(world.organisation, repo.name);

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { BrokerContext } from "../context.js";
 import type { KeyValueStore } from "../kv/key-value-store.js";
+import type { LeaseLock } from "../kv/lease-lock.js";
 import { createDeliveryLog } from "./deliveries.js";
 import { createPacer, memoryPaceStore } from "./pacer.js";
 import { memoryProgress, runPushJob, type PushJob } from "./push-job.js";
@@ -13,7 +14,7 @@ export interface PushQueue {
    * queue — any instance) and queues the push, joining the pending job of its (repository, branch)
    * when there is one. Throws when the queue cannot take it (the claim is then released).
    */
-  enqueue(push: BranchPush, deliveryId: string | undefined, store: KeyValueStore | null): Promise<"queued" | "duplicate">;
+  enqueue(push: BranchPush, deliveryId: string | undefined, store: KeyValueStore | null, lock?: LeaseLock | null): Promise<"queued" | "duplicate">;
   /** Stops taking jobs, lets running ones stop at the next pull request, closes connections. */
   close(): Promise<void>;
 }
@@ -65,9 +66,9 @@ export function createMemoryQueue(ctx: BrokerContext): PushQueue {
   };
 
   return {
-    async enqueue(push, deliveryId, store) {
+    async enqueue(push, deliveryId, store, lock = null) {
       const tracked = deliveries.usable(deliveryId);
-      if (tracked && !(await deliveries.claim(deliveryId, store))) return "duplicate";
+      if (tracked && !(await deliveries.claim(deliveryId, store, lock))) return "duplicate";
       const key = coalesceKey(push);
       const joined = pending.get(key);
       if (joined) {

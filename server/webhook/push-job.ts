@@ -1,10 +1,14 @@
 import { BrokerError } from "../../shared/broker-error.js";
 import type { BrokerContext } from "../context.js";
 import { requireApp } from "../token/trust.js";
+import type { MintedToken } from "../github/mint-installation-token.js";
 import { mintForPush } from "./mint-for-push.js";
 import type { Pacer } from "./pacer.js";
 import type { BranchPush } from "./read-push.js";
 import { listingFailed, listOpenPullRequests, updatePullRequests, type OpenPullRequest, type UpdateResult } from "./update-pull-requests.js";
+
+/** A job's token is replaced once it has less than this left (platform tokens last an hour). */
+export const TOKEN_REFRESH_MARGIN_MS = 5 * 60_000;
 
 /** One unit of queued work: bring the open pull requests on one (repository, branch) up to date. */
 export interface PushJob {
@@ -58,8 +62,17 @@ export async function runPushJob(ctx: BrokerContext, deps: { pacer: Pacer; stopp
     const settings = ctx.settings();
     const platform = settings.main;
     const app = requireApp(platform);
-    const minted = await mintForPush(ctx, platform, app, push);
-    const upstream = { request: ctx.requestFor(platform), token: minted.token, retry: ctx.retry, log: ctx.log, requestId: job.id };
+    let minted = await mintForPush(ctx, platform, app, push);
+    // Paced at the hour's budget, a job can outlive its token (an hour): one fresh mint at a time
+    // once the current one has less than TOKEN_REFRESH_MARGIN_MS left.
+    let refreshing: Promise<MintedToken> | undefined;
+    const currentToken = async (): Promise<string> => {
+      if (Date.parse(minted.expires_at) - ctx.now() > TOKEN_REFRESH_MARGIN_MS) return minted.token;
+      refreshing ??= mintForPush(ctx, platform, app, push).finally(() => (refreshing = undefined));
+      minted = await refreshing;
+      return minted.token;
+    };
+    const upstream = { request: ctx.requestFor(platform), token: minted.token, currentToken, retry: ctx.retry, log: ctx.log, requestId: job.id };
     let pulls = await progress.listing();
     if (pulls === undefined) {
       pulls = await listOpenPullRequests(upstream, push).catch((error: unknown) => {
@@ -69,7 +82,7 @@ export async function runPushJob(ctx: BrokerContext, deps: { pacer: Pacer; stopp
     }
     const answered = await progress.results();
     const todo = pulls.filter((pull) => !answered.has(pull.number));
-    const pacing = { pacer: deps.pacer, perMinute: settings.updateBranchPerMinute, installationId: push.installationId, now: ctx.now, record: progress.record, stopped: deps.stopped };
+    const pacing = { pacer: deps.pacer, rates: { perMinute: settings.updateBranchPerMinute, perHour: settings.updateBranchPerHour }, installationId: push.installationId, now: ctx.now, record: progress.record, stopped: deps.stopped };
     const outcome = await updatePullRequests(upstream, push, todo, pacing);
     if (outcome.unfinished.length > 0) {
       ctx.metrics.webhookJobs.inc({ outcome: "interrupted" });

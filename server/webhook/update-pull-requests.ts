@@ -2,7 +2,7 @@ import pLimit from "p-limit";
 import { BrokerError } from "../../shared/broker-error.js";
 import type { Logger } from "../log.js";
 import { statusOf, withRetry, type OctokitRequest, type RetryPolicy } from "../github/platform-request.js";
-import type { Pacer } from "./pacer.js";
+import type { PaceRates, Pacer } from "./pacer.js";
 import type { BranchPush } from "./read-push.js";
 
 /** Update-branch calls in flight at once: GitHub asks for care with concurrent writes (secondary limits). */
@@ -24,6 +24,11 @@ export interface UpdateOutcome {
 interface Platform {
   request: OctokitRequest;
   token: string;
+  /**
+   * The token for the next update-branch call (default: `token`). A job paced over more than an
+   * hour outlives its first token: the job hands out a fresh one before the old one runs out.
+   */
+  currentToken?: () => Promise<string>;
   retry: RetryPolicy;
   log: Logger;
   requestId?: string;
@@ -65,7 +70,7 @@ export type UpdateResult = { updated: true } | { updated: false; status: number;
 
 export interface UpdatePacing {
   pacer: Pacer;
-  perMinute: number;
+  rates: PaceRates;
   installationId: number;
   now: () => number;
   /** Called with each pull request's answer as soon as it is known (the job's progress). */
@@ -76,7 +81,7 @@ export interface UpdatePacing {
 
 /** Tries of one update-branch call that a rate limit refused (the platform said nothing was done). */
 const RATE_LIMIT_TRIES = 4;
-/** A rate limit that asks for a longer wait than this fails the pull request (`rate_limited`). */
+/** A rate limit (the platform's, or the installation's own pace) that asks for a longer wait than this fails the pull request (`rate_limited`). */
 const MAX_PAUSE_MS = 15 * 60_000;
 
 /**
@@ -93,15 +98,29 @@ export async function updatePullRequests(platform: Platform, push: BranchPush, p
   const updateOne = async (pull: OpenPullRequest): Promise<UpdateResult | "stopped"> => {
     let notBefore = 0;
     for (let attempt = 1; ; attempt += 1) {
-      await pacing.pacer.wait(pacing.installationId, pacing.perMinute, notBefore);
+      const paced = await pacing.pacer.wait(pacing.installationId, pacing.rates, { notBefore, stopped: pacing.stopped, maxWaitMs: MAX_PAUSE_MS });
       if (pacing.stopped?.()) return "stopped";
+      if (!paced.paced) {
+        // The installation's budget (the hour's, mostly) is spent for longer than a call may wait:
+        // not sent, so the platform is not asked (and the next push's job tries again).
+        platform.log.warn({ repository: push.repository, number: pull.number, not_before: new Date(paced.slotAt).toISOString(), request_id: platform.requestId }, "update-branch not sent: the installation's update budget is spent");
+        return { updated: false, status: 429, error: "rate_limited" };
+      }
+      let token: string;
+      try {
+        token = platform.currentToken ? await platform.currentToken() : platform.token;
+      } catch (error) {
+        // No usable token: nothing was sent for this pull request.
+        platform.log.warn({ repository: push.repository, number: pull.number, error: error instanceof BrokerError ? error.code : "internal_error", request_id: platform.requestId }, "update-branch not sent: no fresh token");
+        return { updated: false, status: 0, error: "installation_token_failed" };
+      }
       try {
         await platform.request("PUT /repos/{owner}/{repo}/pulls/{pull_number}/update-branch", {
           owner: push.owner,
           repo: push.name,
           pull_number: pull.number,
           expected_head_sha: pull.headSha,
-          headers: { authorization: `token ${platform.token}` },
+          headers: { authorization: `token ${token}` },
         });
         return { updated: true };
       } catch (error) {

@@ -1,0 +1,69 @@
+// The /releases crawl's read-only installation tokens, kept between crawls (README "Caches").
+//
+// A cold crawl mints one token per installation: 5 of the App's 900 REST points a minute each, so
+// a refresh of 222 installations would spend 1,110 points, more than GitHub allows in a minute.
+// Reusing each token while it has more than REUSE_MARGIN_MS left makes a warm refresh mint
+// nothing. The broker never revoked crawl tokens (they are read-only and expire within the hour);
+// reuse beats revoking them per crawl, which would cost a DELETE (5 of the installation's points)
+// per installation and a new mint next time.
+//
+// In this process's memory only: never written to a key-value store, never logged. Key: platform
+// (API base), App, installation and the permissions asked for (a change in what the installation
+// grants asks for another token). Evicted when less than REUSE_MARGIN_MS is left, when a call made
+// with the token is refused as unauthenticated (401: revoked, or the installation is gone), and
+// when the process ends. Concurrent crawls share one mint per key.
+
+export const REUSE_MARGIN_MS = 10 * 60_000;
+
+export interface CrawlToken {
+  token: string;
+  /** Taken from the cache rather than minted for this crawl. */
+  reused: boolean;
+}
+
+export interface CrawlTokenCache {
+  key(input: { apiBase: string; appId: string; installationId: number; permissions: Record<string, string> }): string;
+  /** The kept token for `key` if it has more than REUSE_MARGIN_MS left; else `mint`'s (kept if it will last). */
+  tokenFor(key: string, mint: () => Promise<{ token: string; expires_at: string }>): Promise<CrawlToken>;
+  /** Forget `token` under `key` (only if it is still the one kept there). */
+  drop(key: string, token: string): void;
+  readonly size: number;
+}
+
+export function createCrawlTokenCache(now: () => number): CrawlTokenCache {
+  const kept = new Map<string, { token: string; expiresAt: number }>();
+  const minting = new Map<string, Promise<CrawlToken>>();
+  const usable = (entry: { expiresAt: number }) => entry.expiresAt - now() > REUSE_MARGIN_MS;
+  const forgetStale = () => {
+    for (const [key, entry] of kept) if (!usable(entry)) kept.delete(key);
+  };
+
+  return {
+    get size() {
+      return kept.size;
+    },
+    key({ apiBase, appId, installationId, permissions }) {
+      const asked = Object.keys(permissions).sort().map((name) => `${name}=${permissions[name]}`).join(",");
+      return JSON.stringify([apiBase, appId, installationId, asked]);
+    },
+    tokenFor(key, mint) {
+      const hit = kept.get(key);
+      if (hit && usable(hit)) return Promise.resolve({ token: hit.token, reused: true });
+      let pending = minting.get(key);
+      if (!pending) {
+        pending = (async () => {
+          const minted = await mint();
+          forgetStale();
+          const expiresAt = Date.parse(minted.expires_at);
+          if (Number.isFinite(expiresAt) && expiresAt - now() > REUSE_MARGIN_MS) kept.set(key, { token: minted.token, expiresAt });
+          return { token: minted.token, reused: false };
+        })().finally(() => minting.delete(key));
+        minting.set(key, pending);
+      }
+      return pending;
+    },
+    drop(key, token) {
+      if (kept.get(key)?.token === token) kept.delete(key);
+    },
+  };
+}
