@@ -45,9 +45,8 @@ export async function findInstallation(lookup: InstallationLookup): Promise<Inst
             : `/repos/${encodeURIComponent(lookup.owner)}/${encodeURIComponent(lookup.repo)}/installation`,
           bearer: lookup.appJwt,
           deadlineAt: attempt.deadlineAt,
-          signal: attempt.signal,
         }),
-      { deadlineAt: lookup.deadlineAt, now: lookup.now },
+      { deadlineAt: lookup.deadlineAt, now: lookup.now, selfBounded: true },
     );
     data = response.data;
   } catch (error) {

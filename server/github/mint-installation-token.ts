@@ -69,9 +69,8 @@ export async function mintInstallationToken(input: MintInput): Promise<MintedTok
             permissions: input.permissions,
           },
           deadlineAt: attempt.deadlineAt,
-          signal: attempt.signal,
         }),
-      { deadlineAt: input.deadlineAt, now: input.now },
+      { deadlineAt: input.deadlineAt, now: input.now, selfBounded: true },
     );
     data = response.data;
   } catch (error) {

@@ -10,14 +10,14 @@ export interface PlatformCall {
   bearer: string;
   body?: unknown;
   /**
-   * Epoch ms by which the answer must be in (the request's deadline): the fetch's timeout is
-   * min(timeoutMs, time left), and with no time left nothing is sent. Running out fails like a
-   * timeout (a RequestError without response).
+   * Epoch ms by which the answer must be in (the request's deadline), a wait for points included:
+   * the fetch's timeout is min(timeoutMs, time left), and with no time left nothing is sent.
+   * Running out fails like a timeout (a RequestError without response).
    */
   deadlineAt?: number;
   /**
-   * Aborts the call wherever it is (withRetry's attempt signal, which fires at the deadline): a
-   * call waiting for points leaves the wait, and is never sent after its request was answered.
+   * Aborts the call wherever it is, a wait for points included. The broker's own calls need none:
+   * `deadlineAt` bounds them.
    */
   signal?: AbortSignal;
 }
@@ -49,17 +49,12 @@ export function createPlatformClient(options: { apiBase: string; fetch: typeof f
       "x-github-api-version": API_VERSION,
     };
     if (body !== undefined) headers["content-type"] = "application/json; charset=utf-8";
-    let timeoutMs = options.timeoutMs;
-    if (deadlineAt !== undefined) {
-      const leftMs = deadlineAt - now();
-      if (leftMs <= 0) throw deadlineError(`${method} ${path}`);
-      timeoutMs = Math.min(timeoutMs, leftMs);
-    }
+    if (deadlineAt !== undefined && deadlineAt - now() <= 0) throw deadlineError(`${method} ${path}`);
     let response: Response;
     let text: string;
     try {
       const init: RequestInit = { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: "error", signal };
-      ({ response, text } = await fetchText(options.fetch, timeoutMs, url, init, options.gate));
+      ({ response, text } = await fetchText(options.fetch, options.timeoutMs, url, init, options.gate, { deadlineAt, now }));
     } catch (error) {
       throw new RequestError(error instanceof Error ? error.message : "request failed", 500, { request, cause: error });
     }

@@ -39,20 +39,42 @@ export class RedirectRefusedError extends Error {
  * call goes through here, so this is where redirects are refused, whatever the caller asked for:
  * `redirect: "manual"` hands the 3xx back unfollowed and it becomes a RedirectRefusedError.
  *
- * With a gate: a paused kind of call is refused at once; then the call waits for its REST points
- * (bounded by the caller's signal — the request's deadline — only: pacing is the broker's own
- * doing, not the platform being slow), then for a slot, which counts against the same timeout (and
- * deadline) as the request itself. Points are spent only if the call is sent.
+ * With a gate: a paused kind of call is refused at once; then the call takes its REST points, or
+ * waits for them — bounded by the deadline (`deadline.deadlineAt`) and the caller's signal only:
+ * pacing is the broker's own doing, not the platform being slow — then takes a slot or queues for
+ * one, which counts against the same timeout (and deadline) as the request itself. Points are spent
+ * only if the call is sent. With a deadline, the timeout is min(timeoutMs, time left once the
+ * points are in); with none left, nothing is sent (a deadline error).
  *
- * A request with a body (the mint, GraphQL, update-branch) asks for `redirect: "error"` instead:
- * under any other mode undici copies the request before sending it, teeing its body stream, and
- * that copy cost each /token exchange about a tenth of the broker's CPU (`npm run bench -- token`).
- * fetch then refuses a 301/302/303/307/308 itself, as a network error whose status is not kept:
- * the same RedirectRefusedError without the status (and `status="error"` on the upstream metric).
+ * One AbortController per call: the caller's signal (Octokit's, withRetry's attempt) is followed
+ * with a listener rather than `AbortSignal.any()`, and the points and the slot are taken without a
+ * promise when they are free (2% of the broker's CPU per /token exchange, `npm run bench -- token`).
+ *
+ * The broker's transport (upstream-fetch.ts) never follows a redirect: the 3xx comes back and is
+ * refused here. For a WHATWG fetch injected instead (a test's), a request with a body (the mint,
+ * GraphQL, update-branch) asks for `redirect: "error"`: under any other mode undici's fetch copies
+ * the request before sending it, teeing its body stream. That fetch then refuses a
+ * 301/302/303/307/308 itself, as a network error whose status is not kept: the same
+ * RedirectRefusedError without the status.
  */
-export async function fetchText(fetchImpl: typeof fetch, timeoutMs: number, input: string | URL | Request, init?: RequestInit, gate?: UpstreamGate): Promise<{ response: Response; text: string }> {
+export async function fetchText(
+  fetchImpl: typeof fetch,
+  timeoutMs: number,
+  input: string | URL | Request,
+  init?: RequestInit,
+  gate?: UpstreamGate,
+  deadline: Deadline = {},
+): Promise<{ response: Response; text: string }> {
   const url = typeof input === "string" || input instanceof URL ? String(input) : input.url;
-  const call = gate?.describe(init?.method ?? "GET", url, authorizationOf(init?.headers));
+  const method = init?.method ?? "GET";
+  const call = gate?.describe(method, url, authorizationOf(init?.headers));
+  const now = deadline.now ?? Date.now;
+  const { deadlineAt } = deadline;
+  const outer = init?.signal ?? undefined;
+  if (outer?.aborted) throw outer.reason;
+  const controller = new AbortController();
+  const onOuterAbort = () => controller.abort(outer!.reason);
+  outer?.addEventListener("abort", onOuterAbort, { once: true });
   let reservation: Reservation | null = null;
   let sent = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -61,13 +83,24 @@ export async function fetchText(fetchImpl: typeof fetch, timeoutMs: number, inpu
     if (gate && call) {
       const refusal = gate.paused(call.kind);
       if (refusal) return localRefusal(refusal);
-      reservation = await gate.pace(call, init?.signal ?? undefined);
+      const paced = gate.tryPace(call);
+      if (paced !== undefined) reservation = paced;
+      else {
+        if (deadlineAt !== undefined) timer = setTimeout(() => controller.abort(deadlineError(`${method} ${url}`)), Math.max(0, deadlineAt - now()));
+        reservation = await gate.pace(call, controller.signal);
+        clearTimeout(timer);
+      }
     }
-    const controller = new AbortController();
-    timer = setTimeout(() => controller.abort(new Error(`upstream timeout after ${timeoutMs} ms`)), timeoutMs);
-    const signal = init?.signal ? AbortSignal.any([init.signal, controller.signal]) : controller.signal;
+    let attemptMs = timeoutMs;
+    if (deadlineAt !== undefined) {
+      const leftMs = deadlineAt - now();
+      if (leftMs <= 0) throw deadlineError(`${method} ${url}`);
+      attemptMs = Math.min(attemptMs, leftMs);
+    }
+    timer = setTimeout(() => controller.abort(new Error(`upstream timeout after ${attemptMs} ms`)), attemptMs);
+    const { signal } = controller;
     if (gate && call) {
-      const entered = await gate.enter(call.kind, signal);
+      const entered = gate.tryEnter(call.kind) ?? (await gate.enter(call.kind, signal));
       if (typeof entered !== "function") return localRefusal(entered);
       leave = entered;
     }
@@ -89,6 +122,7 @@ export async function fetchText(fetchImpl: typeof fetch, timeoutMs: number, inpu
     return { response, text };
   } finally {
     clearTimeout(timer);
+    outer?.removeEventListener("abort", onOuterAbort);
     leave?.();
     reservation?.settle(sent);
   }
@@ -188,6 +222,12 @@ export interface Deadline {
   deadlineAt?: number;
   /** Milliseconds since the epoch. Default: Date.now. */
   now?: () => number;
+  /**
+   * The attempts honour `attempt.deadlineAt` on their own, waits included (the lean platform
+   * client does): withRetry then gives them no timer or signal of their own. Without it, each
+   * attempt is raced against the time left and aborted through its signal.
+   */
+  selfBounded?: boolean;
 }
 
 /** What one attempt is given: abort at `signal` (the deadline), and the deadline itself. */
@@ -225,6 +265,7 @@ export async function withRetry<T>(policy: RetryPolicy, call: string, run: (atte
       if (deadlineAt === undefined) return await run({});
       const leftMs = deadlineAt - now();
       if (leftMs < MIN_ATTEMPT_MS) throw deadlineError(call);
+      if (deadline.selfBounded) return await run({ deadlineAt });
       return await attemptWithin(run, leftMs, deadlineAt, call);
     } catch (error) {
       const waitMs = retryDelay(error, attempt, policy);

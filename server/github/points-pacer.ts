@@ -48,6 +48,11 @@ export interface PointsPacer {
    * Rejects with `signal.reason` if the signal aborts first (the waiter leaves the queue).
    */
   reserve(principal: string, points: number, signal?: AbortSignal): Promise<Reservation>;
+  /**
+   * `reserve` without waiting: the reservation when the points fit now (and nobody of this
+   * principal is waiting), undefined when the call would have to wait. Nothing is held then.
+   */
+  tryReserve(principal: string, points: number): Reservation | undefined;
   /** Points of this principal in the window now, held ones included (for tests and metrics). */
   used(principal: string): number;
   /** Calls waiting for points, every principal. */
@@ -187,6 +192,10 @@ export function createPointsPacer(options: PointsPacerOptions): PointsPacer {
     used(principal) {
       const state = principals.get(principal);
       return state ? usedAt(state, options.now()) : 0;
+    },
+    tryReserve(principal, points) {
+      const state = stateOf(principal);
+      return state.queue.length === 0 && usedAt(state, options.now()) + points <= budget() ? reservationFor(state, points) : undefined;
     },
     reserve(principal, points, signal) {
       if (signal?.aborted) return Promise.reject(signal.reason);

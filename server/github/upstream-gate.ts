@@ -48,11 +48,15 @@ export interface UpstreamGate {
    * caller settles the reservation: sent (once answered or abandoned), or refunded if never sent.
    */
   pace(call: GatedCall, signal?: AbortSignal): Promise<Reservation | null>;
+  /** `pace` without waiting: the reservation (null: spends none) when the points fit now; undefined when the call must wait for them. */
+  tryPace(call: GatedCall): Reservation | null | undefined;
   /**
    * Wait for a slot (or be refused). Resolves with a release function to call once the answer
    * (body included) is in; rejects with `signal.reason` if the signal aborts while queued.
    */
   enter(kind: string, signal?: AbortSignal): Promise<(() => void) | LocalRefusal>;
+  /** `enter` without waiting: the release function or a refusal when either is known now; undefined when the call must queue for a slot. */
+  tryEnter(kind: string): (() => void) | LocalRefusal | undefined;
   /** Tell the gate what the platform answered to this call (status, headers, body), for its pauses. */
   observe(call: GatedCall, status: number, headers: Headers, text: string): void;
   readonly inFlight: number;
@@ -122,6 +126,18 @@ export function createUpstreamGate(options: GateOptions): UpstreamGate {
     }
   };
 
+  const tryEnter = (kind: string): (() => void) | LocalRefusal | undefined => {
+    const refusal = paused(kind);
+    if (refusal) return refusal;
+    const limit = Math.max(1, options.limit());
+    if (inFlight < limit && queue.length === 0) {
+      inFlight += 1;
+      return once();
+    }
+    if (queue.length >= limit * QUEUE_FACTOR) return { refused: true, retryAfterSeconds: QUEUE_FULL_RETRY_AFTER_SECONDS, why: "queue full" };
+    return undefined;
+  };
+
   return {
     get inFlight() {
       return inFlight;
@@ -145,18 +161,17 @@ export function createUpstreamGate(options: GateOptions): UpstreamGate {
       if (call.principal === null || call.points === 0) return Promise.resolve(null);
       return points.reserve(call.principal, call.points, signal);
     },
+    tryPace(call) {
+      if (call.principal === null || call.points === 0) return null;
+      return points.tryReserve(call.principal, call.points);
+    },
+    tryEnter,
     enter(kind, signal) {
       const refusal = paused(kind);
       if (refusal) return Promise.resolve(refusal);
       if (signal?.aborted) return Promise.reject(signal.reason);
-      const limit = Math.max(1, options.limit());
-      if (inFlight < limit && queue.length === 0) {
-        inFlight += 1;
-        return Promise.resolve(once());
-      }
-      if (queue.length >= limit * QUEUE_FACTOR) {
-        return Promise.resolve({ refused: true, retryAfterSeconds: QUEUE_FULL_RETRY_AFTER_SECONDS, why: "queue full" });
-      }
+      const entered = tryEnter(kind);
+      if (entered !== undefined) return Promise.resolve(entered);
       return new Promise((resolve, reject) => {
         const waiter: Waiter = { resolve, reject, signal };
         if (signal) {
