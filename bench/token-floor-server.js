@@ -1,8 +1,11 @@
 // The floor of one exchange: a bare node:http handler doing only the unavoidable work — read the
 // body, verify the RS256 JWT with an in-memory key, one mint call to the simulator, answer.
 // No routing, no settings, no logging, no error mapping: what any broker must at least spend.
+// FLOOR_TRANSPORT=request sends the mint with undici's request() (the broker's transport,
+// server/upstream-fetch.ts) instead of fetch: the floor of the broker's own choice of client.
 import { createServer } from "node:http";
 import { importJWK, jwtVerify } from "jose";
+import { request } from "undici";
 
 const config = JSON.parse(process.env.FLOOR_CONFIG);
 const key = await importJWK(config.jwk, "RS256");
@@ -13,12 +16,13 @@ const server = createServer(async (req, res) => {
     for await (const chunk of req) chunks.push(chunk);
     const body = JSON.parse(Buffer.concat(chunks).toString());
     const { payload } = await jwtVerify(body.oidcToken, key, { issuer: config.issuer, audience: "tokensmith", algorithms: ["RS256"] });
-    const mint = await fetch(`${config.apiBase}/app/installations/${config.installationId}/access_tokens`, {
+    const url = `${config.apiBase}/app/installations/${config.installationId}/access_tokens`;
+    const init = {
       method: "POST",
       headers: { authorization: `Bearer ${config.appJwt}`, "content-type": "application/json", accept: "application/vnd.github+json" },
       body: JSON.stringify({ repositories: [body.repo], permissions: { contents: "write", pull_requests: "write" } }),
-    });
-    const minted = await mint.json();
+    };
+    const minted = process.env.FLOOR_TRANSPORT === "request" ? await (await request(url, { ...init, headers: { ...init.headers, "user-agent": "floor" } })).body.json() : await (await fetch(url, init)).json();
     res.writeHead(200, { "content-type": "application/json" });
     res.end(JSON.stringify({ token: minted.token, expires_at: minted.expires_at, repository: payload.repository }));
   } catch {

@@ -13,6 +13,7 @@ import { createMetrics } from "./metrics.js";
 import { createKeySetSource, type KeySetSource } from "./oidc/key-set-source.js";
 import { deriveSnapshotKey, type SnapshotBinding } from "./oidc/snapshot-seal.js";
 import { createSettingsReader, type Env, type PlatformSettings, type Settings } from "./settings.js";
+import { upstreamFetch } from "./upstream-fetch.js";
 
 /** Everything the broker touches outside itself is injected here (STYLE.md practice 1, 7). */
 export interface BrokerDeps {
@@ -74,7 +75,7 @@ export function createContext(deps: BrokerDeps = {}) {
   // The rate-limit gauge's platform, by the settings the latest request read (as the gates do):
   // re-reading the environment here cost every upstream answer a second read of every setting.
   const origins = createOriginMemo();
-  const fetchImpl = observeFetch(deps.fetch ?? globalThis.fetch, metrics, (url) => platformOf(latest ?? settings(), url, origins));
+  const fetchImpl = observeFetch(deps.fetch ?? upstreamFetch, metrics, (url) => platformOf(latest ?? settings(), url, origins));
   const log = deps.logger ?? createLogger({ level: (deps.env ?? (() => process.env))().LOG_LEVEL });
   const timing: Timing = { ...DEFAULT_TIMING, ...deps.timing };
   const readSettings: () => Settings = createSettingsReader(deps.env ?? (() => process.env));

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/glo
 import { RequestError } from "@octokit/request-error";
 import { createPlatformClient } from "../server/github/platform-client.js";
 import { createPlatformRequest, MIN_ATTEMPT_MS, statusOf, withRetry, type RetryPolicy } from "../server/github/platform-request.js";
-import { loopbackOnlyFetch } from "./support/broker.js";
+import { loopbackOnlyUpstreamFetch } from "./support/broker.js";
 import { tokenFixture, type TokenFixture } from "./support/fixtures.js";
 
 const PER_ATTEMPT_MS = 10_000;
@@ -26,7 +26,7 @@ beforeEach(() => {
 });
 
 const lookups = () => fx.sim.requests.filter((r) => r.method === "GET" && r.path === LOOKUP).length;
-const client = () => createPlatformClient({ apiBase: fx.sim.apiBase, fetch: loopbackOnlyFetch, timeoutMs: PER_ATTEMPT_MS });
+const client = () => createPlatformClient({ apiBase: fx.sim.apiBase, fetch: loopbackOnlyUpstreamFetch, timeoutMs: PER_ATTEMPT_MS });
 const lookup = (deadlineAt?: number) => client()({ method: "GET", path: LOOKUP, bearer: "not-a-real-jwt", deadlineAt });
 
 /** A policy whose waits are recorded, not slept (the deadline decides whether one starts). */
@@ -102,7 +102,7 @@ describe("withRetry with a deadline", () => {
 
   it("cuts an Octokit request (the crawl, listings, GraphQL) at the deadline through the attempt's signal", async () => {
     fx.sim.faults.add({ method: "GET", path: "/repos/octo-org/app/pulls", respond: "hang" });
-    const request = createPlatformRequest({ apiBase: fx.sim.apiBase, fetch: loopbackOnlyFetch, timeoutMs: PER_ATTEMPT_MS });
+    const request = createPlatformRequest({ apiBase: fx.sim.apiBase, fetch: loopbackOnlyUpstreamFetch, timeoutMs: PER_ATTEMPT_MS });
     const { policy } = recordingPolicy();
     const { error, elapsedMs } = await failure(
       withRetry(policy, "pull request listing", ({ signal }) => request("GET /repos/{owner}/{repo}/pulls", { owner: "octo-org", repo: "app", request: { signal } }), { deadlineAt: Date.now() + 400 }),

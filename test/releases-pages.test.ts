@@ -10,7 +10,7 @@ import { serve } from "../server/http/serve.js";
 import { Writable } from "node:stream";
 import { createLogger } from "../server/log.js";
 import { lastPage, PAGE_CONCURRENCY } from "../server/releases/collect-pages.js";
-import { loopbackOnlyFetch, TEST_TIMING } from "./support/broker.js";
+import { loopbackOnlyUpstreamFetch, TEST_TIMING } from "./support/broker.js";
 import { expectNoSecrets } from "./support/fixtures.js";
 import { keepLogs } from "./support/log-sink.js";
 import { getReleases, releasesFixture, TRIGGER_SECRET, type ReleasesFixture } from "./support/releases-fixture.js";
@@ -54,11 +54,11 @@ let queriesDuringListing: number;
 const countingFetch: typeof fetch = async (input, init) => {
   const path = new URL(typeof input === "string" || input instanceof URL ? input : input.url).pathname;
   if (path === "/graphql" && (inFlight["/installation/repositories"] ?? 0) > 0) queriesDuringListing += 1;
-  if (!LISTINGS.includes(path)) return loopbackOnlyFetch(input, init);
+  if (!LISTINGS.includes(path)) return loopbackOnlyUpstreamFetch(input, init);
   inFlight[path] = (inFlight[path] ?? 0) + 1;
   peak[path] = Math.max(peak[path] ?? 0, inFlight[path]!);
   try {
-    const response = await loopbackOnlyFetch(input, init);
+    const response = await loopbackOnlyUpstreamFetch(input, init);
     // The body too: a page is in flight until it has arrived.
     const body = await response.arrayBuffer();
     return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });

@@ -11,7 +11,7 @@ import { createPrivateKey } from "node:crypto";
 
 const here = (path) => fileURLToPath(new URL(path, import.meta.url));
 
-export const description = "POST /token under autocannon (64 connections): broker vs a minimal floor server, both against the simulator in its own process";
+export const description = "POST /token under autocannon (64 connections): broker vs a minimal floor server (fetch, and undici's request()), all against the simulator in its own process";
 const TICKS_PER_SECOND = 100; // Linux USER_HZ
 
 function processTimes(pid) {
@@ -65,11 +65,11 @@ async function startBroker(env) {
   return { child, url, stop: () => child.kill("SIGTERM") };
 }
 
-async function startFloor(floor) {
+async function startFloor(floor, transport = "fetch") {
   const key = await importPKCS8(createPrivateKey(floor.appKeyPem).export({ type: "pkcs8", format: "pem" }), "RS256");
   const now = Math.floor(Date.now() / 1000);
   const appJwt = await new SignJWT({}).setProtectedHeader({ alg: "RS256" }).setIssuer(String(floor.appId)).setIssuedAt(now - 30).setExpirationTime(now + 570).sign(key);
-  const child = fork(here("../token-floor-server.js"), [], { env: { ...process.env, FLOOR_CONFIG: JSON.stringify({ ...floor, appJwt }) }, stdio: "inherit" });
+  const child = fork(here("../token-floor-server.js"), [], { env: { ...process.env, FLOOR_CONFIG: JSON.stringify({ ...floor, appJwt }), FLOOR_TRANSPORT: transport }, stdio: "inherit" });
   const { port } = await ask(child, null, "ready");
   return { child, url: `http://127.0.0.1:${port}`, stop: () => child.send("exit") };
 }
@@ -160,14 +160,21 @@ export async function run(options = {}) {
   const ready = await ask(sim, null, "ready");
   const broker = await startBroker(ready.env);
   const floor = await startFloor(ready.floor);
+  // The same floor sending its mint with the broker's transport (undici's request(), not fetch):
+  // what the broker's own work costs over the unavoidable, whatever the HTTP client.
+  const floorRequest = await startFloor(ready.floor, "request");
   try {
     // Rounds alternate broker and floor (and which of the two goes first), so drift in the
     // machine's other load or in the simulator falls on both alike; the ratio is the median of the
     // per-round ratios. This shared 2-core machine moves single rounds by ±0.2: five short pairs
     // give a steadier median than three long ones for the same 15 s per target.
-    const warm = { broker: await warmUp(broker, ready.tokens, connections), floor: await warmUp(floor, ready.tokens, connections) };
-    const rounds = { broker: [], floor: [] };
-    const pair = [["broker", broker], ["floor", floor]];
+    const warm = {
+      broker: await warmUp(broker, ready.tokens, connections),
+      floor: await warmUp(floor, ready.tokens, connections),
+      floorRequest: await warmUp(floorRequest, ready.tokens, connections),
+    };
+    const rounds = { broker: [], floor: [], floorRequest: [] };
+    const pair = [["broker", broker], ["floor", floor], ["floorRequest", floorRequest]];
     for (let i = 0; i < ROUNDS; i += 1) {
       for (const [name, target] of i % 2 === 0 ? pair : [...pair].reverse()) {
         rounds[name].push(await round(target, sim, ready.tokens, { seconds: seconds / ROUNDS, connections }));
@@ -175,6 +182,7 @@ export async function run(options = {}) {
     }
     const b = summarise(rounds.broker, warm.broker);
     const f = summarise(rounds.floor, warm.floor);
+    const fr = summarise(rounds.floorRequest, warm.floorRequest);
     const ratio = median(rounds.broker.map((r, i) => r.rps / rounds.floor[i].rps));
     const cpuRatio = f.cpuPerRequest / Math.max(1e-9, b.cpuPerRequest);
     const n = (x, d = 1) => x.toFixed(d);
@@ -192,6 +200,10 @@ export async function run(options = {}) {
       // Steadier than throughput on a shared machine: CPU spent per exchange does not depend on
       // how much of the machine the other processes left to the target during its round.
       { metric: "CPU per request: floor ÷ broker", value: n(cpuRatio, 2), target: "≥ 0.85", ok: cpuRatio >= 0.85 },
+      // The broker sends with undici's request(), the floor above with fetch: these two rows compare
+      // the broker with a floor on the same transport, i.e. the cost of the broker's own work.
+      info("floor on the broker's transport: requests/s, CPU ms per request", `${n(fr.rps, 0)}, ${n(fr.cpuPerRequest, 3)}`),
+      info("CPU per request: floor on the broker's transport ÷ broker", n(fr.cpuPerRequest / Math.max(1e-9, b.cpuPerRequest), 2)),
       { metric: "upstream requests per exchange (broker)", value: n(b.upstreamPerExchange, 3), target: "1", ok: Math.abs(b.upstreamPerExchange - 1) < 0.001 },
       info("upstream requests other than mints (broker)", String(b.otherUpstream)),
       info("App JWTs signed / JWKS fetches during the run (broker)", `${b.appJwts} / ${b.jwks}`),
@@ -202,6 +214,7 @@ export async function run(options = {}) {
   } finally {
     broker.stop();
     floor.stop();
+    floorRequest.stop();
     sim.send("exit");
   }
 }

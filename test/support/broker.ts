@@ -7,15 +7,20 @@ import { createApp, type BrokerApp } from "../../server/app.js";
 import type { BrokerDeps, Timing } from "../../server/context.js";
 import { serve } from "../../server/http/serve.js";
 import { createLogger } from "../../server/log.js";
+import { upstreamFetch } from "../../server/upstream-fetch.js";
 import { keepLogs } from "./log-sink.js";
 
-export const loopbackOnlyFetch: typeof fetch = (input, init) => {
+function refuseNonLoopback(input: string | URL | Request): Promise<never> | null {
   const url = new URL(typeof input === "string" || input instanceof URL ? input : input.url);
-  if (!["127.0.0.1", "localhost", "[::1]"].includes(url.hostname)) {
-    return Promise.reject(new Error(`test fetch refused a non-loopback address: ${url.hostname}`));
-  }
-  return fetch(input, init);
-};
+  if (["127.0.0.1", "localhost", "[::1]"].includes(url.hostname)) return null;
+  return Promise.reject(new Error(`test fetch refused a non-loopback address: ${url.hostname}`));
+}
+
+/** The global fetch, confined to loopback (what the dashboard and the CLI send with). */
+export const loopbackOnlyFetch: typeof fetch = (input, init) => refuseNonLoopback(input) ?? fetch(input, init);
+
+/** The broker's own transport (server/upstream-fetch.ts), confined to loopback: the brokers tests start send with it. */
+export const loopbackOnlyUpstreamFetch: typeof fetch = (input, init) => refuseNonLoopback(input) ?? upstreamFetch(input, init);
 
 export interface TestBroker {
   url: string;
@@ -43,7 +48,7 @@ export async function startBroker(
   });
   const app = createApp({
     env: () => env,
-    fetch: loopbackOnlyFetch,
+    fetch: loopbackOnlyUpstreamFetch,
     logger: createLogger({ level: "debug", destination }),
     timing: { ...TEST_TIMING, ...options.timing },
     now: options.now,

@@ -1,0 +1,145 @@
+import { request, type Dispatcher } from "undici";
+
+// The broker's transport for every upstream call (platform, OIDC issuers): `fetch`'s shape, so
+// every caller (the lean platform client, Octokit, the key-set source) and every wrapper (the
+// gate and timeouts in platform-request.ts, the metrics in observe-fetch.ts, a test's loopback
+// guard) stays as it is, but sent with undici's `request()` rather than the WHATWG fetch.
+//
+// Why: on the /token path the mint is the one upstream call, and fetch was the largest single
+// cost of an exchange. WHATWG fetch builds a Request, a Headers list checked value by value, a
+// Response with a ReadableStream body and an AbortSignal tied to the caller's, for a call whose
+// answer is read whole as text. `request()` (the same library Node's fetch is built on) does the
+// same HTTP/1.1 exchange on a keep-alive pool without those layers: less than half the CPU per
+// call on this machine (`npm run bench -- token`, README "Benchmarks").
+//
+// What it does not do, on purpose: follow redirects (a 3xx comes back as an answer, which
+// fetchText refuses: no upstream call follows one), send cookies, or cache. A request it cannot
+// send as is (a Request object, a streamed body) goes to the global fetch instead.
+
+/** The answer's headers, read-only, in the part of the Headers interface callers use. */
+class AnswerHeaders {
+  readonly #raw: Record<string, string | string[] | undefined>;
+  constructor(raw: Record<string, string | string[] | undefined>) {
+    this.#raw = raw;
+  }
+  get(name: string): string | null {
+    const value = this.#raw[name.toLowerCase()];
+    if (value === undefined) return null;
+    return Array.isArray(value) ? value.join(", ") : value;
+  }
+  has(name: string): boolean {
+    return this.#raw[name.toLowerCase()] !== undefined;
+  }
+  forEach(callback: (value: string, name: string, parent: AnswerHeaders) => void): void {
+    for (const [name, value] of this.entries()) callback(value, name, this);
+  }
+  *entries(): IterableIterator<[string, string]> {
+    const names = Object.keys(this.#raw).sort();
+    for (const name of names) {
+      const value = this.get(name);
+      if (value !== null) yield [name, value];
+    }
+  }
+  *keys(): IterableIterator<string> {
+    for (const [name] of this.entries()) yield name;
+  }
+  *values(): IterableIterator<string> {
+    for (const [, value] of this.entries()) yield value;
+  }
+  [Symbol.iterator](): IterableIterator<[string, string]> {
+    return this.entries();
+  }
+}
+
+type Sendable = string | Uint8Array | undefined;
+
+function sendableBody(body: RequestInit["body"]): Sendable | false {
+  if (body === undefined || body === null) return undefined;
+  if (typeof body === "string" || body instanceof Uint8Array) return body;
+  return false;
+}
+
+function plainHeaders(headers: RequestInit["headers"]): Record<string, string> | false {
+  if (headers === undefined) return {};
+  if (headers instanceof Headers || Array.isArray(headers)) return Object.fromEntries(headers instanceof Headers ? headers.entries() : headers);
+  if (typeof headers === "object") return headers as Record<string, string>;
+  return false;
+}
+
+/**
+ * `fetch`, sent with undici's `request()`: string or URL input, a string or byte body, headers as
+ * a record, a Headers object or pairs; the signal aborts the call, the body included. The answer
+ * carries `status`, `statusText`, `ok`, `url`, `type`, `redirected`, `headers` and a body read
+ * once with `text()`, `json()` or `arrayBuffer()`, or dropped with `body.cancel()`.
+ */
+export const upstreamFetch: typeof fetch = async (input, init) => {
+  const body = sendableBody(init?.body);
+  const headers = plainHeaders(init?.headers);
+  if (input instanceof Request || body === false || headers === false) return fetch(input, init);
+  const url = String(input);
+  const method = (init?.method ?? "GET").toUpperCase();
+  const signal = init?.signal ?? undefined;
+  // fetch names itself when the caller does not; so does this (the platform refuses a request without one).
+  const named = Object.keys(headers).some((name) => name.toLowerCase() === "user-agent") ? headers : { ...headers, "user-agent": "tokensmith" };
+  let answer: Dispatcher.ResponseData;
+  try {
+    answer = await request(url, { method: method as "GET", headers: named, body, signal });
+  } catch (error) {
+    throw fetchShaped(error, signal);
+  }
+  let used = false;
+  const read = async (): Promise<Buffer> => {
+    if (used) throw new TypeError("Body is unusable: Body has already been read");
+    used = true;
+    try {
+      return Buffer.from(await answer.body.arrayBuffer());
+    } catch (error) {
+      throw fetchShaped(error, signal);
+    }
+  };
+  const response = {
+    status: answer.statusCode,
+    statusText: "",
+    ok: answer.statusCode >= 200 && answer.statusCode < 300,
+    url,
+    type: "basic",
+    redirected: false,
+    headers: new AnswerHeaders(answer.headers),
+    get bodyUsed() {
+      return used;
+    },
+    body: {
+      // Read and dropped (up to undici's dump limit, then the socket is closed): the connection
+      // goes back to the pool, and no error is left for nobody to handle.
+      cancel: async () => {
+        used = true;
+        await answer.body.dump().catch(() => undefined);
+      },
+    },
+    text: async () => {
+      if (used) throw new TypeError("Body is unusable: Body has already been read");
+      used = true;
+      try {
+        return await answer.body.text();
+      } catch (error) {
+        throw fetchShaped(error, signal);
+      }
+    },
+    json: async () => JSON.parse((await read()).toString("utf8")) as unknown,
+    arrayBuffer: async () => {
+      const bytes = await read();
+      return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
+    },
+  };
+  return response as unknown as Response;
+};
+
+/**
+ * A failure as fetch reports it, for callers that read it (the dashboard names `cause.code`):
+ * an aborted call rejects with the signal's reason; anything else is a TypeError "fetch failed"
+ * whose cause is the network error (ECONNREFUSED, a reset socket, …).
+ */
+function fetchShaped(error: unknown, signal: AbortSignal | undefined): unknown {
+  if (signal?.aborted) return signal.reason;
+  return new TypeError("fetch failed", { cause: error });
+}
