@@ -10,7 +10,10 @@
 //   have been served);
 // - liveness: once time runs on and answers come in, every waiter is served or was rejected by
 //   its own abort (with the signal's reason), never both;
-// - FIFO per principal among the calls served.
+// - FIFO per principal among the calls served;
+// - earliestFit (what /token uses to refuse at once a call whose points cannot come before its
+//   deadline) is a lower bound of when a new call is granted, until a waiter is aborted or a
+//   reservation refunded (which it cannot foresee), and exact when it answers "now".
 // Then a table of whose budget a call spends, as the gate describes calls.
 import { describe, expect, it } from "@jest/globals";
 import fc from "fast-check";
@@ -47,6 +50,9 @@ interface Call {
   /** When its answer came in; undefined while out; null if refunded (never sent). */
   settledAt?: number | null;
   rejection?: unknown;
+  /** earliestFit's answer just before the call was made. */
+  predictedFit?: number;
+  madeAt?: number;
 }
 
 /** The pacer under a fake clock, with fake timers fired at their own time. */
@@ -55,6 +61,8 @@ class World {
   timers: Array<{ due: number; wake: () => void; live: boolean }> = [];
   calls: Call[] = [];
   grantOrder: number[] = [];
+  /** Set once a waiter was aborted or a reservation refunded: earliestFit's bound counts neither. */
+  freedUnforeseen = false;
   pacer;
   /** What the pacer goes by: never less than the dearest call. */
   readonly budget: number;
@@ -78,9 +86,13 @@ class World {
   call(principal: Principal, points: number, abortable: boolean) {
     const call: Call = { id: this.calls.length, principal, points, state: "waiting", controller: abortable ? new AbortController() : undefined };
     this.calls.push(call);
+    call.predictedFit = this.pacer.earliestFit(principal, points);
+    call.madeAt = this.clock;
     this.pacer.reserve(principal, points, call.controller?.signal).then(
       (reservation) => {
         expect(call.state).toBe("waiting");
+        // earliestFit is a lower bound (while nothing ahead gave points back unforeseen), and exact when it says "now".
+        if (call.predictedFit !== undefined && !this.freedUnforeseen) expect(this.clock).toBeGreaterThanOrEqual(call.predictedFit);
         call.state = "granted";
         call.reservation = reservation;
         call.grantedAt = this.clock;
@@ -111,6 +123,7 @@ class World {
   abort(pick: number) {
     const waiting = this.calls.filter((c) => c.state === "waiting" && c.controller);
     const call = waiting[pick % Math.max(1, waiting.length)];
+    if (call) this.freedUnforeseen = true;
     call?.controller!.abort(new Error(`deadline of call ${call.id}`));
   }
 
@@ -119,6 +132,7 @@ class World {
     const call = out[pick % Math.max(1, out.length)];
     if (!call) return;
     call.settledAt = sent ? this.clock : null;
+    if (!sent) this.freedUnforeseen = true;
     call.reservation!.settle(sent);
   }
 
@@ -151,6 +165,13 @@ class World {
     }
   }
 
+  /** A call earliestFit said fits now was granted at once. */
+  checkFitsNow() {
+    for (const call of this.calls) {
+      if (call.predictedFit !== undefined && call.predictedFit === call.madeAt) expect(call.grantedAt).toBe(call.madeAt);
+    }
+  }
+
   checkFifo() {
     for (const principal of PRINCIPALS) {
       const served = this.grantOrder.filter((id) => this.calls[id]!.principal === principal);
@@ -173,6 +194,7 @@ async function run(budget: number, steps: readonly Op[]) {
     await flush();
     world.checkSafety();
     world.checkNoIdleWaiting();
+    world.checkFitsNow();
   }
   // Time runs on and every answer comes in: everyone is served or was aborted.
   for (let round = 0; round < world.calls.length + 3 && world.calls.some((c) => c.state === "waiting"); round += 1) {

@@ -258,6 +258,37 @@ describe("GitHub's points budget (UPSTREAM_POINTS_PER_MINUTE)", () => {
   });
 });
 
+describe("points that cannot come before the deadline", () => {
+  it("are not waited for: the mint is refused at once with the time until the points free, and nothing is sent", async () => {
+    // A 25 s deadline: waiting it out would answer Retry-After 5 after 25 s (the deadline's code).
+    let shiftMs = 0;
+    const b = await broker({ UPSTREAM_POINTS_PER_MINUTE: "6" }, { now: () => Date.now() + shiftMs, timing: { requestDeadlineMs: 25_000 } });
+    fx.sim.limits.values.pointsPerMinute = 6;
+    const refusedBefore = fx.sim.limits.refused.points; // the simulator counts for the whole file
+    expect((await exchange(b, BURST[0], "burst-org")).status).toBe(200); // lookup 1 + mint 5: the App's 6 points of this minute
+    const started = Date.now();
+    const refused = await exchange(b, BURST[0], "burst-org"); // installation cached: a mint, 5 points, none left for a minute
+    const tookMs = Date.now() - started;
+    expect(refused.status).toBe(502);
+    expect(refused.body).toEqual({ error: "installation_token_failed" });
+    // The points free a window (60 s) after the first mint's answer, less the moment it took.
+    const wait = Number(refused.headers.get("retry-after"));
+    expect(wait).toBeGreaterThanOrEqual(55);
+    expect(wait).toBeLessThanOrEqual(61);
+    expect(tookMs).toBeLessThan(25_000 / 2); // not held to the deadline (bound far from the noise)
+    expect(count(MINT)).toBe(1);
+    expect(fx.sim.limits.refused.points).toBe(refusedBefore);
+    // Refused by the broker itself, as a rate limit (the platform was not asked).
+    expect(b.logs.some((line) => line.includes('"detail":"installation_token_failed: status 429"'))).toBe(true);
+
+    // A minute later on both clocks: the points are back.
+    shiftMs = 61_000;
+    fx.sim.clockOffsetMs = 61_000;
+    expect((await exchange(b, BURST[0], "burst-org")).status).toBe(200);
+    expect(count(MINT)).toBe(2);
+  });
+});
+
 describe("the simulator's secondary limits (GitHub's values)", () => {
   it("over 100 requests in flight, GitHub answers 403 with its secondary-limit message and retry-after", async () => {
     fx.sim.latencyMs = 200;

@@ -41,7 +41,8 @@ export class RedirectRefusedError extends Error {
  *
  * With a gate: a paused kind of call is refused at once; then the call takes its REST points, or
  * waits for them — bounded by the deadline (`deadline.deadlineAt`) and the caller's signal only:
- * pacing is the broker's own doing, not the platform being slow — then takes a slot or queues for
+ * pacing is the broker's own doing, not the platform being slow; points that cannot come before
+ * the deadline are not waited for (refused at once, as a rate limit) — then takes a slot or queues for
  * one, which counts against the same timeout (and deadline) as the request itself. Points are spent
  * only if the call is sent. With a deadline, the timeout is min(timeoutMs, time left once the
  * points are in); with none left, nothing is sent (a deadline error).
@@ -86,6 +87,10 @@ export async function fetchText(
       const paced = gate.tryPace(call);
       if (paced !== undefined) reservation = paced;
       else {
+        // Points that cannot come before the deadline are not waited for: the call is refused now,
+        // as a rate limit with the wait (the route answers at once, with that Retry-After).
+        const tooLate = deadlineAt === undefined ? null : gate.pointsTooLate(call, deadlineAt);
+        if (tooLate) return localRefusal(tooLate);
         if (deadlineAt !== undefined) timer = setTimeout(() => controller.abort(deadlineError(`${method} ${url}`)), Math.max(0, deadlineAt - now()));
         reservation = await gate.pace(call, controller.signal);
         clearTimeout(timer);
@@ -130,7 +135,12 @@ export async function fetchText(
 
 /** A request the gate did not send, answered as the platform answers a rate limit. */
 function localRefusal(refusal: LocalRefusal): { response: Response; text: string } {
-  const text = JSON.stringify({ message: refusal.why === "queue full" ? "tokensmith: too many platform requests waiting" : "tokensmith: platform rate limit in effect for this call" });
+  const message = {
+    "queue full": "tokensmith: too many platform requests waiting",
+    "rate limited": "tokensmith: platform rate limit in effect for this call",
+    points: "tokensmith: no points for this call before its deadline (UPSTREAM_POINTS_PER_MINUTE)",
+  }[refusal.why];
+  const text = JSON.stringify({ message });
   const response = new Response(text, { status: 429, headers: { "retry-after": String(refusal.retryAfterSeconds), "content-type": "application/json; charset=utf-8" } });
   return { response, text };
 }

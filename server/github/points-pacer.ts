@@ -53,6 +53,13 @@ export interface PointsPacer {
    * principal is waiting), undefined when the call would have to wait. Nothing is held then.
    */
   tryReserve(principal: string, points: number): Reservation | undefined;
+  /**
+   * The earliest time (epoch ms) at which `points` more could be let through for this principal,
+   * behind everyone already waiting, as far as the calls already settled tell: a lower bound (the
+   * budget read now, nothing new arriving ahead). Undefined when calls still out decide it (their
+   * points are held until they settle, then stay a window).
+   */
+  earliestFit(principal: string, points: number): number | undefined;
   /** Points of this principal in the window now, held ones included (for tests and metrics). */
   used(principal: string): number;
   /** Calls waiting for points, every principal. */
@@ -192,6 +199,20 @@ export function createPointsPacer(options: PointsPacerOptions): PointsPacer {
     used(principal) {
       const state = principals.get(principal);
       return state ? usedAt(state, options.now()) : 0;
+    },
+    earliestFit(principal, points) {
+      const at = options.now();
+      const state = principals.get(principal);
+      if (!state) return at;
+      const limit = budget();
+      let need = usedAt(state, at) + points;
+      for (const waiter of state.queue) need += waiter.points;
+      if (need <= limit) return at;
+      for (const entry of state.spent) {
+        need -= entry.points;
+        if (need <= limit) return entry.at + windowMs;
+      }
+      return undefined;
     },
     tryReserve(principal, points) {
       const state = stateOf(principal);

@@ -24,7 +24,7 @@ export const QUEUE_FULL_RETRY_AFTER_SECONDS = 1;
 export interface LocalRefusal {
   refused: true;
   retryAfterSeconds: number;
-  why: "queue full" | "rate limited";
+  why: "queue full" | "rate limited" | "points";
 }
 
 /** A platform call as the gate sees it. */
@@ -50,6 +50,12 @@ export interface UpstreamGate {
   pace(call: GatedCall, signal?: AbortSignal): Promise<Reservation | null>;
   /** `pace` without waiting: the reservation (null: spends none) when the points fit now; undefined when the call must wait for them. */
   tryPace(call: GatedCall): Reservation | null | undefined;
+  /**
+   * For a call that must wait for points: a refusal when its points cannot fit before `deadlineAt`
+   * (epoch ms), whoever is served first (the earliest they could, PointsPacer.earliestFit, is
+   * later), with the time until then; null when they may.
+   */
+  pointsTooLate(call: GatedCall, deadlineAt: number): LocalRefusal | null;
   /**
    * Wait for a slot (or be refused). Resolves with a release function to call once the answer
    * (body included) is in; rejects with `signal.reason` if the signal aborts while queued.
@@ -166,6 +172,12 @@ export function createUpstreamGate(options: GateOptions): UpstreamGate {
       return points.tryReserve(call.principal, call.points);
     },
     tryEnter,
+    pointsTooLate(call, deadlineAt) {
+      if (call.principal === null || call.points === 0) return null;
+      const fitAt = points.earliestFit(call.principal, call.points);
+      if (fitAt === undefined || fitAt <= deadlineAt) return null;
+      return { refused: true, retryAfterSeconds: Math.max(1, Math.ceil((fitAt - options.now()) / 1000)), why: "points" };
+    },
     enter(kind, signal) {
       const refusal = paused(kind);
       if (refusal) return Promise.resolve(refusal);
