@@ -223,7 +223,28 @@ function accountJson(login: string, id: number, urls: { apiBase: string; url: st
   return simpleUserJson(login, id, "Organization", urls);
 }
 
+/**
+ * Built once per repository (and again when it is renamed or moved): GitHub's full repository
+ * object has some 90 fields, and a crawl's listings and mints send each one several times. The
+ * object is frozen, so a route that tried to change the shared copy would fail loudly.
+ */
+const repositoryJsonCache = new WeakMap<RepositoryState, { key: string; json: Readonly<Record<string, unknown>> }>();
+
 export function repositoryJson(repo: RepositoryState, urls: { apiBase: string; url: string }): Record<string, unknown> {
+  const key = [repo.id, repo.owner, repo.ownerId, repo.name, repo.fullName, urls.apiBase, urls.url].join("\0");
+  const cached = repositoryJsonCache.get(repo);
+  if (cached?.key === key) return cached.json;
+  const json = deepFreeze(buildRepositoryJson(repo, urls));
+  repositoryJsonCache.set(repo, { key, json });
+  return json;
+}
+
+function deepFreeze<T extends object>(value: T): T {
+  for (const inner of Object.values(value)) if (inner !== null && typeof inner === "object") deepFreeze(inner as object);
+  return Object.freeze(value);
+}
+
+function buildRepositoryJson(repo: RepositoryState, urls: { apiBase: string; url: string }): Record<string, unknown> {
   return {
     ...repositoryDetails(repo.fullName, urls),
     id: repo.id,
