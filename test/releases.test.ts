@@ -4,6 +4,7 @@
 import { createPrivateKey } from "node:crypto";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
 import { SignJWT } from "jose";
+import { releasesJson } from "../server/routes/releases.js";
 import { startBroker, type TestBroker } from "./support/broker.js";
 import { expectNoSecrets } from "./support/fixtures.js";
 import { getReleases, names, releasesFixture, TRIGGER_SECRET, type ReleasesFixture } from "./support/releases-fixture.js";
@@ -340,5 +341,18 @@ describe("GET /releases across installation pages", () => {
     expect(big.sim.requests.filter((r) => r.path === "/app/installations").map((r) => r.query.page)).toEqual(["1", "2"]);
     expect(big.sim.requests.filter((r) => r.path.endsWith("/access_tokens"))).toHaveLength(1);
     expect(big.sim.limits.refused.points).toBe(0);
+  });
+});
+
+describe("the answer's serialisation (the repositories' part memoised per aggregate)", () => {
+  it("writes exactly what JSON.stringify writes, first and from the memo, whatever the text holds", () => {
+    const repos = [
+      { repo: "acme/widgets", latest: { tag: "v1.0.0", name: 'quote " backslash \\ line\n', published_at: "2026-01-01T00:00:00Z", url: "https://example.test/u\u2028" } },
+      { repo: "acme/ünïcode-😀", latest: null },
+    ];
+    for (const cached of [false, true, true]) {
+      const answer = { generated_at: "2026-11-23T00:00:00.000Z", repos, truncated: cached, cached };
+      expect(releasesJson(answer as never)).toBe(JSON.stringify(answer));
+    }
   });
 });
