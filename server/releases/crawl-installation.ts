@@ -94,7 +94,7 @@ export async function crawlInstallation(input: InstallationCrawlInput): Promise<
   };
   try {
     listed = await listRepositories({
-      request,
+      client: ctx.clientFor(platform),
       token,
       limit: input.room,
       retry: ctx.retry,

@@ -1,5 +1,6 @@
-import type { OctokitRequest, RetryPolicy } from "../github/platform-request.js";
-import { collectPages, parseJsonBody, PER_PAGE, RAW_BODY, type PageLimit } from "./collect-pages.js";
+import type { PlatformClient } from "../github/platform-client.js";
+import type { RetryPolicy } from "../github/platform-request.js";
+import { collectPages, PER_PAGE, type PageLimit } from "./collect-pages.js";
 
 export interface CrawlRepository {
   owner: string;
@@ -11,10 +12,13 @@ export interface CrawlRepository {
 /**
  * `GET /installation/repositories` with an installation token, every page (2…n concurrently),
  * stopping once `limit` repositories are in hand (`more` says whether the platform had others).
+ * Sent with the lean platform client: a page is GitHub's full repository object a hundred times
+ * (about 600 KB), parsed once with JSON.parse, where Octokit's raw body went text → stream →
+ * bytes → text before its parse (`npm run bench -- releases-large`).
  * https://docs.github.com/rest/apps/installations#list-repositories-accessible-to-the-app-installation
  */
 export async function listRepositories(input: {
-  request: OctokitRequest;
+  client: PlatformClient;
   token: string;
   limit: number;
   retry?: RetryPolicy;
@@ -29,15 +33,10 @@ export async function listRepositories(input: {
     pageLimit: input.pageLimit,
     onPage: input.onPage,
     fetchPage: async (page) => {
-      const response = await input.request("GET /installation/repositories", {
-        per_page: PER_PAGE,
-        page,
-        headers: { authorization: `token ${input.token}` },
-        request: RAW_BODY,
-      });
-      const list = ((await parseJsonBody(response.data)) as { repositories?: unknown } | null)?.repositories;
+      const answer = await input.client({ method: "GET", path: `/installation/repositories?per_page=${PER_PAGE}&page=${page}`, bearer: input.token });
+      const list = (answer.data as { repositories?: unknown } | null | undefined)?.repositories;
       if (!Array.isArray(list)) throw new Error("repository listing without a repositories array");
-      return { items: list.flatMap(readRepository), link: response.headers.link };
+      return { items: list.flatMap(readRepository), link: answer.headers.link };
     },
   });
   return { repositories: items, more };
