@@ -13,11 +13,18 @@ import type { InstallationState, IssuedToken, RepositoryState, Simulator } from 
  * Same answer as filtering with `state.covers`: bare names only, case-insensitive.
  */
 export function tokenRepositories(state: GithubState, issued: IssuedToken, inst: InstallationState): RepositoryState[] {
-  if (issued.repositories === "all") return state.reposOf(inst);
+  const reachable = tokenRepositoryNames(state, issued, inst);
+  return Array.isArray(reachable) ? reachable.map((name) => state.repository(inst.account, name)) : reachable.repositories;
+}
+
+/**
+ * `tokenRepositories` before the names become repositories: a listing page turns only its own
+ * hundred into GitHub's repository objects, not all 5,000 of a large installation on every page.
+ */
+function tokenRepositoryNames(state: GithubState, issued: IssuedToken, inst: InstallationState): string[] | { repositories: RepositoryState[] } {
+  if (issued.repositories === "all") return inst.repositories === "all" ? { repositories: state.reposOf(inst) } : inst.repositories;
   const selected = inst.repositories === "all" ? undefined : new Set(inst.repositories.map((name) => name.toLowerCase()));
-  return issued.repositories
-    .filter((name) => !name.includes("/") && (selected === undefined || selected.has(name.toLowerCase())))
-    .map((name) => state.repository(inst.account, name));
+  return issued.repositories.filter((name) => !name.includes("/") && (selected === undefined || selected.has(name.toLowerCase())));
 }
 
 export function registerInstallationRoutes(sim: Simulator, state: GithubState): void {
@@ -29,7 +36,9 @@ export function registerInstallationRoutes(sim: Simulator, state: GithubState): 
 
   sim.route("GET", "/installation/repositories", (ctx) => {
     const { issued, installation } = sim.requireInstallation(ctx);
-    const page = paginate(tokenRepositories(state, issued, installation), ctx.query);
+    const reachable = tokenRepositoryNames(state, issued, installation);
+    const named = paginate<string | RepositoryState>(Array.isArray(reachable) ? reachable : reachable.repositories, ctx.query);
+    const page = { ...named, items: named.items.map((item) => (typeof item === "string" ? state.repository(installation.account, item) : item)) };
     const link = linkHeader(`${sim.apiBase}/installation/repositories`, page.page, page.perPage, page.total);
     return {
       status: 200,
