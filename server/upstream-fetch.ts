@@ -51,19 +51,18 @@ class AnswerHeaders {
   }
 }
 
-type Sendable = string | Uint8Array | undefined;
-
-function sendableBody(body: RequestInit["body"]): Sendable | false {
+/** A body `request()` sends as is; false for one it cannot (a stream, form data, …). */
+function sendableBody(body: RequestInit["body"]): string | Uint8Array | undefined | false {
   if (body === undefined || body === null) return undefined;
   if (typeof body === "string" || body instanceof Uint8Array) return body;
   return false;
 }
 
-function plainHeaders(headers: RequestInit["headers"]): Record<string, string> | false {
+function plainHeaders(headers: RequestInit["headers"]): Record<string, string> {
   if (headers === undefined) return {};
-  if (headers instanceof Headers || Array.isArray(headers)) return Object.fromEntries(headers instanceof Headers ? headers.entries() : headers);
-  if (typeof headers === "object") return headers as Record<string, string>;
-  return false;
+  if (headers instanceof Headers) return Object.fromEntries(headers.entries());
+  if (Array.isArray(headers)) return Object.fromEntries(headers);
+  return headers as Record<string, string>;
 }
 
 /**
@@ -74,8 +73,8 @@ function plainHeaders(headers: RequestInit["headers"]): Record<string, string> |
  */
 export const upstreamFetch: typeof fetch = async (input, init) => {
   const body = sendableBody(init?.body);
+  if (input instanceof Request || body === false) return fetch(input, init);
   const headers = plainHeaders(init?.headers);
-  if (input instanceof Request || body === false || headers === false) return fetch(input, init);
   const url = String(input);
   const method = (init?.method ?? "GET").toUpperCase();
   const signal = init?.signal ?? undefined;
@@ -88,11 +87,12 @@ export const upstreamFetch: typeof fetch = async (input, init) => {
     throw fetchShaped(error, signal);
   }
   let used = false;
-  const read = async (): Promise<Buffer> => {
+  /** The body, read once (as fetch allows), its failures shaped as fetch's. */
+  const consume = async <T>(read: () => Promise<T>): Promise<T> => {
     if (used) throw new TypeError("Body is unusable: Body has already been read");
     used = true;
     try {
-      return Buffer.from(await answer.body.arrayBuffer());
+      return await read();
     } catch (error) {
       throw fetchShaped(error, signal);
     }
@@ -116,20 +116,9 @@ export const upstreamFetch: typeof fetch = async (input, init) => {
         await answer.body.dump().catch(() => undefined);
       },
     },
-    text: async () => {
-      if (used) throw new TypeError("Body is unusable: Body has already been read");
-      used = true;
-      try {
-        return await answer.body.text();
-      } catch (error) {
-        throw fetchShaped(error, signal);
-      }
-    },
-    json: async () => JSON.parse((await read()).toString("utf8")) as unknown,
-    arrayBuffer: async () => {
-      const bytes = await read();
-      return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
-    },
+    text: () => consume(() => answer.body.text()),
+    json: () => consume(() => answer.body.json()),
+    arrayBuffer: () => consume(() => answer.body.arrayBuffer()),
   };
   return response as unknown as Response;
 };
