@@ -1,6 +1,7 @@
 // The fake platform's data: Apps, installations, repositories and issued tokens, plus the JSON
 // shapes GitHub returns for them. Routes read and mutate this; tests inspect it directly.
 import { createHash, randomInt } from "node:crypto";
+import { markReusable } from "./json-text.js";
 import { takeKeyPair } from "./key-pool.js";
 import type { AddInstallationOptions, AppState, InstallationState, IssuedToken, RepositoryState } from "./types.js";
 import { repositoryDetails, simpleUserJson } from "./rest-shapes.js";
@@ -234,7 +235,8 @@ export function repositoryJson(repo: RepositoryState, urls: { apiBase: string; u
   const key = [repo.id, repo.owner, repo.ownerId, repo.name, repo.fullName, urls.apiBase, urls.url].join("\0");
   const cached = repositoryJsonCache.get(repo);
   if (cached?.key === key) return cached.json;
-  const json = deepFreeze(buildRepositoryJson(repo, urls));
+  // Frozen, so its JSON bytes can be kept too (json-text.ts).
+  const json = markReusable(deepFreeze(buildRepositoryJson(repo, urls)));
   repositoryJsonCache.set(repo, { key, json });
   return json;
 }

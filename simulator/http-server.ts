@@ -3,6 +3,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { FaultTable } from "./faults.js";
+import { jsonChunks } from "./json-text.js";
 import type { Router } from "./router.js";
 import type { SecondaryLimits } from "./secondary-limits.js";
 import type { RecordedRequest, RequestAuth, RouteResult, Simulator } from "./types.js";
@@ -46,19 +47,22 @@ function readBody(req: IncomingMessage): Promise<unknown> {
 function send(res: ServerResponse, record: RecordedRequest, result: RouteResult, requestId: string): void {
   if (res.destroyed || res.writableEnded) return;
   const headers: Record<string, string> = { "x-github-request-id": requestId };
-  let payload: string | undefined;
+  let payload: Array<string | Buffer> | undefined;
   if (typeof result.body === "string") {
-    payload = result.body;
+    payload = [result.body];
     headers["content-type"] = "text/plain; charset=utf-8";
   } else if (result.body !== undefined) {
-    payload = JSON.stringify(result.body);
+    payload = jsonChunks(result.body) ?? [];
     headers["content-type"] = JSON_TYPE;
   }
   for (const [name, value] of Object.entries(result.headers ?? {})) headers[name.toLowerCase()] = value;
-  if (payload !== undefined) headers["content-length"] = String(Buffer.byteLength(payload));
+  if (payload !== undefined) headers["content-length"] = String(payload.reduce((sum, chunk) => sum + (typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.length), 0));
   record.response = { status: result.status, headers, body: result.body };
   res.writeHead(result.status, headers);
-  res.end(payload);
+  // Kept bytes go to the socket as they are (json-text.ts): one writev, no copy of the whole body.
+  res.cork();
+  for (const chunk of payload ?? []) res.write(chunk);
+  res.end(); // uncorks
 }
 
 export async function startHttpServer(deps: HttpServerDeps): Promise<RunningServer> {

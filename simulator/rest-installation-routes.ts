@@ -23,9 +23,16 @@ export function tokenRepositories(state: GithubState, issued: IssuedToken, inst:
  */
 function tokenRepositoryNames(state: GithubState, issued: IssuedToken, inst: InstallationState): string[] | { repositories: RepositoryState[] } {
   if (issued.repositories === "all") return inst.repositories === "all" ? { repositories: state.reposOf(inst) } : inst.repositories;
+  // Kept per token while neither list is replaced (the state replaces, never edits, these arrays):
+  // each of a crawl's 50 listing pages would otherwise rebuild the same 5,000 names.
+  const kept = namesOf.get(issued);
+  if (kept?.issued === issued.repositories && kept.installation === inst.repositories) return kept.names;
   const selected = inst.repositories === "all" ? undefined : new Set(inst.repositories.map((name) => name.toLowerCase()));
-  return issued.repositories.filter((name) => !name.includes("/") && (selected === undefined || selected.has(name.toLowerCase())));
+  const names = issued.repositories.filter((name) => !name.includes("/") && (selected === undefined || selected.has(name.toLowerCase())));
+  namesOf.set(issued, { issued: issued.repositories, installation: inst.repositories, names });
+  return names;
 }
+const namesOf = new WeakMap<IssuedToken, { issued: readonly string[]; installation: readonly string[] | "all"; names: string[] }>();
 
 export function registerInstallationRoutes(sim: Simulator, state: GithubState): void {
   sim.route("DELETE", "/installation/token", (ctx) => {
