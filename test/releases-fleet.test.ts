@@ -17,7 +17,7 @@ const secrets: string[] = [];
 beforeEach(async () => {
   // A fresh App (random id) per test: fresh keys in the shared Redis, nothing cached.
   fx = await releasesFixture();
-  fx.install("north-org", names("repo", 150));
+  fx.install("north-org", names("repo", 150), undefined, "all"); // its listing is walked: two pages
   fx.install("south-org", names("repo", 30));
   fx.sim.releases.add("north-org/repo-149", { tagName: "v9" });
 });
@@ -59,7 +59,8 @@ describe("one crawl for the fleet (LEGACY_QUOTA_KV on Redis)", () => {
     fx.sim.latencyMs = 40; // keeps the crawl in flight while the other instance's requests arrive
     const answers = await Promise.all([a!, b!, a!, b!, a!, b!].map((p) => getReleases(p.url)));
     expect(answers.map((x) => x.status)).toEqual([200, 200, 200, 200, 200, 200]);
-    // One crawl's requests: one listing, two mints, two listing pages + one, two GraphQL queries.
+    // One crawl's requests: one listing, two mints, two listing pages (north-org) + one count
+    // (south-org: its mint answer lists its repositories), two GraphQL queries + one.
     expect(installationListings()).toBe(1);
     expect(count("POST", /^\/app\/installations\/\d+\/access_tokens$/)).toBe(2);
     expect(count("GET", /^\/installation\/repositories$/)).toBe(3);

@@ -29,8 +29,9 @@ beforeAll(async () => {
   // paces the last mints into the next window. GitHub's window is a minute; here it is scaled
   // down to POINTS_WINDOW_MS on both sides (simulator and broker), so that takes seconds.
   fx.sim.limits.values.pointsWindowMs = POINTS_WINDOW_MS;
-  fx.install("big-org", BIG);
-  fx.install("small-org", SMALL);
+  // On all of their repositories: the mint answer lists none, so the crawl walks the listings.
+  fx.install("big-org", BIG, undefined, "all");
+  fx.install("small-org", SMALL, undefined, "all");
   // Installations on 3 pages of the App's own listing.
   for (let i = 0; i < 220; i += 1) fx.install(`tiny-${String(i).padStart(3, "0")}`, ["only"]);
   fx.sim.releases.add("big-org/svc-1049", { tagName: "last-page" });

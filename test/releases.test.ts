@@ -5,6 +5,7 @@ import { createPrivateKey } from "node:crypto";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
 import { SignJWT } from "jose";
 import { releasesJson } from "../server/routes/releases.js";
+import { repositoryJson } from "../simulator/github-state.js";
 import { startBroker, type TestBroker } from "./support/broker.js";
 import { expectNoSecrets } from "./support/fixtures.js";
 import { getReleases, names, releasesFixture, TRIGGER_SECRET, type ReleasesFixture } from "./support/releases-fixture.js";
@@ -17,7 +18,8 @@ const ALPHA = names("svc", 130); // more than one page of 100
 
 beforeAll(async () => {
   fx = await releasesFixture();
-  installations.alpha = fx.install("alpha-org", ALPHA);
+  // On all of its repositories: the crawl walks its listing (the mint answer lists none).
+  installations.alpha = fx.install("alpha-org", ALPHA, undefined, "all");
   installations.beta = fx.install("beta-org", ["web", "api", "docs"], { contents: "read", metadata: "read" });
   // No contents permission: the platform hides releases, so every lookup fails.
   installations.gamma = fx.install("gamma-org", ["site", "blog"], { metadata: "read", issues: "write" });
@@ -50,6 +52,8 @@ afterEach(async () => {
 
 const requestsTo = (method: string, pattern: RegExp) => fx.sim.requests.filter((r) => r.method === method && pattern.test(r.path));
 const mints = () => requestsTo("POST", /^\/app\/installations\/\d+\/access_tokens$/);
+/** The token the platform minted for this installation in the requests recorded since the last clear. */
+const tokenOf = (installationId: number) => (mints().find((m) => m.path === `/app/installations/${installationId}/access_tokens`)?.response?.body as { token?: string } | undefined)?.token;
 const entry = (body: { repos: Array<{ repo: string; latest: unknown }> }, repo: string) => body.repos.find((r) => r.repo === repo);
 
 describe("GET /releases failures (spec 4.3)", () => {
@@ -183,13 +187,15 @@ describe("GET /releases success (spec 2.4)", () => {
     expect(body.repos.filter((r: { repo: string }) => r.repo.startsWith("alpha-org/"))).toHaveLength(130);
     expect(entry(body, "alpha-org/svc-129")!.latest).toMatchObject({ tag: "last" });
     const listings = requestsTo("GET", /^\/installation\/repositories$/);
-    expect(listings.map((r) => r.query).sort((a, b) => `${a.page}`.localeCompare(`${b.page}`))).toEqual([
-      { per_page: "100", page: "1" }, { per_page: "100", page: "1" }, { per_page: "100", page: "1" }, { per_page: "100", page: "2" },
+    // alpha-org's two pages; beta-org and gamma-org (selected repositories, listed in the mint's
+    // answer) only have their count confirmed by a one-repository page.
+    expect(listings.map((r) => r.query).sort((a, b) => `${a.per_page}/${a.page}`.localeCompare(`${b.per_page}/${b.page}`))).toEqual([
+      { per_page: "1", page: "1" }, { per_page: "1", page: "1" }, { per_page: "100", page: "1" }, { per_page: "100", page: "2" },
     ]);
     expect(requestsTo("GET", /^\/app\/installations$/).map((r) => r.query)).toEqual([{ per_page: "100", page: "1" }]);
   });
 
-  it("uses few round trips: one listing, then per installation a mint, its listing pages and one query per 100 repositories", async () => {
+  it("uses few round trips: one listing, then per installation a mint, its listing pages (or a count) and one query per 100 repositories", async () => {
     await getReleases(broker.url);
     const graphql = requestsTo("POST", /^\/graphql$/);
     expect(mints()).toHaveLength(3);
@@ -204,6 +210,49 @@ describe("GET /releases success (spec 2.4)", () => {
     }
     const alphaQueries = graphql.filter((r) => (r.body as { variables: Record<string, string> }).variables.o0 === "alpha-org");
     expect(alphaQueries.map((r) => Object.keys((r.body as { variables: object }).variables).length / 2).sort()).toEqual([100, 30]);
+  });
+
+  it("takes an installation's selected repositories from its mint answer: a one-repository page confirms the count, no listing is walked", async () => {
+    const { body } = await getReleases(broker.url);
+    expect(body.repos.filter((r: { repo: string }) => r.repo.startsWith("beta-org/")).map((r: { repo: string }) => r.repo)).toEqual(["beta-org/api", "beta-org/docs", "beta-org/web"]);
+    expect(entry(body, "beta-org/api")!.latest).toMatchObject({ tag: "api-7" });
+    const listed = requestsTo("GET", /^\/installation\/repositories$/).filter((r) => r.auth.kind === "installation" && r.auth.token === tokenOf(installations.beta));
+    expect(listed.map((r) => [r.query, (r.response!.body as { total_count: number }).total_count])).toEqual([[{ per_page: "1", page: "1" }, 3]]);
+  });
+
+  it("walks the listing when the mint answer lists fewer repositories than the token reaches", async () => {
+    // The platform's answer, shortened: one of beta-org's three repositories listed.
+    const token = fx.sim.issueToken(installations.beta, { permissions: { contents: "read", metadata: "read" }, repositories: ["web", "api", "docs"] });
+    const web = repositoryJson(fx.sim.repository("beta-org", "web"), { apiBase: fx.sim.apiBase, url: fx.sim.url });
+    const expiresAt = new Date(Date.now() + 3_600_000).toISOString().replace(/\.\d+Z$/, "Z");
+    const answer = { token, expires_at: expiresAt, permissions: { contents: "read", metadata: "read" }, repository_selection: "selected", repositories: [web] };
+    fx.sim.faults.add({ method: "POST", path: `/app/installations/${installations.beta}/access_tokens`, times: 1, respond: { status: 201, body: answer } });
+    const { body } = await getReleases(broker.url);
+    expect(body.truncated).toBe(false);
+    expect(body.repos.filter((r: { repo: string }) => r.repo.startsWith("beta-org/")).map((r: { repo: string }) => r.repo)).toEqual(["beta-org/api", "beta-org/docs", "beta-org/web"]);
+    expect(entry(body, "beta-org/api")!.latest).toMatchObject({ tag: "api-7" });
+    const listed = requestsTo("GET", /^\/installation\/repositories$/).filter((r) => r.auth.kind === "installation" && r.auth.token === token);
+    expect(listed.map((r) => r.query)).toEqual([{ per_page: "1", page: "1" }, { per_page: "100", page: "1" }]);
+    expect(broker.logs.some((line) => line.includes("the mint's repositories are not all the token reaches") && line.includes('"minted":1') && line.includes('"listed":3'))).toBe(true);
+    // Each repository looked up once, the one already queried from the mint's list included.
+    const queried = requestsTo("POST", /^\/graphql$/).flatMap((r) => Object.values((r.body as { variables: Record<string, string> }).variables).filter((v) => ["web", "api", "docs"].includes(v)));
+    expect(queried.sort()).toEqual(["api", "docs", "web"]);
+  });
+
+  it("an installation whose repository count fails is skipped like one whose listing fails", async () => {
+    const token = fx.sim.issueToken(installations.beta, { permissions: { contents: "read", metadata: "read" }, repositories: ["web", "api", "docs"] });
+    const repositories = ["web", "api", "docs"].map((name) => repositoryJson(fx.sim.repository("beta-org", name), { apiBase: fx.sim.apiBase, url: fx.sim.url }));
+    const expiresAt = new Date(Date.now() + 3_600_000).toISOString().replace(/\.\d+Z$/, "Z");
+    fx.sim.faults.add({ method: "POST", path: `/app/installations/${installations.beta}/access_tokens`, times: 1, respond: { status: 201, body: { token, expires_at: expiresAt, permissions: { contents: "read", metadata: "read" }, repository_selection: "selected", repositories } } });
+    fx.sim.tokens.get(token)!.revoked = true; // every call made with it is refused (401)
+    const { status, body } = await getReleases(broker.url);
+    expect(status).toBe(200);
+    expect(body.truncated).toBe(true);
+    expect(body.repos.some((r: { repo: string }) => r.repo.startsWith("beta-org/"))).toBe(false);
+    expect(body.repos).toHaveLength(132);
+    const warning = broker.logs.find((line) => line.includes("repositories not counted"));
+    expect(warning).toContain(String(installations.beta));
+    expect(warning).toContain("upstream status 401");
   });
 
   it("mints read-only tokens over whole installations, cut to what each installation holds", async () => {

@@ -350,7 +350,7 @@ describe("the trust decisions, as tables", () => {
     expect(installationServes(installation(account), scope)).toBe(expected);
   });
 
-  const entry = (id: number | null, fullName: string | null, ownerId: number | null): MintedRepository => ({ id, fullName, ownerId });
+  const entry = (id: number | null, fullName: string | null, ownerId: number | null): MintedRepository => ({ id, fullName, ownerId, name: null, ownerLogin: null });
   it.each([
     [byId, [entry(11, "acme/widgets", 22)], true],
     [byId, [entry(11, "Acme/Widgets", 22)], true],

@@ -32,6 +32,9 @@ export interface MintedRepository {
   id: number | null;
   fullName: string | null;
   ownerId: number | null;
+  /** `name` and `owner.login`: what the /releases crawl queries by. */
+  name: string | null;
+  ownerLogin: string | null;
 }
 
 export interface MintedToken {
@@ -90,11 +93,13 @@ export async function mintInstallationToken(input: MintInput): Promise<MintedTok
 }
 
 function readRepository(entry: unknown): MintedRepository {
-  const { id, full_name, owner } = (entry && typeof entry === "object" ? entry : {}) as { id?: unknown; full_name?: unknown; owner?: unknown };
-  const ownerId = owner && typeof owner === "object" ? (owner as { id?: unknown }).id : undefined;
+  const { id, name, full_name, owner } = (entry && typeof entry === "object" ? entry : {}) as { id?: unknown; name?: unknown; full_name?: unknown; owner?: unknown };
+  const { id: ownerId, login } = (owner && typeof owner === "object" ? owner : {}) as { id?: unknown; login?: unknown };
   return {
     id: Number.isSafeInteger(id) ? (id as number) : null,
     fullName: typeof full_name === "string" ? full_name : null,
     ownerId: Number.isSafeInteger(ownerId) ? (ownerId as number) : null,
+    name: typeof name === "string" ? name : null,
+    ownerLogin: typeof login === "string" ? login : null,
   };
 }

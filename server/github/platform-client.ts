@@ -6,6 +6,11 @@ export interface PlatformCall {
   method: "GET" | "POST" | "DELETE";
   /** Path under the API base, already encoded. */
   path: string;
+  /**
+   * The platform's own URL outside the REST base, instead of `path`: its GraphQL endpoint
+   * (`PlatformSettings.graphqlUrl`, from the settings, never from an answer).
+   */
+  url?: string;
   /** App JWT or installation token. */
   bearer: string;
   body?: unknown;
@@ -39,8 +44,8 @@ export type PlatformClient = (call: PlatformCall) => Promise<PlatformAnswer>;
  */
 export function createPlatformClient(options: { apiBase: string; fetch: typeof fetch; timeoutMs: number; now?: () => number; gate?: UpstreamGate }): PlatformClient {
   const now = options.now ?? Date.now;
-  return async ({ method, path, bearer, body, deadlineAt, signal }) => {
-    const url = `${options.apiBase}${path}`;
+  return async ({ method, path, url: absolute, bearer, body, deadlineAt, signal }) => {
+    const url = absolute ?? `${options.apiBase}${path}`;
     const request = { method, url, headers: {} };
     const headers: Record<string, string> = {
       accept: "application/vnd.github+json",
@@ -49,7 +54,7 @@ export function createPlatformClient(options: { apiBase: string; fetch: typeof f
       "x-github-api-version": API_VERSION,
     };
     if (body !== undefined) headers["content-type"] = "application/json; charset=utf-8";
-    if (deadlineAt !== undefined && deadlineAt - now() <= 0) throw deadlineError(`${method} ${path}`);
+    if (deadlineAt !== undefined && deadlineAt - now() <= 0) throw deadlineError(`${method} ${absolute ?? path}`);
     let response: Response;
     let text: string;
     try {
@@ -72,7 +77,7 @@ export function createPlatformClient(options: { apiBase: string; fetch: typeof f
       });
     }
     // A mint's token spends its installation's points when the broker uses it (call-principal.ts).
-    const minted = method === "POST" && response.status === 201 ? MINT_PATH.exec(path) : null;
+    const minted = method === "POST" && response.status === 201 && absolute === undefined ? MINT_PATH.exec(path) : null;
     if (minted) options.gate?.principals.noteMint(minted[1]!, data);
     return new Answer(response.status, response.headers, data);
   };

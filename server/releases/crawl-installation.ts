@@ -10,7 +10,8 @@ import { PER_PAGE, type PageLimit } from "./collect-pages.js";
 import { fetchLatestReleases } from "./fetch-latest-releases.js";
 import { REPOSITORIES_PER_QUERY } from "./latest-releases-query.js";
 import type { CrawlInstallation } from "./list-installations.js";
-import { listRepositories, type CrawlRepository } from "./list-repositories.js";
+import type { CrawlToken } from "./crawl-token-cache.js";
+import { countRepositories, listRepositories, mintedRepositories, type CrawlRepository } from "./list-repositories.js";
 
 /** The crawl reads releases and repository names: read access, nothing more. */
 export const CRAWL_PERMISSIONS = { contents: "read", metadata: "read" } as const;
@@ -52,7 +53,6 @@ export async function crawlInstallation(input: InstallationCrawlInput): Promise<
   const { ctx, platform, installation } = input;
   const log = ctx.log.child({ installation_id: installation.id, account: installation.account, request_id: input.requestId });
   if (input.room <= 0) return { status: "skipped" };
-  const request = ctx.requestFor(platform);
 
   const permissions = intersectPermissions(CRAWL_PERMISSIONS, installation.permissions);
   const tokenKey = ctx.crawlTokens.key({ apiBase: platform.apiBase, appId: input.app.appId, installationId: installation.id, permissions });
@@ -60,10 +60,11 @@ export async function crawlInstallation(input: InstallationCrawlInput): Promise<
   if (fresh) ctx.crawlTokens.drop(tokenKey, input.staleToken!);
   let token: string;
   let reused: boolean;
+  let minted: CrawlToken["repositories"];
   let listed: Awaited<ReturnType<typeof listRepositories>>;
   try {
     // A token kept from an earlier crawl while it lasts (crawl-token-cache.ts); else a new one.
-    ({ token, reused } = await ctx.crawlTokens.tokenFor(tokenKey, () =>
+    ({ token, reused, repositories: minted } = await ctx.crawlTokens.tokenFor(tokenKey, () =>
       mintInstallationToken({ client: ctx.clientFor(platform), appJwt: input.appJwt, installationId: installation.id, permissions, retry: ctx.retry }),
     ));
   } catch (error) {
@@ -76,7 +77,8 @@ export async function crawlInstallation(input: InstallationCrawlInput): Promise<
   // are still on their way; a page is cut where the cap would cut it if the pages before it are
   // full (anything a short page leaves unqueried is looked up once the listing is complete).
   const lookups = new Map<string, Promise<RepoReleases>>();
-  const lookUp = (repositories: readonly CrawlRepository[]) => {
+  const lookUp = (offered: readonly CrawlRepository[]) => {
+    const repositories = offered.filter((repository) => !lookups.has(repository.fullName));
     for (let i = 0; i < repositories.length; i += REPOSITORIES_PER_QUERY) {
       const chunk = repositories.slice(i, i + REPOSITORIES_PER_QUERY);
       const answers = input.queryLimit(() => queryChunk(chunk));
@@ -84,7 +86,7 @@ export async function crawlInstallation(input: InstallationCrawlInput): Promise<
     }
   };
   const queryChunk = async (chunk: readonly CrawlRepository[]): Promise<RepoReleases[]> => {
-    const outcomes = await fetchLatestReleases({ request, graphqlUrl: platform.graphqlUrl, token, repositories: chunk, retry: ctx.retry });
+    const outcomes = await fetchLatestReleases({ client: ctx.clientFor(platform), graphqlUrl: platform.graphqlUrl, token, repositories: chunk, retry: ctx.retry });
     const failed = chunk.flatMap((repository, i) => (outcomes[i]!.ok ? [] : [{ repo: repository.fullName, problem: (outcomes[i] as { problem: string }).problem }]));
     if (failed.length > 0) log.warn({ step: "latest_release", failed }, "releases crawl: latest release unknown for some repositories (reported as null)");
     return chunk.map((repository, i): RepoReleases => {
@@ -92,6 +94,27 @@ export async function crawlInstallation(input: InstallationCrawlInput): Promise<
       return { repo: repository.fullName, latest: outcome.ok ? outcome.latest : null };
     });
   };
+  // An installation on selected repositories: the mint's answer already lists them all, GitHub's
+  // full repository object each (some 4 KB; 22 MB for 5,000). Listing them again would fetch and
+  // parse all of it a second time, a REST point per hundred. The lookups start now, and a
+  // one-repository listing page confirms the count: only if the platform reaches another number
+  // (the mint's list shortened, or the installation changed in between) is the listing walked.
+  const offered = minted ? mintedRepositories(minted) : undefined;
+  if (offered !== undefined && offered.length < input.room) {
+    lookUp(offered);
+    let total: number | undefined;
+    try {
+      total = await countRepositories({ client: ctx.clientFor(platform), token, retry: ctx.retry });
+    } catch (error) {
+      log.warn({ step: "list_repositories", err: describe(error) }, "releases crawl: installation skipped, repositories not counted");
+      return { status: "failed" };
+    }
+    if (total === offered.length) {
+      input.onListed(offered.length);
+      return { status: "ok", repos: await Promise.all(offered.map((repository) => lookups.get(repository.fullName)!)), more: false };
+    }
+    log.info({ step: "list_repositories", minted: offered.length, listed: total }, "releases crawl: the mint's repositories are not all the token reaches, listing them");
+  }
   try {
     listed = await listRepositories({
       client: ctx.clientFor(platform),
@@ -112,7 +135,7 @@ export async function crawlInstallation(input: InstallationCrawlInput): Promise<
   }
   input.onListed(listed.repositories.length);
 
-  lookUp(listed.repositories.filter((repository) => !lookups.has(repository.fullName)));
+  lookUp(listed.repositories);
   const repos = await Promise.all(listed.repositories.map((repository) => lookups.get(repository.fullName)!));
   return { status: "ok", repos, more: listed.more };
 }

@@ -13,18 +13,28 @@
 // with the token is refused as unauthenticated (401: revoked, or the installation is gone), and
 // when the process ends. Concurrent crawls share one mint per key.
 
+import type { MintedRepository } from "../github/mint-installation-token.js";
+
 export const REUSE_MARGIN_MS = 10 * 60_000;
 
 export interface CrawlToken {
   token: string;
   /** Taken from the cache rather than minted for this crawl. */
   reused: boolean;
+  /**
+   * A new token only: the mint answer's `repositories` (what the platform lists for an installation
+   * on selected repositories), or null when it had none. A kept token carries none: the
+   * installation may have changed since its mint.
+   */
+  repositories?: readonly MintedRepository[] | null;
 }
+
+type Minted = { token: string; expires_at: string; repositories?: readonly MintedRepository[] | null };
 
 export interface CrawlTokenCache {
   key(input: { apiBase: string; appId: string; installationId: number; permissions: Record<string, string> }): string;
   /** The kept token for `key` if it has more than REUSE_MARGIN_MS left; else `mint`'s (kept if it will last). */
-  tokenFor(key: string, mint: () => Promise<{ token: string; expires_at: string }>): Promise<CrawlToken>;
+  tokenFor(key: string, mint: () => Promise<Minted>): Promise<CrawlToken>;
   /** Forget `token` under `key` (only if it is still the one kept there). */
   drop(key: string, token: string): void;
   readonly size: number;
@@ -56,7 +66,7 @@ export function createCrawlTokenCache(now: () => number): CrawlTokenCache {
           forgetStale();
           const expiresAt = Date.parse(minted.expires_at);
           if (Number.isFinite(expiresAt) && expiresAt - now() > REUSE_MARGIN_MS) kept.set(key, { token: minted.token, expiresAt });
-          return { token: minted.token, reused: false };
+          return { token: minted.token, reused: false, repositories: minted.repositories ?? null };
         })().finally(() => minting.delete(key));
         minting.set(key, pending);
       }

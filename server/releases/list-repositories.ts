@@ -1,5 +1,6 @@
+import type { MintedRepository } from "../github/mint-installation-token.js";
 import type { PlatformClient } from "../github/platform-client.js";
-import type { RetryPolicy } from "../github/platform-request.js";
+import { DEFAULT_RETRY, withRetry, type RetryPolicy } from "../github/platform-request.js";
 import { collectPages, PER_PAGE, type PageLimit } from "./collect-pages.js";
 
 export interface CrawlRepository {
@@ -46,4 +47,27 @@ function readRepository(raw: unknown): CrawlRepository[] {
   const { name, full_name, owner } = (raw ?? {}) as { name?: unknown; full_name?: unknown; owner?: { login?: unknown } | null };
   if (typeof name !== "string" || typeof full_name !== "string" || typeof owner?.login !== "string") return [];
   return [{ owner: owner.login, name, fullName: full_name }];
+}
+
+/**
+ * How many repositories the token reaches (`total_count` of a one-repository listing page): 1 REST
+ * point and a few hundred bytes, where the whole listing is a point and some 600 KB per hundred.
+ */
+export async function countRepositories(input: { client: PlatformClient; token: string; retry?: RetryPolicy }): Promise<number> {
+  const answer = await withRetry(input.retry ?? DEFAULT_RETRY, "repository count", () =>
+    input.client({ method: "GET", path: "/installation/repositories?per_page=1&page=1", bearer: input.token }),
+  );
+  const total = (answer.data as { total_count?: unknown } | null | undefined)?.total_count;
+  if (typeof total !== "number" || !Number.isSafeInteger(total) || total < 0) throw new Error("repository listing without a total_count");
+  return total;
+}
+
+/** The mint answer's repositories as the crawl queries them; undefined if any lacks a name or owner. */
+export function mintedRepositories(minted: readonly MintedRepository[]): CrawlRepository[] | undefined {
+  const repositories: CrawlRepository[] = [];
+  for (const { name, fullName, ownerLogin } of minted) {
+    if (name === null || fullName === null || ownerLogin === null) return undefined;
+    repositories.push({ owner: ownerLogin, name, fullName });
+  }
+  return repositories;
 }

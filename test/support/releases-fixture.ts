@@ -9,8 +9,12 @@ export interface ReleasesFixture {
   sim: Simulator;
   app: { id: number; privateKeyPem: string };
   env: Record<string, string | undefined>;
-  /** Installs the App on `account` with these repositories; returns the installation id. */
-  install(account: string, repositories: string[], permissions?: Record<string, PermissionLevel>): number;
+  /**
+   * Installs the App on `account` with these repositories; returns the installation id. `all`: on
+   * every repository of the account (these being all it has), whose mint answer lists none, so the
+   * crawl walks the listing; otherwise on these selected ones, which the mint answer lists.
+   */
+  install(account: string, repositories: string[], permissions?: Record<string, PermissionLevel>, selection?: "selected" | "all"): number;
 }
 
 export const READ_WRITE = { contents: "write", metadata: "read", pull_requests: "write" } as const;
@@ -28,8 +32,11 @@ export async function releasesFixture(options: { latencyMs?: number } = {}): Pro
     sim,
     app,
     env,
-    install: (account, repositories, permissions = { ...READ_WRITE }) =>
-      sim.addInstallation({ appId: app.id, account, permissions, repositories }),
+    install: (account, repositories, permissions = { ...READ_WRITE }, selection = "selected") => {
+      if (selection === "selected") return sim.addInstallation({ appId: app.id, account, permissions, repositories });
+      for (const name of repositories) sim.repository(account, name);
+      return sim.addInstallation({ appId: app.id, account, permissions, repositories: "all" });
+    },
   };
 }
 
