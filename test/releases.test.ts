@@ -54,6 +54,18 @@ const requestsTo = (method: string, pattern: RegExp) => fx.sim.requests.filter((
 const mints = () => requestsTo("POST", /^\/app\/installations\/\d+\/access_tokens$/);
 /** The token the platform minted for this installation in the requests recorded since the last clear. */
 const tokenOf = (installationId: number) => (mints().find((m) => m.path === `/app/installations/${installationId}/access_tokens`)?.response?.body as { token?: string } | undefined)?.token;
+/**
+ * beta-org's next mint answered by hand: a real token over its three repositories, whose answer
+ * lists only `listed` (GitHub's full repository objects). Returns the token.
+ */
+function betaMintAnswers(listed: string[]): string {
+  const token = fx.sim.issueToken(installations.beta, { permissions: { contents: "read", metadata: "read" }, repositories: ["web", "api", "docs"] });
+  const repositories = listed.map((name) => repositoryJson(fx.sim.repository("beta-org", name), { apiBase: fx.sim.apiBase, url: fx.sim.url }));
+  const expiresAt = new Date(Date.now() + 3_600_000).toISOString().replace(/\.\d+Z$/, "Z");
+  const body = { token, expires_at: expiresAt, permissions: { contents: "read", metadata: "read" }, repository_selection: "selected", repositories };
+  fx.sim.faults.add({ method: "POST", path: `/app/installations/${installations.beta}/access_tokens`, times: 1, respond: { status: 201, body } });
+  return token;
+}
 const entry = (body: { repos: Array<{ repo: string; latest: unknown }> }, repo: string) => body.repos.find((r) => r.repo === repo);
 
 describe("GET /releases failures (spec 4.3)", () => {
@@ -222,11 +234,7 @@ describe("GET /releases success (spec 2.4)", () => {
 
   it("walks the listing when the mint answer lists fewer repositories than the token reaches", async () => {
     // The platform's answer, shortened: one of beta-org's three repositories listed.
-    const token = fx.sim.issueToken(installations.beta, { permissions: { contents: "read", metadata: "read" }, repositories: ["web", "api", "docs"] });
-    const web = repositoryJson(fx.sim.repository("beta-org", "web"), { apiBase: fx.sim.apiBase, url: fx.sim.url });
-    const expiresAt = new Date(Date.now() + 3_600_000).toISOString().replace(/\.\d+Z$/, "Z");
-    const answer = { token, expires_at: expiresAt, permissions: { contents: "read", metadata: "read" }, repository_selection: "selected", repositories: [web] };
-    fx.sim.faults.add({ method: "POST", path: `/app/installations/${installations.beta}/access_tokens`, times: 1, respond: { status: 201, body: answer } });
+    const token = betaMintAnswers(["web"]);
     const { body } = await getReleases(broker.url);
     expect(body.truncated).toBe(false);
     expect(body.repos.filter((r: { repo: string }) => r.repo.startsWith("beta-org/")).map((r: { repo: string }) => r.repo)).toEqual(["beta-org/api", "beta-org/docs", "beta-org/web"]);
@@ -240,10 +248,7 @@ describe("GET /releases success (spec 2.4)", () => {
   });
 
   it("an installation whose repository count fails is skipped like one whose listing fails", async () => {
-    const token = fx.sim.issueToken(installations.beta, { permissions: { contents: "read", metadata: "read" }, repositories: ["web", "api", "docs"] });
-    const repositories = ["web", "api", "docs"].map((name) => repositoryJson(fx.sim.repository("beta-org", name), { apiBase: fx.sim.apiBase, url: fx.sim.url }));
-    const expiresAt = new Date(Date.now() + 3_600_000).toISOString().replace(/\.\d+Z$/, "Z");
-    fx.sim.faults.add({ method: "POST", path: `/app/installations/${installations.beta}/access_tokens`, times: 1, respond: { status: 201, body: { token, expires_at: expiresAt, permissions: { contents: "read", metadata: "read" }, repository_selection: "selected", repositories } } });
+    const token = betaMintAnswers(["web", "api", "docs"]);
     fx.sim.tokens.get(token)!.revoked = true; // every call made with it is refused (401)
     const { status, body } = await getReleases(broker.url);
     expect(status).toBe(200);
