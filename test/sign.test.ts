@@ -189,6 +189,37 @@ describe("POST /sign platform failures", () => {
     expect(graphqlCalls()).toHaveLength(0);
   });
 
+  it("answers installation_token_failed at once, with the wait as Retry-After, when the mint's points cannot come before the deadline", async () => {
+    // GitHub's points budget set to 6 a minute on both sides: one cold /sign spends the App's 6
+    // (lookup 1 + mint 5); the next /sign's mint (5 more) could only go out a minute later.
+    const budgetBefore = t.fx.sim.limits.values.pointsPerMinute;
+    t.broker.env.UPSTREAM_POINTS_PER_MINUTE = "6";
+    t.fx.sim.limits.values.pointsPerMinute = 6;
+    t.fx.sim.limits.forgetSpentPoints();
+    const refusedBefore = t.fx.sim.limits.refused.points;
+    try {
+      const first = freshBranch();
+      expect((await sign(signBody({ branch: first.branch, expected_head_oid: first.head }))).status).toBe(200);
+      const second = freshBranch();
+      const started = Date.now();
+      const { status, body, headers } = await sign(signBody({ branch: second.branch, expected_head_oid: second.head }));
+      expect(status).toBe(502);
+      expect(body).toEqual({ error: "installation_token_failed" });
+      const wait = Number(headers.get("retry-after"));
+      expect(wait).toBeGreaterThanOrEqual(55);
+      expect(wait).toBeLessThanOrEqual(61);
+      expect(Date.now() - started).toBeLessThan(12_500); // not held to the 25 s deadline
+      // Refused by the broker itself: one mint and one commit sent in all, none refused by the platform.
+      expect(mints()).toHaveLength(1);
+      expect(graphqlCalls()).toHaveLength(1);
+      expect(t.fx.sim.limits.refused.points).toBe(refusedBefore);
+      expect(t.fx.sim.git.head(REPO, second.branch)).toBe(second.head);
+    } finally {
+      t.fx.sim.limits.values.pointsPerMinute = budgetBefore;
+      t.fx.sim.limits.forgetSpentPoints();
+    }
+  });
+
   it("answers installation_token_failed when the installation holds contents: read only", async () => {
     const readOnly = t.fx.sim.addInstallation({ appId: t.fx.app.id, account: "reader-org", permissions: { contents: "read", metadata: "read" }, repositories: ["app"] });
     t.fx.sim.git.createBranch("reader-org/app", "main");
