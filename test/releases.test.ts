@@ -297,6 +297,18 @@ describe("GET /releases success (spec 2.4)", () => {
     expect(broker.logs.some((line) => line.includes("request failed: status 502"))).toBe(true);
   });
 
+  it("reports latest: null for a chunk whose GraphQL answer is not JSON, and logs it as a malformed answer", async () => {
+    fx.sim.faults.add({ method: "POST", path: "/graphql", times: 1, respond: "garbage" });
+    const { status, body } = await getReleases(broker.url);
+    expect(status).toBe(200);
+    expect(body.repos).toHaveLength(135);
+    expect(body.truncated).toBe(false);
+    // One chunk of the four lost its answers; the others stand.
+    expect(body.repos.filter((r: { latest: unknown }) => r.latest === null).length).toBeGreaterThanOrEqual(2);
+    expect(body.repos.some((r: { latest: unknown }) => r.latest !== null)).toBe(true);
+    expect(broker.logs.some((line) => line.includes("latest release unknown") && line.includes("malformed answer"))).toBe(true);
+  });
+
   it("keeps the aggregate when one installation fails: its repositories are absent, truncated says the list is incomplete", async () => {
     fx.sim.faults.add({ method: "POST", path: `/app/installations/${installations.beta}/access_tokens`, respond: { status: 500, body: { message: "Server Error" } } });
     const { status, body } = await getReleases(broker.url);

@@ -95,14 +95,14 @@ export async function crawlInstallation(input: InstallationCrawlInput): Promise<
     });
   };
   // An installation on selected repositories: the mint's answer already lists them all, GitHub's
-  // full repository object each (some 4 KB; 22 MB for 5,000). Listing them again would fetch and
+  // full repository object each (about 5 KB; some 26 MB for 5,000). Listing them again would fetch and
   // parse all of it a second time, a REST point per hundred. The lookups start now, and a
   // one-repository listing page confirms the count: only if the platform reaches another number
   // (the mint's list shortened, or the installation changed in between) is the listing walked.
   const offered = minted ? mintedRepositories(minted) : undefined;
   if (offered !== undefined && offered.length < input.room) {
     lookUp(offered);
-    let total: number | undefined;
+    let total: number;
     try {
       total = await countRepositories({ client: ctx.clientFor(platform), token, retry: ctx.retry });
     } catch (error) {
