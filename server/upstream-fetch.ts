@@ -69,7 +69,8 @@ function plainHeaders(headers: RequestInit["headers"]): Record<string, string> {
  * `fetch`, sent with undici's `request()`: string or URL input, a string or byte body, headers as
  * a record, a Headers object or pairs; the signal aborts the call, the body included. The answer
  * carries `status`, `statusText`, `ok`, `url`, `type`, `redirected`, `headers` and a body read
- * once with `text()`, `json()` or `arrayBuffer()`, or dropped with `body.cancel()`.
+ * once with `text()`, `json()` or `arrayBuffer()`, iterated chunk by chunk (`for await … of
+ * response.body`), or dropped with `body.cancel()`.
  */
 export const upstreamFetch: typeof fetch = async (input, init) => {
   const body = sendableBody(init?.body);
@@ -114,6 +115,16 @@ export const upstreamFetch: typeof fetch = async (input, init) => {
       cancel: async () => {
         used = true;
         await answer.body.dump().catch(() => undefined);
+      },
+      // The chunks as they arrive (fetch's ReadableStream is iterated the same way), once.
+      async *[Symbol.asyncIterator]() {
+        if (used) throw new TypeError("Body is unusable: Body has already been read");
+        used = true;
+        try {
+          for await (const chunk of answer.body) yield chunk as Uint8Array;
+        } catch (error) {
+          throw fetchShaped(error, signal);
+        }
       },
     },
     text: () => consume(() => answer.body.text()),

@@ -25,6 +25,11 @@ export interface MintInput {
   now?: () => number;
   /** Epoch ms by which the answer must be in, retries included (withRetry's deadline); undefined: none. */
   deadlineAt?: number;
+  /**
+   * The answer may list thousands of repositories (a token over a whole installation on selected
+   * repositories): read it as it arrives, each repository cut down to what is read here (PlatformCall.streamArray). /token's one-repository answer is not.
+   */
+  manyRepositories?: boolean;
 }
 
 /** One entry of the mint answer's `repositories[]`, as far as the broker checks it. */
@@ -72,6 +77,7 @@ export async function mintInstallationToken(input: MintInput): Promise<MintedTok
             permissions: input.permissions,
           },
           deadlineAt: attempt.deadlineAt,
+          ...(input.manyRepositories ? { streamArray: { key: "repositories", keep: REPOSITORY_FIELDS } } : {}),
         }),
       { deadlineAt: input.deadlineAt, now: input.now, selfBounded: true },
     );
@@ -91,6 +97,9 @@ export async function mintInstallationToken(input: MintInput): Promise<MintedTok
   const granted = permissions && typeof permissions === "object" ? { ...(permissions as Record<string, string>) } : { ...input.permissions };
   return { token, expires_at, permissions: granted, repositories: Array.isArray(repositories) ? repositories.map(readRepository) : null };
 }
+
+/** The members of a repository object that readRepository reads (and the crawl's listing). */
+export const REPOSITORY_FIELDS = { id: true, name: true, full_name: true, owner: { id: true, login: true } } as const;
 
 function readRepository(entry: unknown): MintedRepository {
   const { id, name, full_name, owner } = (entry && typeof entry === "object" ? entry : {}) as { id?: unknown; name?: unknown; full_name?: unknown; owner?: unknown };

@@ -1,5 +1,6 @@
 import { RequestError } from "@octokit/request-error";
 import { API_VERSION, deadlineError, fetchText } from "./platform-request.js";
+import { streamedJson, type JsonRead, type Shape } from "./streamed-json.js";
 import type { UpstreamGate } from "./upstream-gate.js";
 
 export interface PlatformCall {
@@ -25,6 +26,12 @@ export interface PlatformCall {
    * `deadlineAt` bounds them.
    */
   signal?: AbortSignal;
+  /**
+   * A success that carries a long array under `key` of its top-level object (GitHub's repository
+   * objects): read as it arrives, each element parsed on its own (streamed-json.ts). `data` is
+   * what JSON.parse of the whole body gives, each element of that array cut down to `keep`.
+   */
+  streamArray?: { key: string; keep?: Shape };
 }
 
 export interface PlatformAnswer {
@@ -44,7 +51,7 @@ export type PlatformClient = (call: PlatformCall) => Promise<PlatformAnswer>;
  */
 export function createPlatformClient(options: { apiBase: string; fetch: typeof fetch; timeoutMs: number; now?: () => number; gate?: UpstreamGate }): PlatformClient {
   const now = options.now ?? Date.now;
-  return async ({ method, path, url: absolute, bearer, body, deadlineAt, signal }) => {
+  return async ({ method, path, url: absolute, bearer, body, deadlineAt, signal, streamArray }) => {
     const url = absolute ?? `${options.apiBase}${path}`;
     const request = { method, url, headers: {} };
     const headers: Record<string, string> = {
@@ -57,17 +64,22 @@ export function createPlatformClient(options: { apiBase: string; fetch: typeof f
     if (deadlineAt !== undefined && deadlineAt - now() <= 0) throw deadlineError(`${method} ${absolute ?? path}`);
     let response: Response;
     let text: string;
+    let json: JsonRead | undefined;
     try {
       const init: RequestInit = { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: "error", signal };
-      ({ response, text } = await fetchText(options.fetch, options.timeoutMs, url, init, options.gate, { deadlineAt, now }));
+      const stream = streamArray === undefined ? undefined : () => streamedJson(streamArray.key, streamArray.keep);
+      ({ response, text, json } = await fetchText(options.fetch, options.timeoutMs, url, init, options.gate, { deadlineAt, now, stream }));
     } catch (error) {
       throw new RequestError(error instanceof Error ? error.message : "request failed", 500, { request, cause: error });
     }
     let data: unknown = text;
-    try {
-      data = text === "" ? undefined : JSON.parse(text);
-    } catch {
-      // Not JSON: the caller sees the text and judges the shape.
+    if (json?.json) data = json.value;
+    else {
+      try {
+        data = text === "" ? undefined : JSON.parse(text);
+      } catch {
+        // Not JSON: the caller sees the text and judges the shape.
+      }
     }
     if (response.status >= 400) {
       const message = (data as { message?: unknown } | undefined)?.message;

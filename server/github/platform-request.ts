@@ -2,6 +2,7 @@ import { request as octokitRequest } from "@octokit/request";
 import { RequestError } from "@octokit/request-error";
 import { authorizationOf } from "./call-principal.js";
 import type { Reservation } from "./points-pacer.js";
+import type { JsonRead, StreamedJson } from "./streamed-json.js";
 import type { LocalRefusal, UpstreamGate } from "./upstream-gate.js";
 
 export type OctokitRequest = typeof octokitRequest;
@@ -64,8 +65,8 @@ export async function fetchText(
   input: string | URL | Request,
   init?: RequestInit,
   gate?: UpstreamGate,
-  deadline: Deadline = {},
-): Promise<{ response: Response; text: string }> {
+  deadline: FetchTextOptions = {},
+): Promise<{ response: Response; text: string; json?: JsonRead }> {
   const url = typeof input === "string" || input instanceof URL ? String(input) : input.url;
   const method = init?.method ?? "GET";
   const call = gate?.describe(method, url, authorizationOf(init?.headers));
@@ -122,6 +123,14 @@ export async function fetchText(
       await response.body?.cancel().catch(() => undefined);
       throw new RedirectRefusedError(response.status);
     }
+    const stream = deadline.stream && response.ok ? chunksOf(response) : undefined;
+    if (stream) {
+      const reader = deadline.stream!();
+      for await (const chunk of stream) reader.push(chunk);
+      const json = reader.end();
+      if (call) gate?.observe(call, response.status, response.headers, "");
+      return { response, text: json.json ? "" : json.text, json };
+    }
     const text = await response.text();
     if (call) gate?.observe(call, response.status, response.headers, text);
     return { response, text };
@@ -131,6 +140,22 @@ export async function fetchText(
     leave?.();
     reservation?.settle(sent);
   }
+}
+
+/** fetchText's options: the deadline, and how to read a success's body. */
+export interface FetchTextOptions extends Deadline {
+  /**
+   * Read a 2xx answer's body as it arrives with this reader (streamed-json.ts), under the same
+   * timer, instead of as one text: the answer comes back as `json`, and `text` is "" unless the
+   * body is not JSON. Other answers are read as text.
+   */
+  stream?: () => StreamedJson;
+}
+
+/** The body's chunks, if it can be iterated (fetch's ReadableStream, upstream-fetch.ts's body). */
+function chunksOf(response: Response): AsyncIterable<Uint8Array> | undefined {
+  const body = response.body as unknown as Partial<AsyncIterable<Uint8Array>> | null;
+  return typeof body?.[Symbol.asyncIterator] === "function" ? (body as AsyncIterable<Uint8Array>) : undefined;
 }
 
 /** A request the gate did not send, answered as the platform answers a rate limit. */

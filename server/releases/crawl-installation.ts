@@ -65,7 +65,7 @@ export async function crawlInstallation(input: InstallationCrawlInput): Promise<
   try {
     // A token kept from an earlier crawl while it lasts (crawl-token-cache.ts); else a new one.
     ({ token, reused, repositories: minted } = await ctx.crawlTokens.tokenFor(tokenKey, () =>
-      mintInstallationToken({ client: ctx.clientFor(platform), appJwt: input.appJwt, installationId: installation.id, permissions, retry: ctx.retry }),
+      mintInstallationToken({ client: ctx.clientFor(platform), appJwt: input.appJwt, installationId: installation.id, permissions, retry: ctx.retry, manyRepositories: true }),
     ));
   } catch (error) {
     ctx.appJwt.noteFailure(input.app, error);
@@ -95,8 +95,9 @@ export async function crawlInstallation(input: InstallationCrawlInput): Promise<
     });
   };
   // An installation on selected repositories: the mint's answer already lists them all, GitHub's
-  // full repository object each (about 5 KB; some 26 MB for 5,000). Listing them again would fetch and
-  // parse all of it a second time, a REST point per hundred. The lookups start now, and a
+  // full repository object each (about 5 KB; some 26 MB for 5,000, read as it arrives and cut down
+  // to the members the crawl reads: streamed-json.ts). Listing them again would fetch and parse all
+  // of it a second time, a REST point per hundred. The lookups start now, and a
   // one-repository listing page confirms the count: only if the platform reaches another number
   // (the mint's list shortened, or the installation changed in between) is the listing walked.
   const offered = minted ? mintedRepositories(minted) : undefined;

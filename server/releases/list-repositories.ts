@@ -1,4 +1,4 @@
-import type { MintedRepository } from "../github/mint-installation-token.js";
+import { REPOSITORY_FIELDS, type MintedRepository } from "../github/mint-installation-token.js";
 import type { PlatformClient } from "../github/platform-client.js";
 import { DEFAULT_RETRY, withRetry, type RetryPolicy } from "../github/platform-request.js";
 import { collectPages, PER_PAGE, type PageLimit } from "./collect-pages.js";
@@ -14,8 +14,8 @@ export interface CrawlRepository {
  * `GET /installation/repositories` with an installation token, every page (2…n concurrently),
  * stopping once `limit` repositories are in hand (`more` says whether the platform had others).
  * Sent with the lean platform client: a page is GitHub's full repository object a hundred times
- * (about 600 KB), parsed once with JSON.parse, where Octokit's raw body went text → stream →
- * bytes → text before its parse (`npm run bench -- releases-large`).
+ * (about 460 KB), read as it arrives, each repository parsed on its own and cut down to the members
+ * read here (streamed-json.ts; `npm run bench -- releases-large`).
  * https://docs.github.com/rest/apps/installations#list-repositories-accessible-to-the-app-installation
  */
 export async function listRepositories(input: {
@@ -34,7 +34,7 @@ export async function listRepositories(input: {
     pageLimit: input.pageLimit,
     onPage: input.onPage,
     fetchPage: async (page) => {
-      const answer = await input.client({ method: "GET", path: `/installation/repositories?per_page=${PER_PAGE}&page=${page}`, bearer: input.token });
+      const answer = await input.client({ method: "GET", path: `/installation/repositories?per_page=${PER_PAGE}&page=${page}`, bearer: input.token, streamArray: { key: "repositories", keep: REPOSITORY_FIELDS } });
       const list = (answer.data as { repositories?: unknown } | null | undefined)?.repositories;
       if (!Array.isArray(list)) throw new Error("repository listing without a repositories array");
       return { items: list.flatMap(readRepository), link: answer.headers.link };
