@@ -3,6 +3,7 @@ import { BrokerError } from "../../shared/broker-error.js";
 import type { Permissions } from "../../shared/token-permissions.js";
 import type { PlatformClient } from "./platform-client.js";
 import { DEFAULT_RETRY, statusOf, withRetry, type RetryPolicy } from "./platform-request.js";
+import type { StreamListener } from "./streamed-json.js";
 import { transientRetryAfter } from "./transient-failure.js";
 
 export interface MintInput {
@@ -30,6 +31,12 @@ export interface MintInput {
    * repositories): read it as it arrives, each repository cut down to what is read here (PlatformCall.streamArray). /token's one-repository answer is not.
    */
   manyRepositories?: boolean;
+  /**
+   * With `manyRepositories`: told the token and each repository while the answer is still
+   * arriving (once per attempt: a retried mint tells another token). Unconfirmed until the mint
+   * returns: the answer may yet fail, and only what it returns counts.
+   */
+  early?: { token(token: string): void; repository(repository: MintedRepository): void };
 }
 
 /** One entry of the mint answer's `repositories[]`, as far as the broker checks it. */
@@ -77,7 +84,7 @@ export async function mintInstallationToken(input: MintInput): Promise<MintedTok
             permissions: input.permissions,
           },
           deadlineAt: attempt.deadlineAt,
-          ...(input.manyRepositories ? { streamArray: { key: "repositories", keep: REPOSITORY_FIELDS } } : {}),
+          ...(input.manyRepositories ? { streamArray: { key: "repositories", keep: REPOSITORY_FIELDS, listener: earlyListener(input.early) } } : {}),
         }),
       { deadlineAt: input.deadlineAt, now: input.now, selfBounded: true },
     );
@@ -96,6 +103,16 @@ export async function mintInstallationToken(input: MintInput): Promise<MintedTok
   }
   const granted = permissions && typeof permissions === "object" ? { ...(permissions as Record<string, string>) } : { ...input.permissions };
   return { token, expires_at, permissions: granted, repositories: Array.isArray(repositories) ? repositories.map(readRepository) : null };
+}
+
+function earlyListener(early: MintInput["early"]): StreamListener | undefined {
+  if (!early) return undefined;
+  return {
+    opened: ({ token }) => {
+      if (typeof token === "string" && token !== "") early.token(token);
+    },
+    element: (entry) => early.repository(readRepository(entry)),
+  };
 }
 
 /** The members of a repository object that readRepository reads (and the crawl's listing). */

@@ -1,6 +1,6 @@
 import { RequestError } from "@octokit/request-error";
 import { API_VERSION, deadlineError, fetchText } from "./platform-request.js";
-import { streamedJson, type JsonRead, type Shape } from "./streamed-json.js";
+import { streamedJson, type JsonRead, type Shape, type StreamListener } from "./streamed-json.js";
 import type { UpstreamGate } from "./upstream-gate.js";
 
 export interface PlatformCall {
@@ -31,7 +31,7 @@ export interface PlatformCall {
    * objects): read as it arrives, each element parsed on its own (streamed-json.ts). `data` is
    * what JSON.parse of the whole body gives, each element of that array cut down to `keep`.
    */
-  streamArray?: { key: string; keep?: Shape };
+  streamArray?: { key: string; keep?: Shape; listener?: StreamListener };
 }
 
 export interface PlatformAnswer {
@@ -67,7 +67,7 @@ export function createPlatformClient(options: { apiBase: string; fetch: typeof f
     let json: JsonRead | undefined;
     try {
       const init: RequestInit = { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: "error", signal };
-      const stream = streamArray === undefined ? undefined : () => streamedJson(streamArray.key, streamArray.keep);
+      const stream = streamArray === undefined ? undefined : () => streamedJson(streamArray.key, streamArray.keep, streamArray.listener);
       ({ response, text, json } = await fetchText(options.fetch, options.timeoutMs, url, init, options.gate, { deadlineAt, now, stream }));
     } catch (error) {
       throw new RequestError(error instanceof Error ? error.message : "request failed", 500, { request, cause: error });

@@ -34,6 +34,17 @@ export interface StreamedJson {
   readonly streamed: boolean;
 }
 
+/**
+ * Told about an answer while it arrives, before it is known to be JSON at all: a hint for work
+ * that can start early and be dropped, never an answer (end() is the only one).
+ */
+export interface StreamListener {
+  /** The array opened; the envelope's members before it (parsed alone, if they parse). */
+  opened?(before: Record<string, unknown>): void;
+  /** Each element as it is read (cut to `keep`), in order, while it is read as it arrives. */
+  element?(element: unknown): void;
+}
+
 /** Deeper than this in the envelope, the scan stops following and the whole text goes to JSON.parse. */
 export const MAX_DEPTH = 64;
 /** Element ends guessed wrong (each costs a parse of the element so far) before giving up. */
@@ -76,7 +87,7 @@ function isSpace(byte: number): boolean {
  * keep)`: the rest of each element is dropped as soon as it is parsed (GitHub's repository object
  * has some 90 members; the broker reads 5), so it never outlives a young-generation collection.
  */
-export function streamedJson(key: string, keep?: Shape): StreamedJson {
+export function streamedJson(key: string, keep?: Shape, listener?: StreamListener): StreamedJson {
   const keyBytes = Buffer.from(JSON.stringify(key));
   const chunks: Buffer[] = [];
   /** Where each chunk starts in the answer. */
@@ -159,8 +170,28 @@ export function streamedJson(key: string, keep?: Shape): StreamedJson {
       if (misses > MAX_MISSES) giveUp();
       return false;
     }
-    elements.push(keep ? pick(element, keep) : element);
+    const kept = keep ? pick(element, keep) : element;
+    elements.push(kept);
+    if (listener?.element) tell(() => listener!.element!(kept));
     return true;
+  };
+
+  const tellOpened = () => {
+    let before: unknown;
+    try {
+      before = JSON.parse(`${text(origin, arrayOpen + 1)}]}`);
+    } catch {
+      return;
+    }
+    tell(() => listener!.opened!(before as Record<string, unknown>));
+  };
+  /** A listener that throws is told nothing more; the read goes on (it is only a hint). */
+  const tell = (call: () => void) => {
+    try {
+      call();
+    } catch {
+      listener = undefined;
+    }
   };
 
   const closeArray = (at: number) => {
@@ -261,6 +292,7 @@ export function streamedJson(key: string, keep?: Shape): StreamedJson {
           depth += 1;
           if (inArray) {
             envelopeAt = base + i + 1;
+            if (listener?.opened) tellOpened();
             return;
           }
         } else if (byte === CLOSE_OBJECT || byte === CLOSE_ARRAY) {

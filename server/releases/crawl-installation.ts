@@ -3,7 +3,7 @@ import type { RepoReleases } from "../../shared/types.js";
 import type { AppCredentials } from "../app-credentials.js";
 import type { BrokerContext } from "../context.js";
 import { intersectPermissions } from "../github/intersect-permissions.js";
-import { mintInstallationToken } from "../github/mint-installation-token.js";
+import { mintInstallationToken, type MintedRepository } from "../github/mint-installation-token.js";
 import { statusOf } from "../github/platform-request.js";
 import type { PlatformSettings } from "../settings.js";
 import { PER_PAGE, type PageLimit } from "./collect-pages.js";
@@ -62,38 +62,72 @@ export async function crawlInstallation(input: InstallationCrawlInput): Promise<
   let reused: boolean;
   let minted: CrawlToken["repositories"];
   let listed: Awaited<ReturnType<typeof listRepositories>>;
+  // Each listing page's repositories are looked up as soon as the page is in, while later pages
+  // are still on their way; a page is cut where the cap would cut it if the pages before it are
+  // full (anything a short page leaves unqueried is looked up once the listing is complete).
+  // Keyed by full name; what the crawl reports is only ever what the finished listing or mint
+  // answer names, each looked up once.
+  let lookups = new Map<string, Promise<RepoReleases>>();
+  /** `counts`: whether these lookups' failures are worth a warning (early ones: once confirmed). */
+  const lookUp = (offered: readonly CrawlRepository[], bearer: string, counts: Promise<boolean> = Promise.resolve(true)) => {
+    const repositories = offered.filter((repository) => !lookups.has(repository.fullName));
+    for (let i = 0; i < repositories.length; i += REPOSITORIES_PER_QUERY) {
+      const chunk = repositories.slice(i, i + REPOSITORIES_PER_QUERY);
+      const answers = input.queryLimit(() => queryChunk(chunk, bearer));
+      void answers.then(async ({ failed }) => {
+        if (failed.length > 0 && (await counts)) log.warn({ step: "latest_release", failed }, "releases crawl: latest release unknown for some repositories (reported as null)");
+      });
+      chunk.forEach((repository, j) => lookups.set(repository.fullName, answers.then(({ repos }) => repos[j]!)));
+    }
+  };
+  const queryChunk = async (chunk: readonly CrawlRepository[], bearer: string) => {
+    const outcomes = await fetchLatestReleases({ client: ctx.clientFor(platform), graphqlUrl: platform.graphqlUrl, token: bearer, repositories: chunk, retry: ctx.retry });
+    const failed = chunk.flatMap((repository, i) => (outcomes[i]!.ok ? [] : [{ repo: repository.fullName, problem: (outcomes[i] as { problem: string }).problem }]));
+    const repos = chunk.map((repository, i): RepoReleases => {
+      const outcome = outcomes[i]!;
+      return { repo: repository.fullName, latest: outcome.ok ? outcome.latest : null };
+    });
+    return { repos, failed };
+  };
+  // A new mint's answer over selected repositories lists them all and takes hundreds of
+  // milliseconds to arrive (26 MB for 5,000): its token comes first, so each hundred
+  // repositories is looked up as soon as it is in (while the list would fit the room). These
+  // lookups count only if the finished answer confirms that token; else they are dropped.
+  let confirm!: (confirmed: boolean) => void;
+  const confirmed = new Promise<boolean>((resolve) => (confirm = resolve));
+  const early = { token: undefined as string | undefined, stopped: false, pending: [] as CrawlRepository[], count: 0 };
+  const earlyHint = {
+    token: (told: string) => {
+      if (early.token === undefined) early.token = told;
+      else early.stopped = true; // another attempt's token: the mint decides which one counts
+    },
+    repository: (told: MintedRepository) => {
+      if (early.stopped || early.token === undefined) return;
+      const [repository] = mintedRepositories([told]) ?? [];
+      early.count += 1;
+      if (repository === undefined || early.count >= input.room) {
+        early.stopped = true; // the shortcut will not be taken: the listing decides
+        return;
+      }
+      early.pending.push(repository);
+      if (early.pending.length === REPOSITORIES_PER_QUERY) lookUp(early.pending.splice(0), early.token, confirmed);
+    },
+  };
   try {
     // A token kept from an earlier crawl while it lasts (crawl-token-cache.ts); else a new one.
     ({ token, reused, repositories: minted } = await ctx.crawlTokens.tokenFor(tokenKey, () =>
-      mintInstallationToken({ client: ctx.clientFor(platform), appJwt: input.appJwt, installationId: installation.id, permissions, retry: ctx.retry, manyRepositories: true }),
+      mintInstallationToken({ client: ctx.clientFor(platform), appJwt: input.appJwt, installationId: installation.id, permissions, retry: ctx.retry, manyRepositories: true, early: earlyHint }),
     ));
   } catch (error) {
+    confirm(false);
     ctx.appJwt.noteFailure(input.app, error);
     log.warn({ step: "mint", err: describe(error) }, "releases crawl: installation skipped, no token");
     return { status: "failed" };
   }
+  early.stopped = true;
+  confirm(early.token === token && !reused);
+  if (early.token !== undefined && early.token !== token) lookups = new Map(); // not this token's lookups
   input.onToken?.(reused);
-  // Each listing page's repositories are looked up as soon as the page is in, while later pages
-  // are still on their way; a page is cut where the cap would cut it if the pages before it are
-  // full (anything a short page leaves unqueried is looked up once the listing is complete).
-  const lookups = new Map<string, Promise<RepoReleases>>();
-  const lookUp = (offered: readonly CrawlRepository[]) => {
-    const repositories = offered.filter((repository) => !lookups.has(repository.fullName));
-    for (let i = 0; i < repositories.length; i += REPOSITORIES_PER_QUERY) {
-      const chunk = repositories.slice(i, i + REPOSITORIES_PER_QUERY);
-      const answers = input.queryLimit(() => queryChunk(chunk));
-      chunk.forEach((repository, j) => lookups.set(repository.fullName, answers.then((all) => all[j]!)));
-    }
-  };
-  const queryChunk = async (chunk: readonly CrawlRepository[]): Promise<RepoReleases[]> => {
-    const outcomes = await fetchLatestReleases({ client: ctx.clientFor(platform), graphqlUrl: platform.graphqlUrl, token, repositories: chunk, retry: ctx.retry });
-    const failed = chunk.flatMap((repository, i) => (outcomes[i]!.ok ? [] : [{ repo: repository.fullName, problem: (outcomes[i] as { problem: string }).problem }]));
-    if (failed.length > 0) log.warn({ step: "latest_release", failed }, "releases crawl: latest release unknown for some repositories (reported as null)");
-    return chunk.map((repository, i): RepoReleases => {
-      const outcome = outcomes[i]!;
-      return { repo: repository.fullName, latest: outcome.ok ? outcome.latest : null };
-    });
-  };
   // An installation on selected repositories: the mint's answer already lists them all, GitHub's
   // full repository object each (about 5 KB; some 26 MB for 5,000, read as it arrives and cut down
   // to the members the crawl reads: streamed-json.ts). Listing them again would fetch and parse all
@@ -102,7 +136,7 @@ export async function crawlInstallation(input: InstallationCrawlInput): Promise<
   // (the mint's list shortened, or the installation changed in between) is the listing walked.
   const offered = minted ? mintedRepositories(minted) : undefined;
   if (offered !== undefined && offered.length < input.room) {
-    lookUp(offered);
+    lookUp(offered, token);
     let total: number;
     try {
       total = await countRepositories({ client: ctx.clientFor(platform), token, retry: ctx.retry });
@@ -123,7 +157,7 @@ export async function crawlInstallation(input: InstallationCrawlInput): Promise<
       limit: input.room,
       retry: ctx.retry,
       pageLimit: input.pageLimit,
-      onPage: (page, repositories) => lookUp(repositories.slice(0, Math.max(0, input.room - (page - 1) * PER_PAGE))),
+      onPage: (page, repositories) => lookUp(repositories.slice(0, Math.max(0, input.room - (page - 1) * PER_PAGE)), token),
     });
   } catch (error) {
     if (reused && statusOf(error) === 401 && !fresh) {
@@ -136,7 +170,7 @@ export async function crawlInstallation(input: InstallationCrawlInput): Promise<
   }
   input.onListed(listed.repositories.length);
 
-  lookUp(listed.repositories);
+  lookUp(listed.repositories, token);
   const repos = await Promise.all(listed.repositories.map((repository) => lookups.get(repository.fullName)!));
   return { status: "ok", repos, more: listed.more };
 }
