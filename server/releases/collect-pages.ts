@@ -8,7 +8,7 @@ export const PER_PAGE = 100;
  * Listing pages after the first fetched at once (per crawl: crawl-releases.ts shares one bound
  * between the installations), under the platform's 100 concurrent requests with its other bounds.
  */
-export const PAGE_CONCURRENCY = 8;
+export const PAGE_CONCURRENCY = 16;
 
 /** Runs `run` when a slot is free (a p-limit function). */
 export type PageLimit = <R>(run: () => Promise<R>) => Promise<R>;

@@ -13,7 +13,7 @@ import { createRepositoryBudget, takeFirst } from "./repository-budget.js";
  * fetched concurrently (PAGE_CONCURRENCY, shared by the whole crawl) at most 48 requests in
  * flight, under the platform's 100 concurrent requests (secondary rate limits).
  */
-export const INSTALLATION_CONCURRENCY = 20;
+export const INSTALLATION_CONCURRENCY = 12;
 export const QUERY_CONCURRENCY = 20;
 
 export interface CrawlResult {
