@@ -32,6 +32,8 @@ export interface PlatformCall {
    * what JSON.parse of the whole body gives, each element of that array cut down to `keep`.
    */
   streamArray?: { key: string; keep?: Shape; listener?: StreamListener };
+  /** A success's headers as soon as they are in, before its body is read (a listing's Link). */
+  onHeaders?: (headers: { get(name: string): string | null }) => void;
 }
 
 export interface PlatformAnswer {
@@ -51,7 +53,7 @@ export type PlatformClient = (call: PlatformCall) => Promise<PlatformAnswer>;
  */
 export function createPlatformClient(options: { apiBase: string; fetch: typeof fetch; timeoutMs: number; now?: () => number; gate?: UpstreamGate }): PlatformClient {
   const now = options.now ?? Date.now;
-  return async ({ method, path, url: absolute, bearer, body, deadlineAt, signal, streamArray }) => {
+  return async ({ method, path, url: absolute, bearer, body, deadlineAt, signal, streamArray, onHeaders }) => {
     const url = absolute ?? `${options.apiBase}${path}`;
     const request = { method, url, headers: {} };
     const headers: Record<string, string> = {
@@ -68,7 +70,7 @@ export function createPlatformClient(options: { apiBase: string; fetch: typeof f
     try {
       const init: RequestInit = { method, headers, body: body === undefined ? undefined : JSON.stringify(body), redirect: "error", signal };
       const stream = streamArray === undefined ? undefined : () => streamedJson(streamArray.key, streamArray.keep, streamArray.listener);
-      ({ response, text, json } = await fetchText(options.fetch, options.timeoutMs, url, init, options.gate, { deadlineAt, now, stream }));
+      ({ response, text, json } = await fetchText(options.fetch, options.timeoutMs, url, init, options.gate, { deadlineAt, now, stream, onHeaders }));
     } catch (error) {
       throw new RequestError(error instanceof Error ? error.message : "request failed", 500, { request, cause: error });
     }

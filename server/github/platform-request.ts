@@ -123,6 +123,7 @@ export async function fetchText(
       await response.body?.cancel().catch(() => undefined);
       throw new RedirectRefusedError(response.status);
     }
+    if (response.ok) deadline.onHeaders?.(response.headers);
     const stream = deadline.stream && response.ok ? chunksOf(response) : undefined;
     if (stream) {
       const reader = deadline.stream!();
@@ -150,6 +151,8 @@ export interface FetchTextOptions extends Deadline {
    * body is not JSON. Other answers are read as text.
    */
   stream?: () => StreamedJson;
+  /** A 2xx answer's headers, as soon as they are in (before its body is read). */
+  onHeaders?: (headers: Headers) => void;
 }
 
 /** The body's chunks, if it can be iterated (fetch's ReadableStream, upstream-fetch.ts's body). */

@@ -37,6 +37,9 @@ export interface Page<T> {
  * what the limit needs is never asked for). Items keep page order whatever finishes first. Without
  * a `rel="last"` the pages are walked one after another (`rel="next"`). Each page is a GET, so it
  * is retried with the shared policy; the first failure fails the listing and no further page starts.
+ * A `fetchPage` that reports page 1's Link header as soon as it is in (before the page's body)
+ * lets pages 2…n start then, on the platform's word that a page followed by another is full; they
+ * are used only if page 1 then comes with that same Link and at least one item.
  * https://docs.github.com/rest/using-the-rest-api/using-pagination-in-the-rest-api
  */
 export async function collectPages<T>(options: {
@@ -47,48 +50,73 @@ export async function collectPages<T>(options: {
   /** Each page's items as soon as that page is in (pages may arrive out of order). */
   onPage?: (page: number, items: readonly T[]) => void;
   retry?: RetryPolicy;
-  fetchPage: (page: number) => Promise<Page<T>>;
+  /** `onLink`, if called, gets the page's Link header once the answer's headers are in. */
+  fetchPage: (page: number, onLink?: (link: string | undefined) => void) => Promise<Page<T>>;
 }): Promise<{ items: T[]; more: boolean }> {
   const perPage = options.perPage ?? PER_PAGE;
-  const fetchPage = async (page: number) => {
-    const answer = await withRetry(options.retry ?? DEFAULT_RETRY, `listing page ${page}`, () => options.fetchPage(page));
+  const own = pLimit(PAGE_CONCURRENCY);
+  const bound: PageLimit = options.pageLimit ?? ((run) => own(run));
+  const fetchPage = async (page: number, onLink?: (link: string | undefined) => void) => {
+    const answer = await withRetry(options.retry ?? DEFAULT_RETRY, `listing page ${page}`, () => options.fetchPage(page, onLink));
     options.onPage?.(page, answer.items);
     return answer;
   };
-  const first = await fetchPage(1);
+  /** Pages from..from+count-1 through the bound; none starts once `stop()` says so. */
+  const wave = (from: number, count: number, stop: () => boolean) =>
+    Array.from({ length: count }, (_, i) =>
+      bound(async () => {
+        if (stop()) throw new Error("listing abandoned");
+        return fetchPage(from + i);
+      }),
+    );
+  const wanted = (have: number, next: number, last: number) => Math.min(last - next + 1, Math.ceil((options.limit - have) / perPage));
+
+  let failed = false;
+  // The first wave, started on page 1's headers (see above).
+  type Early = { link: string | undefined; pages: Array<Promise<Page<T>>>; dropped: boolean };
+  let early: Early | undefined;
+  const onLink = (link: string | undefined) => {
+    if (early !== undefined) return; // a retried page 1: the first headers started what they could
+    const last = lastPage(link);
+    const count = last !== undefined && hasNextPage(link) ? wanted(perPage, 2, last) : 0;
+    const started: Early = { link, pages: [], dropped: false };
+    started.pages = count > 0 ? wave(2, count, () => failed || started.dropped) : [];
+    for (const page of started.pages) page.catch(() => undefined); // read below, or dropped with the listing
+    early = started;
+  };
+  let first: Page<T>;
+  try {
+    first = await fetchPage(1, onLink);
+  } catch (error) {
+    failed = true;
+    throw error;
+  }
   const items = [...first.items];
   const last = lastPage(first.link);
   let next = 2;
   let hasNext = hasNextPage(first.link) && first.items.length > 0;
-  if (last !== undefined && hasNext) {
-    const own = pLimit(PAGE_CONCURRENCY);
-    const bound: PageLimit = options.pageLimit ?? ((run) => own(run));
-    let failed = false;
-    // Normally one wave; another only if pages came back shorter than per_page.
-    while (items.length < options.limit && next <= last) {
-      const wanted = Math.min(last - next + 1, Math.ceil((options.limit - items.length) / perPage));
-      const wave = Array.from({ length: wanted }, (_, i) => next + i);
-      const answers = await Promise.all(
-        wave.map((page) =>
-          bound(async () => {
-            if (failed) throw new Error("listing abandoned");
-            return fetchPage(page).catch((error: unknown) => {
-              failed = true;
-              throw error;
-            });
-          }),
-        ),
-      );
-      for (const answer of answers) items.push(...answer.items);
-      next += wanted;
+  let ahead = early !== undefined && early.pages.length > 0 && early.link === first.link && hasNext ? early.pages : undefined;
+  if (early !== undefined && ahead === undefined) early.dropped = true;
+  try {
+    if (last !== undefined && hasNext) {
+      // Normally one wave; another only if pages came back shorter than per_page.
+      while (items.length < options.limit && next <= last) {
+        const pages = ahead ?? wave(next, wanted(items.length, next, last), () => failed);
+        ahead = undefined;
+        for (const answer of await Promise.all(pages)) items.push(...answer.items);
+        next += pages.length;
+      }
+      hasNext = next <= last;
+    } else {
+      for (; hasNext && items.length < options.limit; next += 1) {
+        const answer = await fetchPage(next);
+        items.push(...answer.items);
+        hasNext = hasNextPage(answer.link) && answer.items.length > 0;
+      }
     }
-    hasNext = next <= last;
-  } else {
-    for (; hasNext && items.length < options.limit; next += 1) {
-      const answer = await fetchPage(next);
-      items.push(...answer.items);
-      hasNext = hasNextPage(answer.link) && answer.items.length > 0;
-    }
+  } catch (error) {
+    failed = true;
+    throw error;
   }
   if (items.length >= options.limit) return { items: items.slice(0, options.limit), more: hasNext || items.length > options.limit };
   return { items, more: false };

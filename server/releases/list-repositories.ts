@@ -33,8 +33,14 @@ export async function listRepositories(input: {
     retry: input.retry,
     pageLimit: input.pageLimit,
     onPage: input.onPage,
-    fetchPage: async (page) => {
-      const answer = await input.client({ method: "GET", path: `/installation/repositories?per_page=${PER_PAGE}&page=${page}`, bearer: input.token, streamArray: { key: "repositories", keep: REPOSITORY_FIELDS } });
+    fetchPage: async (page, onLink) => {
+      const answer = await input.client({
+        method: "GET",
+        path: `/installation/repositories?per_page=${PER_PAGE}&page=${page}`,
+        bearer: input.token,
+        streamArray: { key: "repositories", keep: REPOSITORY_FIELDS },
+        onHeaders: onLink && ((headers) => onLink(headers.get("link") ?? undefined)),
+      });
       const list = (answer.data as { repositories?: unknown } | null | undefined)?.repositories;
       if (!Array.isArray(list)) throw new Error("repository listing without a repositories array");
       return { items: list.flatMap(readRepository), link: answer.headers.link };
