@@ -43,18 +43,22 @@ const queried = () =>
       .filter(([name]) => name.startsWith("n"))
       .map(([, value]) => ({ name: value, token }));
   });
+/** GET /releases answers all 1,000 repositories, with the releases the platform holds. */
+async function expectWholeAggregate() {
+  const { status, body } = await getReleases(broker.url);
+  expect(status).toBe(200);
+  expect(body.truncated).toBe(false);
+  expect(body.repos).toHaveLength(1000);
+  expect(body.repos[0]).toMatchObject({ repo: "big-org/repo-000", latest: { tag: "v0" } });
+  expect(body.repos[999]).toMatchObject({ repo: "big-org/repo-999", latest: { tag: "v999" } });
+  expect(body.repos[1]).toEqual({ repo: "big-org/repo-001", latest: null });
+}
 const countRequest = () => fx.sim.requests.findIndex((r) => r.path === "/installation/repositories" && r.query.per_page === "1");
 
 describe("GET /releases: lookups while the mint answer arrives", () => {
   it("starts lookups before the answer is all in, and looks each repository up once", async () => {
     broker = await startBroker({ ...fx.env });
-    const { status, body } = await getReleases(broker.url);
-    expect(status).toBe(200);
-    expect(body.truncated).toBe(false);
-    expect(body.repos).toHaveLength(1000);
-    expect(body.repos[0]).toMatchObject({ repo: "big-org/repo-000", latest: { tag: "v0" } });
-    expect(body.repos[999]).toMatchObject({ repo: "big-org/repo-999", latest: { tag: "v999" } });
-    expect(body.repos[1]).toEqual({ repo: "big-org/repo-001", latest: null });
+    await expectWholeAggregate();
     // The count is asked once the mint answer is in; queries went out before it.
     const firstQuery = fx.sim.requests.findIndex((r) => r.method === "POST" && r.path === "/graphql");
     expect(countRequest()).toBeGreaterThan(firstQuery);
@@ -75,12 +79,7 @@ describe("GET /releases: lookups while the mint answer arrives", () => {
     const expiresAt = new Date(Date.now() + 3_600_000).toISOString().replace(/\.\d+Z$/, "Z");
     const text = `{"token":"ghs_not_the_token","expires_at":"${expiresAt}","permissions":{"contents":"read","metadata":"read"},"repository_selection":"selected","repositories":${JSON.stringify(repositories)},"token":"${token}"}`;
     fx.sim.faults.add({ method: "POST", path: `/app/installations/${installation}/access_tokens`, times: 1, respond: { status: 201, headers: { "content-type": "application/json; charset=utf-8" }, body: text } });
-    const { status, body } = await getReleases(broker.url);
-    expect(status).toBe(200);
-    expect(body.truncated).toBe(false);
-    expect(body.repos).toHaveLength(1000);
-    expect(body.repos[0]).toMatchObject({ repo: "big-org/repo-000", latest: { tag: "v0" } });
-    expect(body.repos[999]).toMatchObject({ repo: "big-org/repo-999", latest: { tag: "v999" } });
+    await expectWholeAggregate();
     // Early queries went out with the first token (refused), then every repository once with the real one.
     const byToken = (t: string) => queried().filter((q) => q.token === t).map((q) => q.name);
     expect(byToken("ghs_not_the_token").length).toBeGreaterThan(0);
