@@ -88,10 +88,14 @@ export const upstreamFetch: typeof fetch = async (input, init) => {
     throw fetchShaped(error, signal);
   }
   let used = false;
-  /** The body, read once (as fetch allows), its failures shaped as fetch's. */
-  const consume = async <T>(read: () => Promise<T>): Promise<T> => {
+  /** The body is read once, as fetch allows. */
+  const claim = () => {
     if (used) throw new TypeError("Body is unusable: Body has already been read");
     used = true;
+  };
+  /** The body, read whole, its failures shaped as fetch's. */
+  const consume = async <T>(read: () => Promise<T>): Promise<T> => {
+    claim();
     try {
       return await read();
     } catch (error) {
@@ -118,8 +122,7 @@ export const upstreamFetch: typeof fetch = async (input, init) => {
       },
       // The chunks as they arrive (fetch's ReadableStream is iterated the same way), once.
       async *[Symbol.asyncIterator]() {
-        if (used) throw new TypeError("Body is unusable: Body has already been read");
-        used = true;
+        claim();
         try {
           for await (const chunk of answer.body) yield chunk as Uint8Array;
         } catch (error) {

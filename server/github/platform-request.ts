@@ -41,7 +41,7 @@ export class RedirectRefusedError extends Error {
  * `redirect: "manual"` hands the 3xx back unfollowed and it becomes a RedirectRefusedError.
  *
  * With a gate: a paused kind of call is refused at once; then the call takes its REST points, or
- * waits for them — bounded by the deadline (`deadline.deadlineAt`) and the caller's signal only:
+ * waits for them — bounded by the deadline (`options.deadlineAt`) and the caller's signal only:
  * pacing is the broker's own doing, not the platform being slow; points that cannot come before
  * the deadline are not waited for (refused at once, as a rate limit) — then takes a slot or queues for
  * one, which counts against the same timeout (and deadline) as the request itself. Points are spent
@@ -65,13 +65,13 @@ export async function fetchText(
   input: string | URL | Request,
   init?: RequestInit,
   gate?: UpstreamGate,
-  deadline: FetchTextOptions = {},
+  options: FetchTextOptions = {},
 ): Promise<{ response: Response; text: string; json?: JsonRead }> {
   const url = typeof input === "string" || input instanceof URL ? String(input) : input.url;
   const method = init?.method ?? "GET";
   const call = gate?.describe(method, url, authorizationOf(init?.headers));
-  const now = deadline.now ?? Date.now;
-  const { deadlineAt } = deadline;
+  const now = options.now ?? Date.now;
+  const { deadlineAt } = options;
   const outer = init?.signal ?? undefined;
   if (outer?.aborted) throw outer.reason;
   const controller = new AbortController();
@@ -123,10 +123,10 @@ export async function fetchText(
       await response.body?.cancel().catch(() => undefined);
       throw new RedirectRefusedError(response.status);
     }
-    if (response.ok) deadline.onHeaders?.(response.headers);
-    const stream = deadline.stream && response.ok ? chunksOf(response) : undefined;
+    if (response.ok) options.onHeaders?.(response.headers);
+    const stream = options.stream && response.ok ? chunksOf(response) : undefined;
     if (stream) {
-      const reader = deadline.stream!();
+      const reader = options.stream!();
       for await (const chunk of stream) reader.push(chunk);
       const json = reader.end();
       if (call) gate?.observe(call, response.status, response.headers, "");

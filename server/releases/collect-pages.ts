@@ -84,20 +84,14 @@ export async function collectPages<T>(options: {
     for (const page of started.pages) page.catch(() => undefined); // read below, or dropped with the listing
     early = started;
   };
-  let first: Page<T>;
   try {
-    first = await fetchPage(1, onLink);
-  } catch (error) {
-    failed = true;
-    throw error;
-  }
-  const items = [...first.items];
-  const last = lastPage(first.link);
-  let next = 2;
-  let hasNext = hasNextPage(first.link) && first.items.length > 0;
-  let ahead = early !== undefined && early.pages.length > 0 && early.link === first.link && hasNext ? early.pages : undefined;
-  if (early !== undefined && ahead === undefined) early.dropped = true;
-  try {
+    const first = await fetchPage(1, onLink);
+    const items = [...first.items];
+    const last = lastPage(first.link);
+    let next = 2;
+    let hasNext = hasNextPage(first.link) && first.items.length > 0;
+    let ahead = early !== undefined && early.pages.length > 0 && early.link === first.link && hasNext ? early.pages : undefined;
+    if (early !== undefined && ahead === undefined) early.dropped = true;
     if (last !== undefined && hasNext) {
       // Normally one wave; another only if pages came back shorter than per_page.
       while (items.length < options.limit && next <= last) {
@@ -114,12 +108,12 @@ export async function collectPages<T>(options: {
         hasNext = hasNextPage(answer.link) && answer.items.length > 0;
       }
     }
+    if (items.length >= options.limit) return { items: items.slice(0, options.limit), more: hasNext || items.length > options.limit };
+    return { items, more: false };
   } catch (error) {
-    failed = true;
+    failed = true; // no page still waiting for the bound starts
     throw error;
   }
-  if (items.length >= options.limit) return { items: items.slice(0, options.limit), more: hasNext || items.length > options.limit };
-  return { items, more: false };
 }
 
 function hasNextPage(link: string | undefined): boolean {

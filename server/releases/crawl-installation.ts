@@ -11,7 +11,7 @@ import { fetchLatestReleases } from "./fetch-latest-releases.js";
 import { REPOSITORIES_PER_QUERY } from "./latest-releases-query.js";
 import type { CrawlInstallation } from "./list-installations.js";
 import type { CrawlToken } from "./crawl-token-cache.js";
-import { countRepositories, listRepositories, mintedRepositories, type CrawlRepository } from "./list-repositories.js";
+import { countRepositories, listRepositories, mintedRepositories, mintedRepository, type CrawlRepository } from "./list-repositories.js";
 
 /** The crawl reads releases and repository names: read access, nothing more. */
 export const CRAWL_PERMISSIONS = { contents: "read", metadata: "read" } as const;
@@ -103,7 +103,7 @@ export async function crawlInstallation(input: InstallationCrawlInput): Promise<
     },
     repository: (told: MintedRepository) => {
       if (early.stopped || early.token === undefined) return;
-      const [repository] = mintedRepositories([told]) ?? [];
+      const repository = mintedRepository(told);
       early.count += 1;
       if (repository === undefined || early.count >= input.room) {
         early.stopped = true; // the shortcut will not be taken: the listing decides
@@ -125,7 +125,7 @@ export async function crawlInstallation(input: InstallationCrawlInput): Promise<
     return { status: "failed" };
   }
   early.stopped = true;
-  confirm(early.token === token && !reused);
+  confirm(early.token === token); // a kept token had no mint here: early.token is undefined
   if (early.token !== undefined && early.token !== token) lookups = new Map(); // not this token's lookups
   input.onToken?.(reused);
   // An installation on selected repositories: the mint's answer already lists them all, GitHub's

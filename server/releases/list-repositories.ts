@@ -57,7 +57,7 @@ function readRepository(raw: unknown): CrawlRepository[] {
 
 /**
  * How many repositories the token reaches (`total_count` of a one-repository listing page): 1 REST
- * point and a few hundred bytes, where the whole listing is a point and some 600 KB per hundred.
+ * point and a few hundred bytes, where the whole listing is a point and some 460 KB per hundred.
  */
 export async function countRepositories(input: { client: PlatformClient; token: string; retry?: RetryPolicy }): Promise<number> {
   const answer = await withRetry(input.retry ?? DEFAULT_RETRY, "repository count", () =>
@@ -68,12 +68,18 @@ export async function countRepositories(input: { client: PlatformClient; token: 
   return total;
 }
 
+/** A mint answer's repository as the crawl queries it; undefined if it lacks a name or owner. */
+export function mintedRepository({ name, fullName, ownerLogin }: MintedRepository): CrawlRepository | undefined {
+  return name === null || fullName === null || ownerLogin === null ? undefined : { owner: ownerLogin, name, fullName };
+}
+
 /** The mint answer's repositories as the crawl queries them; undefined if any lacks a name or owner. */
 export function mintedRepositories(minted: readonly MintedRepository[]): CrawlRepository[] | undefined {
   const repositories: CrawlRepository[] = [];
-  for (const { name, fullName, ownerLogin } of minted) {
-    if (name === null || fullName === null || ownerLogin === null) return undefined;
-    repositories.push({ owner: ownerLogin, name, fullName });
+  for (const entry of minted) {
+    const repository = mintedRepository(entry);
+    if (repository === undefined) return undefined;
+    repositories.push(repository);
   }
   return repositories;
 }
