@@ -321,6 +321,31 @@ describe("GET /releases success (spec 2.4)", () => {
     expect(warning).toContain(String(installations.beta));
     expect(warning).toContain("installation_token_failed");
   });
+
+  // The streamed reads (server/github/streamed-json.ts) fail like the buffered ones did.
+  it("skips an installation whose mint answer is not JSON (read as it arrives), like one whose mint fails", async () => {
+    fx.sim.faults.add({ method: "POST", path: `/app/installations/${installations.beta}/access_tokens`, times: 1, respond: "garbage" });
+    const { status, body } = await getReleases(broker.url);
+    expect(status).toBe(200);
+    expect(body.truncated).toBe(true);
+    expect(body.repos.some((r: { repo: string }) => r.repo.startsWith("beta-org/"))).toBe(false);
+    expect(body.repos).toHaveLength(132);
+    const warning = broker.logs.find((line) => line.includes("installation skipped, no token"));
+    expect(warning).toContain(String(installations.beta));
+    expect(warning).toContain("installation_token_failed");
+  });
+
+  it("skips installations whose listing pages are not JSON (read as they arrive), like failed listings", async () => {
+    // Every listing answer is garbage: alpha-org's pages, and the count pages of beta-org and gamma-org.
+    fx.sim.faults.add({ method: "GET", path: "/installation/repositories", respond: "garbage" });
+    const { status, body } = await getReleases(broker.url);
+    expect(status).toBe(200);
+    expect(body.truncated).toBe(true);
+    expect(body.repos).toEqual([]);
+    expect(broker.logs.find((line) => line.includes("repositories not listed"))).toContain(String(installations.alpha));
+    expect(broker.logs.find((line) => line.includes("repositories not counted") && line.includes(String(installations.beta)))).toBeDefined();
+  });
+
   it("skips a suspended installation without minting for it (its repositories are not reachable)", async () => {
     const jwt = await new SignJWT({}).setProtectedHeader({ alg: "RS256" }).setIssuer(String(fx.app.id)).setIssuedAt().setExpirationTime("5m")
       .sign(createPrivateKey(fx.app.privateKeyPem));
