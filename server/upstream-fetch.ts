@@ -1,4 +1,5 @@
 import { request, type Dispatcher } from "undici";
+import { isHeaders, isRequest } from "./web-classes.js";
 
 // The broker's transport for every upstream call (platform, OIDC issuers): `fetch`'s shape, so
 // every caller (the lean platform client, Octokit, the key-set source) and every wrapper (the
@@ -60,7 +61,7 @@ function sendableBody(body: RequestInit["body"]): string | Uint8Array | undefine
 
 function plainHeaders(headers: RequestInit["headers"]): Record<string, string> {
   if (headers === undefined) return {};
-  if (headers instanceof Headers) return Object.fromEntries(headers.entries());
+  if (isHeaders(headers)) return Object.fromEntries(headers.entries());
   if (Array.isArray(headers)) return Object.fromEntries(headers);
   return headers as Record<string, string>;
 }
@@ -74,7 +75,7 @@ function plainHeaders(headers: RequestInit["headers"]): Record<string, string> {
  */
 export const upstreamFetch: typeof fetch = async (input, init) => {
   const body = sendableBody(init?.body);
-  if (input instanceof Request || body === false) return fetch(input, init);
+  if (isRequest(input) || body === false) return fetch(input, init);
   const headers = plainHeaders(init?.headers);
   const url = String(input);
   const method = (init?.method ?? "GET").toUpperCase();

@@ -4,6 +4,7 @@ import { authorizationOf } from "./call-principal.js";
 import type { Reservation } from "./points-pacer.js";
 import type { JsonRead, StreamedJson } from "./streamed-json.js";
 import type { LocalRefusal, UpstreamGate } from "./upstream-gate.js";
+import { isRequest } from "../web-classes.js";
 
 export type OctokitRequest = typeof octokitRequest;
 
@@ -111,7 +112,7 @@ export async function fetchText(
       leave = entered;
     }
     sent = true;
-    const bodied = init?.body != null || (input instanceof Request && input.body !== null);
+    const bodied = init?.body != null || (isRequest(input) && input.body !== null);
     let response: Response;
     try {
       response = await fetchImpl(input, { ...init, signal, redirect: bodied ? "error" : "manual" });

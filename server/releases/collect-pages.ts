@@ -13,17 +13,6 @@ export const PAGE_CONCURRENCY = 16;
 /** Runs `run` when a slot is free (a p-limit function). */
 export type PageLimit = <R>(run: () => Promise<R>) => Promise<R>;
 
-/**
- * Octokit parses bodies with a BigInt-safe JSON parser that costs tens of milliseconds per crawl
- * on listing pages (about 1 KB per repository). Ids here fit in a double, so the crawl asks for
- * the raw body (`parseSuccessResponseBody: false`) and parses it natively with this.
- */
-export const RAW_BODY = { parseSuccessResponseBody: false } as const;
-
-export async function parseJsonBody(body: unknown): Promise<unknown> {
-  return new Response(body as ReadableStream).json();
-}
-
 export interface Page<T> {
   items: T[];
   /** The Link header, if any: the platform sends `rel="next"` while more pages follow. */

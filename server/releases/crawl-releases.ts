@@ -41,11 +41,10 @@ export interface CrawlInput {
 export async function crawlReleases(input: CrawlInput): Promise<CrawlResult> {
   const { ctx, platform, app } = input;
   const started = ctx.now();
-  const request = ctx.requestFor(platform);
   const appJwt = await ctx.appJwt.jwtFor(app);
   let listing: Awaited<ReturnType<typeof listInstallations>>;
   try {
-    listing = await listInstallations({ request, appJwt, max: input.maxInstallations, retry: ctx.retry });
+    listing = await listInstallations({ client: ctx.clientFor(platform), appJwt, max: input.maxInstallations, retry: ctx.retry });
   } catch (error) {
     ctx.appJwt.noteFailure(app, error);
     throw error;
