@@ -133,6 +133,15 @@ describe("GET /releases failures (spec 4.3)", () => {
     expect(requestsTo("GET", /^\/app\/installations$/)).toHaveLength(3); // retried, then given up
     expect(mints()).toHaveLength(0);
   });
+
+  it("500 internal_error when the installation listing answers 200 with a body that is not JSON", async () => {
+    fx.sim.faults.add({ method: "GET", path: "/app/installations", times: 1, respond: "garbage" });
+    const res = await getReleases(broker.url);
+    expect(res.status).toBe(500);
+    expect(res.body).toEqual({ error: "internal_error" });
+    expect(requestsTo("GET", /^\/app\/installations$/)).toHaveLength(1); // a 200 is an answer: not retried
+    expect(mints()).toHaveLength(0);
+  });
 });
 
 describe("GET /releases success (spec 2.4)", () => {

@@ -1,10 +1,10 @@
 import { request as octokitRequest } from "@octokit/request";
 import { RequestError } from "@octokit/request-error";
+import { isRequest } from "../web-classes.js";
 import { authorizationOf } from "./call-principal.js";
 import type { Reservation } from "./points-pacer.js";
 import type { JsonRead, StreamedJson } from "./streamed-json.js";
 import type { LocalRefusal, UpstreamGate } from "./upstream-gate.js";
-import { isRequest } from "../web-classes.js";
 
 export type OctokitRequest = typeof octokitRequest;
 

@@ -31,10 +31,9 @@ export async function listInstallations(input: {
       limit: input.max,
       retry: input.retry,
       fetchPage: async (page) => {
-        const response = await input.client({ method: "GET", path: `/app/installations?per_page=${PER_PAGE}&page=${page}`, bearer: input.appJwt });
-        const data = response.data;
+        const { data, headers } = await input.client({ method: "GET", path: `/app/installations?per_page=${PER_PAGE}&page=${page}`, bearer: input.appJwt });
         if (!Array.isArray(data)) throw new BrokerError("internal_error", { detail: "installation listing is not an array" });
-        return { items: data.map(readInstallation), link: response.headers.link };
+        return { items: data.map(readInstallation), link: headers.link };
       },
     });
     return { installations: items, truncated: more };
