@@ -19,6 +19,13 @@ export interface TokenResponse {
   expires_at: string;
   /** owner/name */
   repository: string;
+  /**
+   * Additive to the spec's three fields (the action's `installation-id` and `app-slug` outputs, as
+   * actions/create-github-app-token has them); absent from older brokers, so optional here.
+   */
+  installation_id?: number;
+  /** The App's slug: its bot is `<slug>[bot]` (git author name for commits made with the token). */
+  app_slug?: string;
 }
 
 export interface FileAddition {

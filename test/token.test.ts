@@ -23,7 +23,10 @@ describe("POST /token success", () => {
   it("mints a token scoped to the one repository with the default permissions", async () => {
     const { status, body, headers } = await exchange();
     expect(status).toBe(200);
-    expect(Object.keys(body).sort()).toEqual(["expires_at", "repository", "token"]);
+    // The spec's three fields, and the two additive ones the action outputs (installation-id, app-slug).
+    expect(Object.keys(body).sort()).toEqual(["app_slug", "expires_at", "installation_id", "repository", "token"]);
+    expect(body.installation_id).toBe(t.fx.installationId);
+    expect(body.app_slug).toBe(`tokensmith-test-${t.fx.app.id}`);
     expect(body.repository).toBe("octo-org/app");
     const issued = t.fx.sim.tokens.get(body.token as string);
     expect(issued).toBeDefined();

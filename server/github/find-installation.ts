@@ -10,6 +10,8 @@ export interface Installation {
   permissions: Record<string, string>;
   /** The account it is installed on; null when the platform names none (an enterprise installation). */
   account: { login: string; id: number } | null;
+  /** The installation object's `app_slug` (GitHub sends it on every lookup); undefined when absent. */
+  appSlug?: string;
 }
 
 export interface InstallationLookup {
@@ -57,11 +59,17 @@ export async function findInstallation(lookup: InstallationLookup): Promise<Inst
       retryAfter: transientRetryAfter(error, (lookup.now ?? Date.now)()),
     });
   }
-  const { id, permissions, account } = (data ?? {}) as { id?: unknown; permissions?: unknown; account?: unknown };
+  const { id, permissions, account, app_slug } = (data ?? {}) as { id?: unknown; permissions?: unknown; account?: unknown; app_slug?: unknown };
   if (!Number.isSafeInteger(id) || (id as number) <= 0 || !permissions || typeof permissions !== "object" || Array.isArray(permissions)) {
     throw new BrokerError("github_installation_lookup_failed", { detail: "installation object without id or permissions" });
   }
-  return { id: id as number, permissions: { ...(permissions as Record<string, string>) }, account: readAccount(account) };
+  return {
+    id: id as number,
+    permissions: { ...(permissions as Record<string, string>) },
+    account: readAccount(account),
+    // Passed on to the action (its app-slug output): only a slug's own characters, so nothing else rides along.
+    ...(typeof app_slug === "string" && /^[a-z0-9][a-z0-9-]{0,99}$/i.test(app_slug) ? { appSlug: app_slug } : {}),
+  };
 }
 
 function readAccount(account: unknown): Installation["account"] {

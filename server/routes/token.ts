@@ -70,7 +70,14 @@ export function tokenRoute(ctx: BrokerContext): RequestHandler {
       "installation token minted",
     );
     ctx.metrics.tokensMinted.inc({ platform: platform.name });
-    const answer: TokenResponse = { token: minted.token, expires_at: minted.expires_at, repository };
+    // The spec's three fields, then the two additive ones the action outputs (installation-id, app-slug).
+    const answer: TokenResponse = {
+      token: minted.token,
+      expires_at: minted.expires_at,
+      repository,
+      installation_id: installation.id,
+      ...(installation.appSlug !== undefined ? { app_slug: installation.appSlug } : {}),
+    };
     res.setHeader("Cache-Control", "no-store");
     sendJson(res, 200, answer);
   };
