@@ -1,40 +1,50 @@
 // One POST /token to one broker address, and what its answer means to the action (spec 4.1):
-// a token, a verdict (a JSON body whose `error` is one of the broker's codes), an unreachable
-// broker (network error, timeout, or a 5xx that is not a verdict, e.g. a proxy's 502 page), or an
-// answer no tokensmith broker gives (a 4xx without a verdict, a 200 without a token). A verdict
-// carries the broker's `Retry-After` (in ms) when it sent one: its mark of an answer worth retrying.
+// a 200 (its body still unchecked: check-answer.ts), a 200 whose body never arrived whole, a
+// verdict (a JSON body whose `error` is one of the broker's codes), an unreachable broker (network
+// error, timeout before any status line, or a 5xx that is not a verdict, e.g. a proxy's 502 page),
+// or an answer no tokensmith broker gives (a 4xx without a verdict). A verdict carries the broker's
+// `Retry-After` (in ms) when it sent one. A 200 of any shape means a token may have been minted: it
+// is never "unreachable", so it is never followed by another POST.
 import { isErrorCode } from "../shared/error-codes.js";
-import type { TokenRequest, TokenResponse } from "../shared/types.js";
+import type { TokenRequest } from "../shared/types.js";
 import type { Verdict } from "./hints.js";
+import { IncompleteAnswer } from "./http.js";
 import type { Http } from "./toolkit.js";
 
 export type BrokerOutcome =
-  | { kind: "token"; token: TokenResponse }
+  /** `body` is the parsed JSON, undefined when the body is not JSON. */
+  | { kind: "answered"; body: unknown }
+  | { kind: "answer-incomplete"; detail: string }
   | { kind: "verdict"; verdict: Verdict; retryAfterMs?: number }
   | { kind: "unreachable"; detail: string }
   | { kind: "unexpected"; detail: string };
 
-export async function postToken(http: Http, brokerUrl: string, body: TokenRequest): Promise<BrokerOutcome> {
+export async function postToken(http: Http, brokerUrl: string, body: TokenRequest, limits?: { timeoutMs?: number }): Promise<BrokerOutcome> {
   let status: number;
   let text: string;
   let retryAfter: string | string[] | undefined;
   try {
-    const response = await http.request("POST", `${brokerUrl}/token`, JSON.stringify(body), {
-      "content-type": "application/json",
-      accept: "application/json",
-    });
+    const response = await http.request(
+      "POST",
+      `${brokerUrl}/token`,
+      JSON.stringify(body),
+      { "content-type": "application/json", accept: "application/json" },
+      limits,
+    );
     status = response.status;
     text = response.body;
     retryAfter = response.headers["retry-after"];
   } catch (error) {
+    if (error instanceof IncompleteAnswer) {
+      if (error.status === 200) return { kind: "answer-incomplete", detail: error.problem.message };
+      if (error.status >= 500) return { kind: "unreachable", detail: error.message };
+      return { kind: "unexpected", detail: error.message };
+    }
     return { kind: "unreachable", detail: networkDetail(error) };
   }
 
   const json = parseJson(text);
-  if (status === 200) {
-    if (isTokenResponse(json)) return { kind: "token", token: json };
-    return { kind: "unexpected", detail: "HTTP 200 without a token in the body" };
-  }
+  if (status === 200) return { kind: "answered", body: json };
   if (isErrorBody(json)) {
     const wait = retryAfterMs(retryAfter);
     const verdict: Verdict = { status, error: json.error, ...(typeof json.reason === "string" ? { reason: json.reason } : {}) };
@@ -50,11 +60,6 @@ function parseJson(text: string): unknown {
   } catch {
     return undefined;
   }
-}
-
-function isTokenResponse(json: unknown): json is TokenResponse {
-  const body = json as Partial<Record<keyof TokenResponse, unknown>> | null | undefined;
-  return typeof body?.token === "string" && body.token !== "" && typeof body.expires_at === "string" && typeof body.repository === "string";
 }
 
 function isErrorBody(json: unknown): json is { error: Verdict["error"]; reason?: unknown } {

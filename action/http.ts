@@ -12,7 +12,7 @@ import { HttpClient, getProxyUrl } from "@actions/http-client";
 import type { Http, HttpAnswer } from "./toolkit.js";
 
 /** Bodies the action reads are a few hundred bytes: anything past this is not an answer for us. */
-const MAX_BODY_BYTES = 1024 * 1024;
+export const MAX_BODY_BYTES = 64 * 1024;
 const USER_AGENT = "tokensmith-action";
 
 export class HttpTimeout extends Error {
@@ -23,10 +23,29 @@ export class HttpTimeout extends Error {
   }
 }
 
-/** No redirects (a token request must reach the address the user named) and no built-in retries. */
+/**
+ * The status line arrived, then the answer failed (cut off, over MAX_BODY_BYTES, or its body
+ * outlived the timeout). Kept apart from "no answer": after a 200 status line a token may have been
+ * minted, so the action must not ask again (broker-client.ts).
+ */
+export class IncompleteAnswer extends Error {
+  constructor(
+    readonly status: number,
+    readonly problem: Error,
+  ) {
+    super(`HTTP ${status} answer incomplete: ${problem.message}`);
+    this.name = "IncompleteAnswer";
+  }
+}
+
+/**
+ * No redirects (a token request must reach the address the user named) and no built-in retries.
+ * A request's own `timeoutMs` (the time left in the step's bound) shortens the client's.
+ */
 export function createHttp(options: { timeoutMs: number }): Http {
   return {
-    request: (method, url, body, headers) => send(method, new URL(url), body, headers, options.timeoutMs),
+    request: (method, url, body, headers, limits) =>
+      send(method, new URL(url), body, headers, Math.max(1, Math.min(options.timeoutMs, limits?.timeoutMs ?? Infinity))),
   };
 }
 
@@ -68,7 +87,7 @@ function send(method: string, url: URL, body: string | null, headers: Record<str
       settle(() => {
         response?.destroy();
         req.destroy();
-        reject(error);
+        reject(response ? new IncompleteAnswer(response.statusCode ?? 0, error) : error);
       });
     // Armed before the socket exists: a connect that never completes is bounded too.
     const deadline = setTimeout(() => fail(new HttpTimeout(timeoutMs)), timeoutMs);

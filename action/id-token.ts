@@ -15,13 +15,16 @@ export type IdTokenOutcome =
   /** Any other answer: not the runner's token service. */
   | { kind: "unexpected"; detail: string };
 
-export async function fetchIdToken(http: Http, requestUrl: string, requestToken: string, audience: string): Promise<IdTokenOutcome> {
+export async function fetchIdToken(http: Http, requestUrl: string, requestToken: string, audience: string, limits?: { timeoutMs?: number }): Promise<IdTokenOutcome> {
   let answer;
   try {
-    answer = await http.request("GET", `${requestUrl}&audience=${encodeURIComponent(audience)}`, null, {
-      authorization: `Bearer ${requestToken}`,
-      accept: "application/json",
-    });
+    answer = await http.request(
+      "GET",
+      `${requestUrl}&audience=${encodeURIComponent(audience)}`,
+      null,
+      { authorization: `Bearer ${requestToken}`, accept: "application/json" },
+      limits,
+    );
   } catch (error) {
     return { kind: "transient", detail: networkDetail(error) };
   }

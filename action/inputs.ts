@@ -4,6 +4,9 @@ import type { Env, Toolkit } from "./toolkit.js";
 
 export const SUPPORTED_AUTH_MODES = ["public-app"] as const;
 export const DEFAULT_AUDIENCE = "tokensmith";
+/** The step's bound on its own time (input `timeout-seconds`), and the most it may be set to. */
+export const DEFAULT_TIMEOUT_SECONDS = 90;
+export const MAX_TIMEOUT_SECONDS = 3600;
 
 export interface Inputs {
   authMode: (typeof SUPPORTED_AUTH_MODES)[number];
@@ -13,9 +16,17 @@ export interface Inputs {
   fallbackUrl?: string;
   audience: string;
   skipTokenRevoke: boolean;
-  /** The job's own repository (GITHUB_REPOSITORY): the only one a token can be asked for. */
+  /** Whole seconds; the step ends within them, both brokers hanging included. */
+  timeoutSeconds: number;
+  /** The job's own repository (GITHUB_REPOSITORY): the one the token is asked for. */
   owner: string;
   repo: string;
+  /**
+   * Every repository a token from the broker may name (owner/name): the job's own today. The
+   * trust-policy work's `repositories` input adds the ones the step asks for here, and its
+   * `permission-<name>` inputs go next to it; the answer check (check-answer.ts) already reads a list.
+   */
+  repositories: string[];
   /** Sent for the broker's logs only. */
   ref?: string;
   runId?: string;
@@ -42,8 +53,10 @@ export function readInputs(core: Pick<Toolkit, "getInput">, env: Env): Inputs {
     ...(fallback && fallback !== brokerUrl ? { fallbackUrl: fallback } : {}),
     audience: core.getInput("oidc-audience") || DEFAULT_AUDIENCE,
     skipTokenRevoke: readBoolean("skip-token-revoke", core.getInput("skip-token-revoke")),
+    timeoutSeconds: readTimeoutSeconds(core.getInput("timeout-seconds")),
     owner: match[1]!,
     repo: match[2]!,
+    repositories: [repository],
     ...optional("ref", env.GITHUB_REF),
     ...optional("runId", env.GITHUB_RUN_ID),
     ...optional("sha", env.GITHUB_SHA),
@@ -68,6 +81,17 @@ function brokerOrigin(name: string, raw: string): string | undefined {
     throw new ActionFailure(`tokensmith: ${name} must be an http(s) URL, not ${url.protocol}.`);
   }
   return text;
+}
+
+/** Whole seconds, 1 to MAX_TIMEOUT_SECONDS; empty (input absent) is the default. */
+export function readTimeoutSeconds(raw: string): number {
+  const text = raw.trim();
+  if (text === "") return DEFAULT_TIMEOUT_SECONDS;
+  const value = /^\d{1,5}$/.test(text) ? Number(text) : NaN;
+  if (!(value >= 1 && value <= MAX_TIMEOUT_SECONDS)) {
+    throw new ActionFailure(`tokensmith: timeout-seconds must be a whole number of seconds from 1 to ${MAX_TIMEOUT_SECONDS}, not "${text}".`);
+  }
+  return value;
 }
 
 /** YAML 1.2 core booleans, as core.getBooleanInput; empty (input absent) is the default, false. */

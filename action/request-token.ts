@@ -1,16 +1,16 @@
 // The exchange: a fresh OIDC token for every POST, the primary broker then (only when the primary
-// is unreachable) the fallback, and backoff between rounds when no broker could be reached or the
-// broker's verdict is one that retrying can change: a 5xx the broker marks with `Retry-After`
-// (waited, up to RetryPolicy.maxRetryAfterMs, when longer than the backoff), and 503
-// oidc_key_fetch_failed always (brokers before Retry-After did not mark it). Any other verdict,
-// 4xx above all, ends the exchange at once.
-import type { TokenResponse } from "../shared/types.js";
+// gave no answer: network error, timeout before a status line, a 5xx that is not a verdict) the
+// fallback, and backoff between rounds when no broker could be reached or the broker's verdict is
+// one the shared table calls retryable. A 200, whatever its body, ends the exchange: a token may
+// have been minted, and asking again (either broker) would mint another that nobody revokes.
+// Every request and every wait ends within the step's bound (Deadline, input timeout-seconds).
+import { ERROR_CODES } from "../shared/error-codes.js";
 import { ActionFailure } from "./action-failure.js";
 import { postToken, type BrokerOutcome } from "./broker-client.js";
-import { describeVerdict, type Verdict } from "./hints.js";
+import { describeVerdict, reasonText, type Verdict } from "./hints.js";
 import { describeIdTokenFailure, fetchIdToken } from "./id-token.js";
 import type { Inputs } from "./inputs.js";
-import type { Env, Http, RetryPolicy, Toolkit } from "./toolkit.js";
+import type { Deadline, Env, Http, RetryPolicy, Toolkit } from "./toolkit.js";
 
 export interface RequestTokenDeps {
   core: Pick<Toolkit, "setSecret" | "info" | "debug">;
@@ -18,38 +18,59 @@ export interface RequestTokenDeps {
   http: Http;
   retry: RetryPolicy;
   sleep: (ms: number) => Promise<void>;
+  deadline: Deadline;
+}
+
+/** The broker's 200: its parsed body (undefined when not JSON), not yet checked (check-answer.ts). */
+export interface BrokerAnswer {
+  body: unknown;
+  brokerUrl: string;
 }
 
 type Problem = { kind: "verdict"; verdict: Verdict; brokerUrl: string; retryAfterMs?: number } | { kind: "unreachable"; details: string[] };
 
-export async function requestToken(deps: RequestTokenDeps, inputs: Inputs): Promise<TokenResponse> {
+export async function requestToken(deps: RequestTokenDeps, inputs: Inputs): Promise<BrokerAnswer> {
   const addresses = inputs.fallbackUrl ? [inputs.brokerUrl, inputs.fallbackUrl] : [inputs.brokerUrl];
   const repository = `${inputs.owner}/${inputs.repo}`;
   const attempts = Math.max(1, deps.retry.attempts);
+  const left = () => deps.deadline.at - deps.deadline.now();
   let problem: Problem | undefined;
+  let attempt = 1;
 
-  for (let attempt = 1; attempt <= attempts; attempt++) {
+  for (; attempt <= attempts; attempt++) {
     problem = undefined;
     const unreachable: string[] = [];
     for (const brokerUrl of addresses) {
+      if (left() <= 0) break;
       // Runner OIDC tokens live five minutes: never reuse one across attempts.
       const oidcToken = await jobOidcToken(deps, inputs.audience);
-      const outcome = await postToken(deps.http, brokerUrl, {
-        oidcToken,
-        owner: inputs.owner,
-        repo: inputs.repo,
-        ...(inputs.ref ? { ref: inputs.ref } : {}),
-        ...(inputs.runId ? { runId: inputs.runId } : {}),
-        ...(inputs.sha ? { sha: inputs.sha } : {}),
-      });
-      if (outcome.kind === "token") return outcome.token;
+      if (left() <= 0) break;
+      const outcome = await postToken(
+        deps.http,
+        brokerUrl,
+        {
+          oidcToken,
+          owner: inputs.owner,
+          repo: inputs.repo,
+          ...(inputs.ref ? { ref: inputs.ref } : {}),
+          ...(inputs.runId ? { runId: inputs.runId } : {}),
+          ...(inputs.sha ? { sha: inputs.sha } : {}),
+        },
+        { timeoutMs: left() },
+      );
+      if (outcome.kind === "answered") return { body: outcome.body, brokerUrl };
+      if (outcome.kind === "answer-incomplete") {
+        throw new ActionFailure(
+          `tokensmith: ${brokerUrl} began a 200 answer that never arrived whole (${outcome.detail}): a token may have been minted that the action cannot read or revoke (it expires within the hour), so it does not ask again. Check broker-url and whatever sits between the runner and the broker.`,
+        );
+      }
       if (outcome.kind === "unexpected") {
         throw new ActionFailure(`tokensmith: ${brokerUrl} answered ${outcome.detail}: check that broker-url is the tokensmith broker's origin.`);
       }
       if (outcome.kind === "verdict") {
         const context = { repository, audience: inputs.audience, brokerUrl };
         if (!worthRetrying(outcome)) throw new ActionFailure(describeVerdict(outcome.verdict, context));
-        deps.core.info(`tokensmith: attempt ${attempt}: ${brokerUrl} answered ${outcome.verdict.status} ${outcome.verdict.error}${outcome.verdict.reason ? ` (${outcome.verdict.reason})` : ""}`);
+        deps.core.info(`tokensmith: attempt ${attempt}: ${brokerUrl} answered ${outcome.verdict.status} ${outcome.verdict.error}${outcome.verdict.reason !== undefined ? ` (${reasonText(outcome.verdict.reason)})` : ""}`);
         problem = { kind: "verdict", verdict: outcome.verdict, brokerUrl, ...(outcome.retryAfterMs !== undefined ? { retryAfterMs: outcome.retryAfterMs } : {}) };
         break; // a broker answered: the fallback would not know better
       }
@@ -57,30 +78,35 @@ export async function requestToken(deps: RequestTokenDeps, inputs: Inputs): Prom
       unreachable.push(`${brokerUrl} (${outcome.detail})`);
     }
     problem ??= { kind: "unreachable", details: unreachable };
-    if (attempt < attempts) {
-      const delay = retryDelay(deps.retry, attempt, problem.kind === "verdict" ? problem.retryAfterMs : undefined);
-      deps.core.info(`tokensmith: retrying in ${delay} ms (attempt ${attempt + 1} of ${attempts})`);
-      await deps.sleep(delay);
-    }
+    if (left() <= 0 || attempt >= attempts) break;
+    const delay = retryDelay(deps.retry, attempt, problem.kind === "verdict" ? problem.retryAfterMs : undefined);
+    // A wait that would end past the bound is no wait at all: fail now, with what is known.
+    if (delay >= left()) break;
+    deps.core.info(`tokensmith: retrying in ${delay} ms (attempt ${attempt + 1} of ${attempts})`);
+    await deps.sleep(delay);
   }
 
-  const after = attempts > 1 ? ` after ${attempts} attempts` : "";
+  const tries = Math.min(attempt, attempts);
+  const after = `${tries > 1 ? ` after ${tries} attempts` : ""}${tries < attempts || left() <= 0 ? ` (the step's ${deps.deadline.seconds} s bound, timeout-seconds, leaves no time for more)` : ""}`;
   if (problem?.kind === "verdict") {
     const line = describeVerdict(problem.verdict, { repository, audience: inputs.audience, brokerUrl: problem.brokerUrl });
     throw new ActionFailure(`${line}${after}`);
   }
-  const tried = problem?.details.join(", nor ") ?? inputs.brokerUrl;
+  const tried = problem?.details.length ? problem.details.join(", nor ") : inputs.brokerUrl;
   throw new ActionFailure(`tokensmith: could not reach the broker at ${tried}${after}: check broker-url${inputs.fallbackUrl ? " and broker-fallback-url" : ""}, or retry later.`);
 }
 
 /**
- * A 5xx verdict the broker marked with Retry-After, or oidc_key_fetch_failed (no verdict on the
- * token was reached; older brokers send no Retry-After). Never a 4xx. The shared table's
- * `retryable` flag documents the same split; the header is what the action goes by.
+ * The shared table decides (ERROR_CODES[code].retryable), 408 request_timeout included. For a 5xx
+ * the broker also marks the transient cases with Retry-After (a mint the platform refused for good
+ * has none), so a 5xx is retried only with it, or when it is oidc_key_fetch_failed (no verdict was
+ * reached; brokers before Retry-After did not mark it).
  */
 function worthRetrying(outcome: Extract<BrokerOutcome, { kind: "verdict" }>): boolean {
-  if (outcome.verdict.status < 500) return false;
-  return outcome.retryAfterMs !== undefined || outcome.verdict.error === "oidc_key_fetch_failed";
+  const { status, error } = outcome.verdict;
+  if (!ERROR_CODES[error].retryable) return false;
+  if (status < 500) return true;
+  return outcome.retryAfterMs !== undefined || error === "oidc_key_fetch_failed";
 }
 
 /** The backoff before round `attempt + 1`, or what the server asked for (capped) when longer. */
@@ -91,21 +117,23 @@ function retryDelay(retry: RetryPolicy, attempt: number, retryAfterMs: number | 
 
 /**
  * A fresh OIDC token from the runner, masked before anything else sees it. Network errors, 5xx and
- * 429 are retried with the same backoff; a refusal (401/403) or any other answer fails at once.
+ * 429 are retried with the same backoff, within the step's bound; a refusal (401/403) or any other
+ * answer fails at once.
  */
 async function jobOidcToken(deps: RequestTokenDeps, audience: string): Promise<string> {
   const requestUrl = deps.env.ACTIONS_ID_TOKEN_REQUEST_URL ?? "";
   const where = originOf(requestUrl);
   const attempts = Math.max(1, deps.retry.attempts);
+  const left = () => deps.deadline.at - deps.deadline.now();
   for (let attempt = 1; ; attempt++) {
-    const outcome = await fetchIdToken(deps.http, requestUrl, deps.env.ACTIONS_ID_TOKEN_REQUEST_TOKEN ?? "", audience);
+    const outcome = await fetchIdToken(deps.http, requestUrl, deps.env.ACTIONS_ID_TOKEN_REQUEST_TOKEN ?? "", audience, { timeoutMs: left() });
     if (outcome.kind === "token") {
       deps.core.setSecret(outcome.value);
       return outcome.value;
     }
     if (outcome.kind !== "transient") throw new ActionFailure(describeIdTokenFailure(outcome, where, ""));
-    if (attempt >= attempts) throw new ActionFailure(describeIdTokenFailure(outcome, where, attempts > 1 ? ` after ${attempts} attempts` : ""));
     const delay = retryDelay(deps.retry, attempt, outcome.retryAfterMs);
+    if (attempt >= attempts || delay >= left()) throw new ActionFailure(describeIdTokenFailure(outcome, where, attempt > 1 ? ` after ${attempt} attempts` : ""));
     deps.core.info(`tokensmith: the runner's OIDC token service failed (${outcome.detail}); retrying in ${delay} ms (attempt ${attempt + 1} of ${attempts})`);
     await deps.sleep(delay);
   }

@@ -30,21 +30,30 @@ export async function post(deps: PostDeps): Promise<void> {
       core.info("tokensmith: the token has already expired; nothing to revoke");
       return;
     }
-    const apiBase = (deps.env.GITHUB_API_URL || "https://api.github.com").replace(/\/+$/, "");
-    const response = await deps.http.request("DELETE", `${apiBase}/installation/token`, null, {
-      authorization: `Bearer ${token}`,
-      accept: "application/vnd.github+json",
-      "x-github-api-version": "2022-11-28",
-    });
-    const { status, body } = response;
-    if (status === 204) {
-      core.info("tokensmith: token revoked");
-      return;
-    }
-    core.warning(`tokensmith: token revocation failed: HTTP ${status}${platformMessage(body)}`);
+    const failure = await revokeToken(deps.http, deps.env, token);
+    if (failure === undefined) core.info("tokensmith: token revoked");
+    else core.warning(`tokensmith: token revocation failed: ${failure}`);
   } catch (error) {
     if (error instanceof ActionFailure) core.warning(error.message);
     else core.warning(`tokensmith: token revocation failed: ${networkDetail(error)}`);
+  }
+}
+
+/**
+ * `DELETE /installation/token` with the token itself: undefined when the platform revoked it (204),
+ * else why not (post and main print it through safe-toolkit.ts: one line, whatever the platform wrote).
+ */
+export async function revokeToken(http: Http, env: Env, token: string, limits?: { timeoutMs?: number }): Promise<string | undefined> {
+  const apiBase = (env.GITHUB_API_URL || "https://api.github.com").replace(/\/+$/, "");
+  try {
+    const { status, body } = await http.request("DELETE", `${apiBase}/installation/token`, null, {
+      authorization: `Bearer ${token}`,
+      accept: "application/vnd.github+json",
+      "x-github-api-version": "2022-11-28",
+    }, limits);
+    return status === 204 ? undefined : `HTTP ${status}${platformMessage(body)}`;
+  } catch (error) {
+    return networkDetail(error);
   }
 }
 

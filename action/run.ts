@@ -1,9 +1,12 @@
 // The main step: check the inputs, make sure the runner can hand out OIDC tokens, exchange one at
-// the broker, then mask → output → save state (in that order: nothing may print the token before
-// the runner knows to hide it).
+// the broker, check the answer (check-answer.ts), then mask → output → save state (in that order:
+// nothing may print the token before the runner knows to hide it). An answer that fails the check
+// fails the step, and the token it carried, when usable, is masked first and revoked at once.
 import { ActionFailure } from "./action-failure.js";
+import { checkAnswer, usableToken } from "./check-answer.js";
 import { readInputs } from "./inputs.js";
 import { requestToken } from "./request-token.js";
+import { revokeToken } from "./revoke-token.js";
 import { STATE, type Env, type Http, type RetryPolicy, type Toolkit } from "./toolkit.js";
 
 export interface RunDeps {
@@ -12,6 +15,8 @@ export interface RunDeps {
   http: Http;
   retry: RetryPolicy;
   sleep: (ms: number) => Promise<void>;
+  /** Epoch ms; Date.now unless a test pins it. */
+  now?: () => number;
 }
 
 // Without `permissions: id-token: write` the runner does not set these two variables
@@ -22,16 +27,31 @@ const NO_ID_TOKEN =
 
 export async function run(deps: RunDeps): Promise<void> {
   const { core } = deps;
+  const now = deps.now ?? Date.now;
+  const started = now();
   try {
     const inputs = readInputs(core, deps.env);
     if (!deps.env.ACTIONS_ID_TOKEN_REQUEST_URL || !deps.env.ACTIONS_ID_TOKEN_REQUEST_TOKEN) throw new ActionFailure(NO_ID_TOKEN);
 
-    const answer = await requestToken(deps, inputs);
+    const deadline = { at: started + inputs.timeoutSeconds * 1000, seconds: inputs.timeoutSeconds, now };
+    const { body, brokerUrl } = await requestToken({ ...deps, deadline }, inputs);
 
-    core.setSecret(answer.token);
+    // Masked before the answer is even checked: a refused answer's token is still a live token.
+    const token = usableToken(body);
+    if (token !== undefined) core.setSecret(token);
+    const check = checkAnswer(body, { repositories: inputs.repositories, now: now() });
+    if (!check.ok) {
+      const revoked = check.token === undefined ? "" : await revokeRefused(deps, check.token);
+      throw new ActionFailure(`tokensmith: refused the answer from ${brokerUrl}: ${check.problem}.${revoked} Check broker-url: a tokensmith broker never answers this.`);
+    }
+    const answer = check.answer;
+
     core.setOutput("token", answer.token);
     core.setOutput("expires-at", answer.expires_at);
     core.setOutput("repository", answer.repository);
+    // Brokers before these two fields leave the outputs empty, as an unset output reads.
+    if (answer.installation_id !== undefined) core.setOutput("installation-id", String(answer.installation_id));
+    if (answer.app_slug !== undefined) core.setOutput("app-slug", answer.app_slug);
     // Post revokes the token; when it will not, the token is not written to the state file at all.
     if (!inputs.skipTokenRevoke) {
       core.saveState(STATE.token, answer.token);
@@ -41,4 +61,13 @@ export async function run(deps: RunDeps): Promise<void> {
   } catch (error) {
     core.setFailed(error instanceof ActionFailure ? error.message : `tokensmith: ${error instanceof Error ? error.message : String(error)}`);
   }
+}
+
+/** How long revoking a refused answer's token may add to the step, past its bound (docs/action.md). */
+export const REFUSED_REVOKE_TIMEOUT_MS = 10_000;
+
+/** Revokes a refused answer's token now (post would never see it: it is not saved). One sentence for the failure line. */
+async function revokeRefused(deps: RunDeps, token: string): Promise<string> {
+  const failure = await revokeToken(deps.http, deps.env, token, { timeoutMs: REFUSED_REVOKE_TIMEOUT_MS });
+  return failure === undefined ? " The token it carried has been revoked." : ` Revoking the token it carried failed (${failure}); it expires within the hour.`;
 }

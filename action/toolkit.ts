@@ -27,8 +27,12 @@ export interface HttpAnswer {
 
 /** Every HTTP call of the action goes through this (http.ts: bounded, honours https_proxy / no_proxy). */
 export interface Http {
-  /** Rejects on a network error or when no complete answer came within the client's timeout. */
-  request(method: string, url: string, body: string | null, headers: Record<string, string>): Promise<HttpAnswer>;
+  /**
+   * Rejects on a network error or when no complete answer came within the client's timeout (or
+   * `limits.timeoutMs`, when shorter); with http.ts's IncompleteAnswer when the status line came
+   * but the rest did not.
+   */
+  request(method: string, url: string, body: string | null, headers: Record<string, string>, limits?: { timeoutMs?: number }): Promise<HttpAnswer>;
 }
 
 export interface RetryPolicy {
@@ -38,6 +42,15 @@ export interface RetryPolicy {
   baseDelayMs: number;
   /** The longest a `Retry-After` may make the action wait before its next round. */
   maxRetryAfterMs: number;
+}
+
+/** The step's one bound on its time (input `timeout-seconds`): every request and every wait ends by `at`. */
+export interface Deadline {
+  /** Epoch ms. */
+  at: number;
+  /** The input's value, for messages. */
+  seconds: number;
+  now: () => number;
 }
 
 /** Names shared by main (which saves them) and post (which reads them). */

@@ -59,15 +59,16 @@ describe("action.yml", () => {
       { name: "broker-fallback-url", required: false, default: "" },
       { name: "oidc-audience", required: false, default: "tokensmith" },
       { name: "skip-token-revoke", required: false, default: "false" },
+      { name: "timeout-seconds", required: false, default: "90" },
     ]);
-    expect(text).toMatch(/^outputs:\n {2}token:\n[\s\S]*^ {2}expires-at:\n[\s\S]*^ {2}repository:\n/m);
+    expect(text).toMatch(/^outputs:\n {2}token:\n[\s\S]*^ {2}expires-at:\n[\s\S]*^ {2}repository:\n[\s\S]*^ {2}installation-id:\n[\s\S]*^ {2}app-slug:\n/m);
     expect(text).toMatch(/^runs:\n {2}using: node24\n {2}main: dist\/main\/index\.js\n {2}post: dist\/post\/index\.js\n/m);
   });
 
-  it("has every input and output in the README's tables", () => {
-    const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
-    for (const input of actionInputs()) expect(readme).toMatch(new RegExp(`^\\| \`${input.name}\` \\| ${input.required ? "yes" : "(?!yes)[^|]*"} \\|`, "m"));
-    for (const output of ["token", "expires-at", "repository"]) expect(readme).toMatch(new RegExp(`^\\| \`${output}\` \\| `, "m"));
+  it("has every input and output in docs/action.md's tables", () => {
+    const doc = readFileSync(new URL("../docs/action.md", import.meta.url), "utf8");
+    for (const input of actionInputs()) expect(doc).toMatch(new RegExp(`^\\| \`${input.name}\` \\| ${input.required ? "yes" : "(?!yes)[^|]*"} \\|`, "m"));
+    for (const output of ["token", "expires-at", "repository", "installation-id", "app-slug"]) expect(doc).toMatch(new RegExp(`^\\| \`${output}\` \\| `, "m"));
   });
 });
 
@@ -222,7 +223,8 @@ describe.each(RUNTIMES)("on $label", (runtime) => {
   // header, capped at 30 s. The broker here is the action's own stub, so this does not depend on
   // the broker's version.
   describe("the bundled main step retries only what the broker marks as worth retrying", () => {
-    const tokenBody = JSON.stringify({ token: "ghs_stubbed_installation_token_0001", expires_at: "2030-01-01T00:00:00Z", repository: "octo-org/app" });
+    // An hour ahead: the action refuses an expires_at more than a day away (issue 25).
+    const tokenBody = JSON.stringify({ token: "ghs_stubbed_installation_token_0001", expires_at: new Date(Date.now() + 3_600_000).toISOString(), repository: "octo-org/app" });
     const stub = async (answer: Parameters<typeof startStubServer>[0]) => {
       const server = await startStubServer(answer);
       stubs.push(server);

@@ -5,7 +5,7 @@ import { createHttp } from "../action/http.js";
 import { run } from "../action/run.js";
 import { post } from "../action/revoke-token.js";
 import type { Env } from "../action/toolkit.js";
-import { ERROR_CODES } from "../shared/error-codes.js";
+import { WORKFLOW_HINTS } from "../action/hints.js";
 import { brokerPerTest } from "./support/broker-per-test.js";
 import { expectNoSecrets } from "./support/fixtures.js";
 import { DEFAULT_SHA } from "../simulator/index.js";
@@ -67,7 +67,9 @@ describe("main: a token for the job's repository", () => {
     const { core } = await runAction();
     expect(core.failed()).toBeUndefined();
     const outputs = core.outputs();
-    expect(Object.keys(outputs)).toEqual(["token", "expires-at", "repository"]);
+    expect(Object.keys(outputs)).toEqual(["token", "expires-at", "repository", "installation-id", "app-slug"]);
+    expect(outputs["installation-id"]).toBe(String(t.fx.installationId));
+    expect(outputs["app-slug"]).toBe(`tokensmith-test-${t.fx.app.id}`);
     expect(outputs.repository).toBe("octo-org/app");
     expect(outputs["expires-at"]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
     const issued = t.fx.sim.tokens.get(outputs.token!);
@@ -221,7 +223,7 @@ describe("main: 503 oidc_key_fetch_failed is retried with backoff", () => {
     expect(fallback.requests).toHaveLength(0);
     expect(sleeps).toEqual([1000, 1000]); // Retry-After: 1 each time, longer than the backoff
     expect(core.failed()).toBe(
-      `tokensmith: The broker could not reach the OIDC issuer's keys; retrying usually helps. (error: oidc_key_fetch_failed, reason: jwks_unavailable, HTTP 503 from ${t.broker.url}) after 3 attempts`,
+      `tokensmith: ${WORKFLOW_HINTS.oidc_key_fetch_failed} (error: oidc_key_fetch_failed, reason: jwks_unavailable, HTTP 503 from ${t.broker.url}) after 3 attempts`,
     );
   });
 });
@@ -238,7 +240,7 @@ describe("main: Retry-After decides which 5xx verdicts are retried, and how long
     const { core, sleeps } = await runAction({ "broker-url": broker.url });
     expect(broker.requests).toHaveLength(3);
     expect(sleeps).toEqual(expected);
-    expect(core.failed()).toBe(`tokensmith: ${ERROR_CODES.installation_token_failed.hint} (error: installation_token_failed, HTTP 502 from ${broker.url}) after 3 attempts`);
+    expect(core.failed()).toBe(`tokensmith: ${WORKFLOW_HINTS.installation_token_failed} (error: installation_token_failed, HTTP 502 from ${broker.url}) after 3 attempts`);
   });
 
   it("an HTTP-date Retry-After counts too", async () => {
@@ -252,7 +254,7 @@ describe("main: Retry-After decides which 5xx verdicts are retried, and how long
     const { core, sleeps } = await runAction({ "broker-url": broker.url });
     expect(broker.requests).toHaveLength(1);
     expect(sleeps).toEqual([]);
-    expect(core.failed()).toBe(`tokensmith: ${ERROR_CODES.installation_token_failed.hint} (error: installation_token_failed, HTTP 502 from ${broker.url})`);
+    expect(core.failed()).toBe(`tokensmith: ${WORKFLOW_HINTS.installation_token_failed} (error: installation_token_failed, HTTP 502 from ${broker.url})`);
   });
 });
 
@@ -316,7 +318,7 @@ describe("main: a verdict becomes one line with the fix", () => {
     const { core, sleeps } = await runAction();
     expect(tokenCalls()).toEqual(["503 app_unconfigured"]);
     expect(sleeps).toEqual([]);
-    expect(core.failed()).toBe(`tokensmith: The broker's operator must set HOST_APP_ID and HOST_APP_PRIVATE_KEY. (error: app_unconfigured, HTTP 503 from ${t.broker.url})`);
+    expect(core.failed()).toBe(`tokensmith: ${WORKFLOW_HINTS.app_unconfigured} (error: app_unconfigured, HTTP 503 from ${t.broker.url})`);
   });
 });
 

@@ -31677,7 +31677,7 @@ var external_node_https_namespaceObject_0 = /*#__PURE__*/__nccwpck_require__.t(e
 
 
 /** Bodies the action reads are a few hundred bytes: anything past this is not an answer for us. */
-const MAX_BODY_BYTES = 1024 * 1024;
+const MAX_BODY_BYTES = 64 * 1024;
 const USER_AGENT = "tokensmith-action";
 class HttpTimeout extends Error {
     code = "ETIMEDOUT";
@@ -31686,10 +31686,28 @@ class HttpTimeout extends Error {
         this.name = "HttpTimeout";
     }
 }
-/** No redirects (a token request must reach the address the user named) and no built-in retries. */
+/**
+ * The status line arrived, then the answer failed (cut off, over MAX_BODY_BYTES, or its body
+ * outlived the timeout). Kept apart from "no answer": after a 200 status line a token may have been
+ * minted, so the action must not ask again (broker-client.ts).
+ */
+class IncompleteAnswer extends Error {
+    status;
+    problem;
+    constructor(status, problem) {
+        super(`HTTP ${status} answer incomplete: ${problem.message}`);
+        this.status = status;
+        this.problem = problem;
+        this.name = "IncompleteAnswer";
+    }
+}
+/**
+ * No redirects (a token request must reach the address the user named) and no built-in retries.
+ * A request's own `timeoutMs` (the time left in the step's bound) shortens the client's.
+ */
 function createHttp(options) {
     return {
-        request: (method, url, body, headers) => send(method, new URL(url), body, headers, options.timeoutMs),
+        request: (method, url, body, headers, limits) => send(method, new URL(url), body, headers, Math.max(1, Math.min(options.timeoutMs, limits?.timeoutMs ?? Infinity))),
     };
 }
 function agentFor(url) {
@@ -31726,7 +31744,7 @@ function send(method, url, body, headers, timeoutMs) {
         const fail = (error) => settle(() => {
             response?.destroy();
             req.destroy();
-            reject(error);
+            reject(response ? new IncompleteAnswer(response.statusCode ?? 0, error) : error);
         });
         // Armed before the socket exists: a connect that never completes is bounded too.
         const deadline = setTimeout(() => fail(new HttpTimeout(timeoutMs)), timeoutMs);
@@ -31756,11 +31774,108 @@ function send(method, url, body, headers, timeoutMs) {
  * sentence with the fix, then the raw codes to search for). Anything else that is thrown is a bug
  * or an environment problem and is reported with its own message.
  */
-class ActionFailure extends Error {
+class action_failure_ActionFailure extends Error {
     constructor(message) {
         super(message);
         this.name = "ActionFailure";
     }
+}
+
+;// CONCATENATED MODULE: ./build/action/untrusted-text.js
+// Text that came from the broker (or from whatever answers at broker-url) is shown only through
+// these two functions. The runner reads every stdout line that starts with `::` as a workflow
+// command (`::error::`, `::add-mask::`, `::stop-commands::`, ...), so a line break inside an echoed
+// value would let the answer write commands of its own; bidi overrides could make a line read
+// differently than it is. Nothing of this kind survives here: it is written out as an escape.
+// https://docs.github.com/en/actions/writing-workflows/choosing-what-your-workflow-does/workflow-commands-for-github-actions
+// C0 and C1 controls, DEL, the Unicode line and paragraph separators, and the bidi controls.
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]/g;
+const untrusted_text_escape = (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`;
+/** A broker value as the log shows it: quoted, one line, escaped, at most `max` characters of it. */
+function shown(value, max = 80) {
+    const text = typeof value === "string" ? value : JSON.stringify(value) ?? String(value);
+    const cut = text.length > max ? `${text.slice(0, max)}…` : text;
+    return `"${cut.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(UNSAFE, untrusted_text_escape)}"`;
+}
+/**
+ * One log line the action writes, made safe whatever went into it: no control character, no line
+ * break, and never a leading `::` (the last guard for text this file's callers forgot to quote).
+ */
+function oneLine(message) {
+    const line = message.replace(UNSAFE, untrusted_text_escape);
+    return line.startsWith("::") ? `tokensmith: ${line}` : line;
+}
+
+;// CONCATENATED MODULE: ./build/action/check-answer.js
+
+/** GitHub's tokens are ~40 characters today and documented to grow; far below this bound either way. */
+const MAX_TOKEN_LENGTH = 1024;
+/** Installation tokens live an hour; a token said to live longer than a day is not one. */
+const MAX_LIFETIME_MS = 24 * 60 * 60 * 1000;
+// One printable ASCII token: no whitespace, no control character (a line break would defeat the
+// mask, which the runner applies line by line, and break the Authorization header).
+const TOKEN = new RegExp(`^[\\x21-\\x7e]{1,${MAX_TOKEN_LENGTH}}$`);
+// ISO 8601 in UTC, as the platform writes it: 2026-01-01T00:00:00Z (fractional seconds allowed).
+const UTC_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?Z$/;
+// A GitHub App slug: letters, digits and hyphens.
+const SLUG = /^[a-z0-9][a-z0-9-]{0,99}$/i;
+/** A token that can be masked and revoked, or undefined: checked first, so it can be masked before anything else. */
+function usableToken(body) {
+    const token = field(body, "token");
+    return typeof token === "string" && TOKEN.test(token) ? token : undefined;
+}
+/**
+ * The answer against what the step asked for: `repositories` holds the job's own repository (and,
+ * with the trust-policy work, the ones the step's `repositories` input names).
+ */
+function checkAnswer(body, expected) {
+    if (typeof body !== "object" || body === null || Array.isArray(body))
+        return { ok: false, problem: "the answer is not a JSON object" };
+    const token = usableToken(body);
+    if (token === undefined) {
+        const raw = field(body, "token");
+        const what = typeof raw !== "string" ? "no token" : raw.length > MAX_TOKEN_LENGTH ? `a token longer than ${MAX_TOKEN_LENGTH} characters` : "a token with whitespace or control characters";
+        return { ok: false, problem: `the answer carries ${what}` };
+    }
+    const refuse = (problem) => ({ ok: false, problem, token });
+    const repository = field(body, "repository");
+    if (repository === undefined)
+        return refuse("the answer names no repository");
+    if (typeof repository !== "string" || !expected.repositories.includes(repository)) {
+        return refuse(`the token is for repository ${shown(repository)}, not ${expected.repositories.map((r) => shown(r)).join(" or ")}`);
+    }
+    const expiresAt = field(body, "expires_at");
+    if (expiresAt === undefined)
+        return refuse("the answer has no expires_at");
+    const expiry = typeof expiresAt === "string" && UTC_TIME.test(expiresAt) ? Date.parse(expiresAt) : NaN;
+    if (!Number.isFinite(expiry))
+        return refuse(`expires_at ${shown(expiresAt)} is not an ISO 8601 UTC time`);
+    if (expiry <= expected.now)
+        return refuse(`expires_at ${shown(expiresAt)} is in the past`);
+    if (expiry - expected.now > MAX_LIFETIME_MS)
+        return refuse(`expires_at ${shown(expiresAt)} is more than a day ahead`);
+    // Additive fields (brokers before them send neither): absent is fine, present must be well formed.
+    const installationId = field(body, "installation_id");
+    if (installationId !== undefined && !(Number.isSafeInteger(installationId) && installationId > 0)) {
+        return refuse(`installation_id ${shown(installationId)} is not a positive integer`);
+    }
+    const appSlug = field(body, "app_slug");
+    if (appSlug !== undefined && !(typeof appSlug === "string" && SLUG.test(appSlug)))
+        return refuse(`app_slug ${shown(appSlug)} is not an App slug`);
+    return {
+        ok: true,
+        answer: {
+            token,
+            expires_at: expiresAt,
+            repository,
+            ...(installationId !== undefined ? { installation_id: installationId } : {}),
+            ...(appSlug !== undefined ? { app_slug: appSlug } : {}),
+        },
+    };
+}
+/** An own property only: `__proto__` or `constructor` in a hostile body read nothing from Object.prototype. */
+function field(body, name) {
+    return typeof body === "object" && body !== null && Object.hasOwn(body, name) ? body[name] : undefined;
 }
 
 ;// CONCATENATED MODULE: ./build/action/inputs.js
@@ -31768,28 +31883,33 @@ class ActionFailure extends Error {
 
 const SUPPORTED_AUTH_MODES = ["public-app"];
 const DEFAULT_AUDIENCE = "tokensmith";
+/** The step's bound on its own time (input `timeout-seconds`), and the most it may be set to. */
+const DEFAULT_TIMEOUT_SECONDS = 90;
+const MAX_TIMEOUT_SECONDS = 3600;
 function readInputs(core, env) {
     const authMode = core.getInput("auth-mode");
     if (!isSupportedMode(authMode)) {
         const given = authMode === "" ? "auth-mode is not set" : `auth-mode "${authMode}" is not supported`;
-        throw new ActionFailure(`tokensmith: ${given}; supported modes: ${SUPPORTED_AUTH_MODES.join(", ")}.`);
+        throw new action_failure_ActionFailure(`tokensmith: ${given}; supported modes: ${SUPPORTED_AUTH_MODES.join(", ")}.`);
     }
     const brokerUrl = brokerOrigin("broker-url", core.getInput("broker-url"));
     if (!brokerUrl)
-        throw new ActionFailure("tokensmith: broker-url is required with auth-mode: public-app (the broker's origin, e.g. https://tokensmith.example.com).");
+        throw new action_failure_ActionFailure("tokensmith: broker-url is required with auth-mode: public-app (the broker's origin, e.g. https://tokensmith.example.com).");
     const fallback = brokerOrigin("broker-fallback-url", core.getInput("broker-fallback-url"));
     const repository = env.GITHUB_REPOSITORY ?? "";
     const match = /^([^/\s]+)\/([^/\s]+)$/.exec(repository);
     if (!match)
-        throw new ActionFailure(`tokensmith: GITHUB_REPOSITORY is "${repository}", not owner/name; run this step in a GitHub Actions job.`);
+        throw new action_failure_ActionFailure(`tokensmith: GITHUB_REPOSITORY is "${repository}", not owner/name; run this step in a GitHub Actions job.`);
     return {
         authMode,
         brokerUrl,
         ...(fallback && fallback !== brokerUrl ? { fallbackUrl: fallback } : {}),
         audience: core.getInput("oidc-audience") || DEFAULT_AUDIENCE,
-        skipTokenRevoke: readBoolean("skip-token-revoke", core.getInput("skip-token-revoke")),
+        skipTokenRevoke: inputs_readBoolean("skip-token-revoke", core.getInput("skip-token-revoke")),
+        timeoutSeconds: readTimeoutSeconds(core.getInput("timeout-seconds")),
         owner: match[1],
         repo: match[2],
+        repositories: [repository],
         ...optional("ref", env.GITHUB_REF),
         ...optional("runId", env.GITHUB_RUN_ID),
         ...optional("sha", env.GITHUB_SHA),
@@ -31808,20 +31928,31 @@ function brokerOrigin(name, raw) {
         url = new URL(text);
     }
     catch {
-        throw new ActionFailure(`tokensmith: ${name} "${text}" is not a URL; give the broker's origin, e.g. https://tokensmith.example.com.`);
+        throw new action_failure_ActionFailure(`tokensmith: ${name} "${text}" is not a URL; give the broker's origin, e.g. https://tokensmith.example.com.`);
     }
     if (url.protocol !== "https:" && url.protocol !== "http:") {
-        throw new ActionFailure(`tokensmith: ${name} must be an http(s) URL, not ${url.protocol}.`);
+        throw new action_failure_ActionFailure(`tokensmith: ${name} must be an http(s) URL, not ${url.protocol}.`);
     }
     return text;
 }
+/** Whole seconds, 1 to MAX_TIMEOUT_SECONDS; empty (input absent) is the default. */
+function readTimeoutSeconds(raw) {
+    const text = raw.trim();
+    if (text === "")
+        return DEFAULT_TIMEOUT_SECONDS;
+    const value = /^\d{1,5}$/.test(text) ? Number(text) : NaN;
+    if (!(value >= 1 && value <= MAX_TIMEOUT_SECONDS)) {
+        throw new action_failure_ActionFailure(`tokensmith: timeout-seconds must be a whole number of seconds from 1 to ${MAX_TIMEOUT_SECONDS}, not "${text}".`);
+    }
+    return value;
+}
 /** YAML 1.2 core booleans, as core.getBooleanInput; empty (input absent) is the default, false. */
-function readBoolean(name, raw) {
+function inputs_readBoolean(name, raw) {
     if (["true", "True", "TRUE"].includes(raw))
         return true;
     if (["false", "False", "FALSE", ""].includes(raw))
         return false;
-    throw new ActionFailure(`tokensmith: ${name} must be true or false, not "${raw}".`);
+    throw new action_failure_ActionFailure(`tokensmith: ${name} must be true or false, not "${raw}".`);
 }
 function optional(key, value) {
     return value ? { [key]: value } : {};
@@ -31989,33 +32120,37 @@ const OIDC_REASONS = {
 
 ;// CONCATENATED MODULE: ./build/action/broker-client.js
 // One POST /token to one broker address, and what its answer means to the action (spec 4.1):
-// a token, a verdict (a JSON body whose `error` is one of the broker's codes), an unreachable
-// broker (network error, timeout, or a 5xx that is not a verdict, e.g. a proxy's 502 page), or an
-// answer no tokensmith broker gives (a 4xx without a verdict, a 200 without a token). A verdict
-// carries the broker's `Retry-After` (in ms) when it sent one: its mark of an answer worth retrying.
+// a 200 (its body still unchecked: check-answer.ts), a 200 whose body never arrived whole, a
+// verdict (a JSON body whose `error` is one of the broker's codes), an unreachable broker (network
+// error, timeout before any status line, or a 5xx that is not a verdict, e.g. a proxy's 502 page),
+// or an answer no tokensmith broker gives (a 4xx without a verdict). A verdict carries the broker's
+// `Retry-After` (in ms) when it sent one. A 200 of any shape means a token may have been minted: it
+// is never "unreachable", so it is never followed by another POST.
 
-async function postToken(http, brokerUrl, body) {
+
+async function postToken(http, brokerUrl, body, limits) {
     let status;
     let text;
     let retryAfter;
     try {
-        const response = await http.request("POST", `${brokerUrl}/token`, JSON.stringify(body), {
-            "content-type": "application/json",
-            accept: "application/json",
-        });
+        const response = await http.request("POST", `${brokerUrl}/token`, JSON.stringify(body), { "content-type": "application/json", accept: "application/json" }, limits);
         status = response.status;
         text = response.body;
         retryAfter = response.headers["retry-after"];
     }
     catch (error) {
-        return { kind: "unreachable", detail: networkDetail(error) };
+        if (error instanceof IncompleteAnswer) {
+            if (error.status === 200)
+                return { kind: "answer-incomplete", detail: error.problem.message };
+            if (error.status >= 500)
+                return { kind: "unreachable", detail: error.message };
+            return { kind: "unexpected", detail: error.message };
+        }
+        return { kind: "unreachable", detail: broker_client_networkDetail(error) };
     }
     const json = parseJson(text);
-    if (status === 200) {
-        if (isTokenResponse(json))
-            return { kind: "token", token: json };
-        return { kind: "unexpected", detail: "HTTP 200 without a token in the body" };
-    }
+    if (status === 200)
+        return { kind: "answered", body: json };
     if (isErrorBody(json)) {
         const wait = retryAfterMs(retryAfter);
         const verdict = { status, error: json.error, ...(typeof json.reason === "string" ? { reason: json.reason } : {}) };
@@ -32032,10 +32167,6 @@ function parseJson(text) {
     catch {
         return undefined;
     }
-}
-function isTokenResponse(json) {
-    const body = json;
-    return typeof body?.token === "string" && body.token !== "" && typeof body.expires_at === "string" && typeof body.repository === "string";
 }
 function isErrorBody(json) {
     return typeof json === "object" && json !== null && isErrorCode(json.error);
@@ -32054,56 +32185,101 @@ function retryAfterMs(header) {
     return Number.isFinite(date) && /[a-z]/i.test(text) ? Math.max(0, date - Date.now()) : undefined;
 }
 /** The error's code (ECONNREFUSED, ENOTFOUND, ...) or message: never a header, never a body. */
-function networkDetail(error) {
+function broker_client_networkDetail(error) {
     const code = error?.code;
     const message = error instanceof Error ? error.message : String(error);
     return typeof code === "string" && !message.includes(code) ? `${code}: ${message}` : message;
 }
 
 ;// CONCATENATED MODULE: ./build/action/hints.js
-// Every broker verdict as one line a release engineer can act on, read from the shared error table
-// (shared/error-codes.ts). The raw `error` and `reason` stay in the line so people can search for
-// them; the fix comes first.
+// Every broker verdict as one line for the person who owns the workflow, not for an API caller:
+// what happened and what they (or the broker's operator) can do. The table below has a line for
+// every code of the shared table (shared/error-codes.ts; the Record type makes a missing code a
+// compile error). Codes the action never causes when it and the broker agree (malformed request
+// bodies, other routes' codes) say so: at broker-url answers something else, or another version.
+// The raw `error` and `reason` stay in the line so people can search for them; the fix comes first.
 
+
+const MISMATCH = "This looks like a version or URL mismatch: a tokensmith action talking to a tokensmith broker never gets this answer. Check that broker-url is the broker's origin (no path, nothing in between rewriting requests) and that this action's version matches the broker's.";
+const RETRIED = "The action already retried it; re-run the job later";
+/** The hint for each code, for a workflow author; `{repository}` and `{audience}` are filled in. */
+const WORKFLOW_HINTS = {
+    not_found: MISMATCH,
+    method_not_allowed: MISMATCH,
+    payload_too_large: `${MISMATCH} (A proxy with a small body limit in front of the broker gives this too.)`,
+    request_timeout: `The broker did not receive the action's request in time: the network between the runner and the broker is slow or dropping connections. ${RETRIED}; on a self-hosted runner, check its network and proxy.`,
+    invalid_json: MISMATCH,
+    invalid_request: MISMATCH,
+    missing_required_fields: MISMATCH,
+    invalid_token_permissions: "The broker is misconfigured (its TOKEN_PERMISSIONS setting is unusable): nothing in this workflow can fix it; tell the broker's operator.",
+    invalid_oidc_token: "The broker refused the job's OIDC token.",
+    repo_mismatch: "The job's OIDC token is for another repository than {repository}: a job can only get a token for its own repository.",
+    repo_not_allowed: "{repository} is not in the broker's ALLOWED_REPOSITORIES: the broker's operator must add it.",
+    app_not_installed: "The broker's GitHub App is not installed on {repository}: install it on {repository} (organisation or repository settings → GitHub Apps).",
+    github_installation_lookup_failed: `GitHub gave the broker an unusable answer about the App's installation. ${RETRIED}, and tell the broker's operator if it persists.`,
+    installation_token_failed: `GitHub refused or failed to mint the token. ${RETRIED}; if it persists, tell the broker's operator (the App may lack a permission the broker asks for).`,
+    sign_failed: MISMATCH,
+    oidc_key_fetch_failed: `The broker could not fetch the OIDC issuer's keys. ${RETRIED}.`,
+    server_busy: `The broker is overloaded. ${RETRIED}.`,
+    deadline_exceeded: `The broker could not answer in time (GitHub was slow). ${RETRIED}, and tell the broker's operator if it persists.`,
+    app_unconfigured: "The broker is misconfigured (its GitHub App credentials, HOST_APP_ID and HOST_APP_PRIVATE_KEY, are missing or unusable): nothing in this workflow can fix it; tell the broker's operator.",
+    unauthorized: MISMATCH,
+    no_file_changes: MISMATCH,
+    invalid_repo: MISMATCH,
+    sign_disabled: MISMATCH,
+    releases_disabled: MISMATCH,
+    invalid_signature: MISMATCH,
+    webhook_disabled: MISMATCH,
+    internal_error: `The broker failed unexpectedly. ${RETRIED}, and tell the broker's operator if it persists (its log has the detail).`,
+};
+const TELL = "tell the broker's operator";
+/** invalid_oidc_token's (and oidc_key_fetch_failed's) reason words, for a workflow author; audience_mismatch is worded with the input's value. */
+const REASON_HINTS = {
+    malformed_token: `The broker could not read the OIDC token the runner issued. ${MISMATCH}`,
+    alg_unsupported: `The token was not RS256-signed, and the runner's always are. ${MISMATCH}`,
+    issuer_mismatch: `The job's OIDC token comes from an issuer the broker does not trust (e.g. a GitHub Enterprise runner, or an enterprise-specific issuer URL): ${TELL} to trust it.`,
+    kid_not_found: `The token was signed with a key the issuer does not publish (yet). Re-run the job; if it persists, ${TELL}.`,
+    key_ambiguous: `The token has no key id, and the runner's always have one. ${MISMATCH}`,
+    signature_invalid: `The token's signature does not verify: something between the runner and the broker altered it, or the broker trusts another issuer at that address; ${TELL}.`,
+    token_expired: `The token had expired when the broker checked it: the runner's or the broker's clock is off, or the request took minutes. Re-run the job; if it persists, ${TELL}.`,
+    token_not_yet_valid: `The runner's and the broker's clocks disagree by more than a minute: ${TELL} (and on a self-hosted runner, check its clock).`,
+    token_lifetime_exceeded: `The broker saw an OIDC token older or longer-lived than an hour, and the runner's live five minutes: check the runner's clock, then ${TELL}.`,
+    audience_mismatch: "The action's oidc-audience input and the broker's OIDC_AUDIENCE disagree.",
+    claim_invalid: `The job's OIDC token lacks a claim the broker needs (repository, repository_id, repository_owner_id): ${TELL}.`,
+    unknown: `The broker refused the token without saying why; ${TELL} (its log has the detail).`,
+    jwks_unavailable: `The broker could not fetch the OIDC issuer's keys. ${RETRIED}.`,
+};
 function describeVerdict(verdict, context) {
-    const codes = [`error: ${verdict.error}`, ...(verdict.reason ? [`reason: ${verdict.reason}`] : []), `HTTP ${verdict.status} from ${context.brokerUrl}`];
+    const codes = [`error: ${verdict.error}`, ...(verdict.reason !== undefined ? [`reason: ${reasonText(verdict.reason)}`] : []), `HTTP ${verdict.status} from ${context.brokerUrl}`];
     return `tokensmith: ${sentence(verdict, context)} (${codes.join(", ")})`;
 }
 function sentence({ error, reason }, { repository, audience }) {
-    switch (error) {
-        case "app_not_installed":
-            return `The broker's GitHub App is not installed on ${repository}: install it on ${repository} (organisation or repository settings → GitHub Apps).`;
-        case "repo_not_allowed":
-            return `${repository} is not in the broker's ALLOWED_REPOSITORIES: the broker's operator must add it.`;
-        case "repo_mismatch":
-            return `The job's OIDC token is for another repository than ${repository}: a job can only get a token for its own repository.`;
-        case "invalid_oidc_token":
-            if (reason === "audience_mismatch") {
-                return `The action's oidc-audience input ("${audience}") and the broker's OIDC_AUDIENCE disagree: set oidc-audience to an audience the broker accepts, or ask its operator to add "${audience}".`;
-            }
-            return `The broker refused the job's OIDC token: ${reasonHint(reason) ?? ERROR_CODES.invalid_oidc_token.hint}`;
-        default:
-            return ERROR_CODES[error].hint;
+    if (error === "invalid_oidc_token") {
+        if (reason === "audience_mismatch") {
+            return `The action's oidc-audience input ("${audience}") and the broker's OIDC_AUDIENCE disagree: set oidc-audience to an audience the broker accepts, or ask its operator to add "${audience}".`;
+        }
+        const known = knownReason(reason);
+        return known ? REASON_HINTS[known] : `${WORKFLOW_HINTS.invalid_oidc_token} Its reason is a word this version of the action does not know: ${TELL}.`;
     }
+    return WORKFLOW_HINTS[error].replaceAll("{repository}", repository).replaceAll("{audience}", audience);
 }
-function reasonHint(reason) {
-    if (reason === undefined || !Object.prototype.hasOwnProperty.call(OIDC_REASONS, reason))
-        return undefined;
-    return OIDC_REASONS[reason].hint;
+/** A reason word of the table as it is; anything else quoted and escaped (it is the broker's text). */
+function reasonText(reason) {
+    return knownReason(reason) ? reason : shown(reason, 40);
+}
+function knownReason(reason) {
+    return reason !== undefined && Object.hasOwn(OIDC_REASONS, reason) ? reason : undefined;
 }
 
 ;// CONCATENATED MODULE: ./build/action/id-token.js
 
-async function fetchIdToken(http, requestUrl, requestToken, audience) {
+async function fetchIdToken(http, requestUrl, requestToken, audience, limits) {
     let answer;
     try {
-        answer = await http.request("GET", `${requestUrl}&audience=${encodeURIComponent(audience)}`, null, {
-            authorization: `Bearer ${requestToken}`,
-            accept: "application/json",
-        });
+        answer = await http.request("GET", `${requestUrl}&audience=${encodeURIComponent(audience)}`, null, { authorization: `Bearer ${requestToken}`, accept: "application/json" }, limits);
     }
     catch (error) {
-        return { kind: "transient", detail: networkDetail(error) };
+        return { kind: "transient", detail: broker_client_networkDetail(error) };
     }
     const { status } = answer;
     if (status === 200) {
@@ -32140,6 +32316,13 @@ function describeIdTokenFailure(outcome, where, after) {
 }
 
 ;// CONCATENATED MODULE: ./build/action/request-token.js
+// The exchange: a fresh OIDC token for every POST, the primary broker then (only when the primary
+// gave no answer: network error, timeout before a status line, a 5xx that is not a verdict) the
+// fallback, and backoff between rounds when no broker could be reached or the broker's verdict is
+// one the shared table calls retryable. A 200, whatever its body, ends the exchange: a token may
+// have been minted, and asking again (either broker) would mint another that nobody revokes.
+// Every request and every wait ends within the step's bound (Deadline, input timeout-seconds).
+
 
 
 
@@ -32148,13 +32331,19 @@ async function requestToken(deps, inputs) {
     const addresses = inputs.fallbackUrl ? [inputs.brokerUrl, inputs.fallbackUrl] : [inputs.brokerUrl];
     const repository = `${inputs.owner}/${inputs.repo}`;
     const attempts = Math.max(1, deps.retry.attempts);
+    const left = () => deps.deadline.at - deps.deadline.now();
     let problem;
-    for (let attempt = 1; attempt <= attempts; attempt++) {
+    let attempt = 1;
+    for (; attempt <= attempts; attempt++) {
         problem = undefined;
         const unreachable = [];
         for (const brokerUrl of addresses) {
+            if (left() <= 0)
+                break;
             // Runner OIDC tokens live five minutes: never reuse one across attempts.
             const oidcToken = await jobOidcToken(deps, inputs.audience);
+            if (left() <= 0)
+                break;
             const outcome = await postToken(deps.http, brokerUrl, {
                 oidcToken,
                 owner: inputs.owner,
@@ -32162,17 +32351,20 @@ async function requestToken(deps, inputs) {
                 ...(inputs.ref ? { ref: inputs.ref } : {}),
                 ...(inputs.runId ? { runId: inputs.runId } : {}),
                 ...(inputs.sha ? { sha: inputs.sha } : {}),
-            });
-            if (outcome.kind === "token")
-                return outcome.token;
+            }, { timeoutMs: left() });
+            if (outcome.kind === "answered")
+                return { body: outcome.body, brokerUrl };
+            if (outcome.kind === "answer-incomplete") {
+                throw new action_failure_ActionFailure(`tokensmith: ${brokerUrl} began a 200 answer that never arrived whole (${outcome.detail}): a token may have been minted that the action cannot read or revoke (it expires within the hour), so it does not ask again. Check broker-url and whatever sits between the runner and the broker.`);
+            }
             if (outcome.kind === "unexpected") {
-                throw new ActionFailure(`tokensmith: ${brokerUrl} answered ${outcome.detail}: check that broker-url is the tokensmith broker's origin.`);
+                throw new action_failure_ActionFailure(`tokensmith: ${brokerUrl} answered ${outcome.detail}: check that broker-url is the tokensmith broker's origin.`);
             }
             if (outcome.kind === "verdict") {
                 const context = { repository, audience: inputs.audience, brokerUrl };
                 if (!worthRetrying(outcome))
-                    throw new ActionFailure(describeVerdict(outcome.verdict, context));
-                deps.core.info(`tokensmith: attempt ${attempt}: ${brokerUrl} answered ${outcome.verdict.status} ${outcome.verdict.error}${outcome.verdict.reason ? ` (${outcome.verdict.reason})` : ""}`);
+                    throw new action_failure_ActionFailure(describeVerdict(outcome.verdict, context));
+                deps.core.info(`tokensmith: attempt ${attempt}: ${brokerUrl} answered ${outcome.verdict.status} ${outcome.verdict.error}${outcome.verdict.reason !== undefined ? ` (${reasonText(outcome.verdict.reason)})` : ""}`);
                 problem = { kind: "verdict", verdict: outcome.verdict, brokerUrl, ...(outcome.retryAfterMs !== undefined ? { retryAfterMs: outcome.retryAfterMs } : {}) };
                 break; // a broker answered: the fallback would not know better
             }
@@ -32180,29 +32372,37 @@ async function requestToken(deps, inputs) {
             unreachable.push(`${brokerUrl} (${outcome.detail})`);
         }
         problem ??= { kind: "unreachable", details: unreachable };
-        if (attempt < attempts) {
-            const delay = retryDelay(deps.retry, attempt, problem.kind === "verdict" ? problem.retryAfterMs : undefined);
-            deps.core.info(`tokensmith: retrying in ${delay} ms (attempt ${attempt + 1} of ${attempts})`);
-            await deps.sleep(delay);
-        }
+        if (left() <= 0 || attempt >= attempts)
+            break;
+        const delay = retryDelay(deps.retry, attempt, problem.kind === "verdict" ? problem.retryAfterMs : undefined);
+        // A wait that would end past the bound is no wait at all: fail now, with what is known.
+        if (delay >= left())
+            break;
+        deps.core.info(`tokensmith: retrying in ${delay} ms (attempt ${attempt + 1} of ${attempts})`);
+        await deps.sleep(delay);
     }
-    const after = attempts > 1 ? ` after ${attempts} attempts` : "";
+    const tries = Math.min(attempt, attempts);
+    const after = `${tries > 1 ? ` after ${tries} attempts` : ""}${tries < attempts || left() <= 0 ? ` (the step's ${deps.deadline.seconds} s bound, timeout-seconds, leaves no time for more)` : ""}`;
     if (problem?.kind === "verdict") {
         const line = describeVerdict(problem.verdict, { repository, audience: inputs.audience, brokerUrl: problem.brokerUrl });
-        throw new ActionFailure(`${line}${after}`);
+        throw new action_failure_ActionFailure(`${line}${after}`);
     }
-    const tried = problem?.details.join(", nor ") ?? inputs.brokerUrl;
-    throw new ActionFailure(`tokensmith: could not reach the broker at ${tried}${after}: check broker-url${inputs.fallbackUrl ? " and broker-fallback-url" : ""}, or retry later.`);
+    const tried = problem?.details.length ? problem.details.join(", nor ") : inputs.brokerUrl;
+    throw new action_failure_ActionFailure(`tokensmith: could not reach the broker at ${tried}${after}: check broker-url${inputs.fallbackUrl ? " and broker-fallback-url" : ""}, or retry later.`);
 }
 /**
- * A 5xx verdict the broker marked with Retry-After, or oidc_key_fetch_failed (no verdict on the
- * token was reached; older brokers send no Retry-After). Never a 4xx. The shared table's
- * `retryable` flag documents the same split; the header is what the action goes by.
+ * The shared table decides (ERROR_CODES[code].retryable), 408 request_timeout included. For a 5xx
+ * the broker also marks the transient cases with Retry-After (a mint the platform refused for good
+ * has none), so a 5xx is retried only with it, or when it is oidc_key_fetch_failed (no verdict was
+ * reached; brokers before Retry-After did not mark it).
  */
 function worthRetrying(outcome) {
-    if (outcome.verdict.status < 500)
+    const { status, error } = outcome.verdict;
+    if (!ERROR_CODES[error].retryable)
         return false;
-    return outcome.retryAfterMs !== undefined || outcome.verdict.error === "oidc_key_fetch_failed";
+    if (status < 500)
+        return true;
+    return outcome.retryAfterMs !== undefined || error === "oidc_key_fetch_failed";
 }
 /** The backoff before round `attempt + 1`, or what the server asked for (capped) when longer. */
 function retryDelay(retry, attempt, retryAfterMs) {
@@ -32211,23 +32411,25 @@ function retryDelay(retry, attempt, retryAfterMs) {
 }
 /**
  * A fresh OIDC token from the runner, masked before anything else sees it. Network errors, 5xx and
- * 429 are retried with the same backoff; a refusal (401/403) or any other answer fails at once.
+ * 429 are retried with the same backoff, within the step's bound; a refusal (401/403) or any other
+ * answer fails at once.
  */
 async function jobOidcToken(deps, audience) {
     const requestUrl = deps.env.ACTIONS_ID_TOKEN_REQUEST_URL ?? "";
     const where = originOf(requestUrl);
     const attempts = Math.max(1, deps.retry.attempts);
+    const left = () => deps.deadline.at - deps.deadline.now();
     for (let attempt = 1;; attempt++) {
-        const outcome = await fetchIdToken(deps.http, requestUrl, deps.env.ACTIONS_ID_TOKEN_REQUEST_TOKEN ?? "", audience);
+        const outcome = await fetchIdToken(deps.http, requestUrl, deps.env.ACTIONS_ID_TOKEN_REQUEST_TOKEN ?? "", audience, { timeoutMs: left() });
         if (outcome.kind === "token") {
             deps.core.setSecret(outcome.value);
             return outcome.value;
         }
         if (outcome.kind !== "transient")
-            throw new ActionFailure(describeIdTokenFailure(outcome, where, ""));
-        if (attempt >= attempts)
-            throw new ActionFailure(describeIdTokenFailure(outcome, where, attempts > 1 ? ` after ${attempts} attempts` : ""));
+            throw new action_failure_ActionFailure(describeIdTokenFailure(outcome, where, ""));
         const delay = retryDelay(deps.retry, attempt, outcome.retryAfterMs);
+        if (attempt >= attempts || delay >= left())
+            throw new action_failure_ActionFailure(describeIdTokenFailure(outcome, where, attempt > 1 ? ` after ${attempt} attempts` : ""));
         deps.core.info(`tokensmith: the runner's OIDC token service failed (${outcome.detail}); retrying in ${delay} ms (attempt ${attempt + 1} of ${attempts})`);
         await deps.sleep(delay);
     }
@@ -32238,18 +32440,88 @@ function originOf(url) {
         return new URL(url).origin;
     }
     catch {
-        throw new ActionFailure(`tokensmith: ACTIONS_ID_TOKEN_REQUEST_URL is not a URL; run this step in a GitHub Actions job.`);
+        throw new action_failure_ActionFailure(`tokensmith: ACTIONS_ID_TOKEN_REQUEST_URL is not a URL; run this step in a GitHub Actions job.`);
     }
 }
 
 ;// CONCATENATED MODULE: ./build/action/toolkit.js
 /** Names shared by main (which saves them) and post (which reads them). */
-const STATE = { token: "token", expiresAt: "expires-at" };
+const toolkit_STATE = { token: "token", expiresAt: "expires-at" };
+
+;// CONCATENATED MODULE: ./build/action/revoke-token.js
+// The post step: revoke the token main saved, unless the user asked not to or it has expired
+// anyway. A failed revocation is a warning, never a failed job: the token dies within the hour.
+// https://docs.github.com/en/rest/apps/installations#revoke-an-installation-access-token
+
+
+
+
+async function post(deps) {
+    const { core } = deps;
+    try {
+        if (readBoolean("skip-token-revoke", core.getInput("skip-token-revoke"))) {
+            core.info("tokensmith: token revocation skipped (skip-token-revoke: true)");
+            return;
+        }
+        const token = core.getState(STATE.token);
+        if (!token) {
+            core.info("tokensmith: no token to revoke");
+            return;
+        }
+        const expiresAt = Date.parse(core.getState(STATE.expiresAt));
+        if (Number.isFinite(expiresAt) && expiresAt <= deps.now()) {
+            core.info("tokensmith: the token has already expired; nothing to revoke");
+            return;
+        }
+        const failure = await revokeToken(deps.http, deps.env, token);
+        if (failure === undefined)
+            core.info("tokensmith: token revoked");
+        else
+            core.warning(`tokensmith: token revocation failed: ${failure}`);
+    }
+    catch (error) {
+        if (error instanceof ActionFailure)
+            core.warning(error.message);
+        else
+            core.warning(`tokensmith: token revocation failed: ${networkDetail(error)}`);
+    }
+}
+/**
+ * `DELETE /installation/token` with the token itself: undefined when the platform revoked it (204),
+ * else why not (post and main print it through safe-toolkit.ts: one line, whatever the platform wrote).
+ */
+async function revokeToken(http, env, token, limits) {
+    const apiBase = (env.GITHUB_API_URL || "https://api.github.com").replace(/\/+$/, "");
+    try {
+        const { status, body } = await http.request("DELETE", `${apiBase}/installation/token`, null, {
+            authorization: `Bearer ${token}`,
+            accept: "application/vnd.github+json",
+            "x-github-api-version": "2022-11-28",
+        }, limits);
+        return status === 204 ? undefined : `HTTP ${status}${platformMessage(body)}`;
+    }
+    catch (error) {
+        return broker_client_networkDetail(error);
+    }
+}
+/** The platform's `message` field, when the body has one. */
+function platformMessage(body) {
+    try {
+        const message = JSON.parse(body)?.message;
+        return typeof message === "string" ? ` ${message}` : "";
+    }
+    catch {
+        return "";
+    }
+}
 
 ;// CONCATENATED MODULE: ./build/action/run.js
 // The main step: check the inputs, make sure the runner can hand out OIDC tokens, exchange one at
-// the broker, then mask → output → save state (in that order: nothing may print the token before
-// the runner knows to hide it).
+// the broker, check the answer (check-answer.ts), then mask → output → save state (in that order:
+// nothing may print the token before the runner knows to hide it). An answer that fails the check
+// fails the step, and the token it carried, when usable, is masked first and revoked at once.
+
+
 
 
 
@@ -32260,43 +32532,89 @@ const NO_ID_TOKEN = "tokensmith: the runner offers this job no OIDC token: add `
     "(ACTIONS_ID_TOKEN_REQUEST_URL / ACTIONS_ID_TOKEN_REQUEST_TOKEN are not set; pull requests from forks never get them.)";
 async function run(deps) {
     const { core } = deps;
+    const now = deps.now ?? Date.now;
+    const started = now();
     try {
         const inputs = readInputs(core, deps.env);
         if (!deps.env.ACTIONS_ID_TOKEN_REQUEST_URL || !deps.env.ACTIONS_ID_TOKEN_REQUEST_TOKEN)
-            throw new ActionFailure(NO_ID_TOKEN);
-        const answer = await requestToken(deps, inputs);
-        core.setSecret(answer.token);
+            throw new action_failure_ActionFailure(NO_ID_TOKEN);
+        const deadline = { at: started + inputs.timeoutSeconds * 1000, seconds: inputs.timeoutSeconds, now };
+        const { body, brokerUrl } = await requestToken({ ...deps, deadline }, inputs);
+        // Masked before the answer is even checked: a refused answer's token is still a live token.
+        const token = usableToken(body);
+        if (token !== undefined)
+            core.setSecret(token);
+        const check = checkAnswer(body, { repositories: inputs.repositories, now: now() });
+        if (!check.ok) {
+            const revoked = check.token === undefined ? "" : await revokeRefused(deps, check.token);
+            throw new action_failure_ActionFailure(`tokensmith: refused the answer from ${brokerUrl}: ${check.problem}.${revoked} Check broker-url: a tokensmith broker never answers this.`);
+        }
+        const answer = check.answer;
         core.setOutput("token", answer.token);
         core.setOutput("expires-at", answer.expires_at);
         core.setOutput("repository", answer.repository);
+        // Brokers before these two fields leave the outputs empty, as an unset output reads.
+        if (answer.installation_id !== undefined)
+            core.setOutput("installation-id", String(answer.installation_id));
+        if (answer.app_slug !== undefined)
+            core.setOutput("app-slug", answer.app_slug);
         // Post revokes the token; when it will not, the token is not written to the state file at all.
         if (!inputs.skipTokenRevoke) {
-            core.saveState(STATE.token, answer.token);
-            core.saveState(STATE.expiresAt, answer.expires_at);
+            core.saveState(toolkit_STATE.token, answer.token);
+            core.saveState(toolkit_STATE.expiresAt, answer.expires_at);
         }
         core.info(`tokensmith: got a token for ${answer.repository}, expires at ${answer.expires_at}`);
     }
     catch (error) {
-        core.setFailed(error instanceof ActionFailure ? error.message : `tokensmith: ${error instanceof Error ? error.message : String(error)}`);
+        core.setFailed(error instanceof action_failure_ActionFailure ? error.message : `tokensmith: ${error instanceof Error ? error.message : String(error)}`);
     }
+}
+/** How long revoking a refused answer's token may add to the step, past its bound (docs/action.md). */
+const REFUSED_REVOKE_TIMEOUT_MS = 10_000;
+/** Revokes a refused answer's token now (post would never see it: it is not saved). One sentence for the failure line. */
+async function revokeRefused(deps, token) {
+    const failure = await revokeToken(deps.http, deps.env, token, { timeoutMs: REFUSED_REVOKE_TIMEOUT_MS });
+    return failure === undefined ? " The token it carried has been revoked." : ` Revoking the token it carried failed (${failure}); it expires within the hour.`;
+}
+
+;// CONCATENATED MODULE: ./build/action/safe-toolkit.js
+// The toolkit main and post hand to the action: every message goes through oneLine() before it
+// reaches @actions/core, so no value the action prints can become a workflow command (core escapes
+// `%`, CR and LF inside `::error::` data, but prints info lines as they are).
+
+function safeToolkit(core) {
+    return {
+        getInput: (name) => core.getInput(name),
+        setSecret: (secret) => core.setSecret(secret),
+        setOutput: (name, value) => core.setOutput(name, value),
+        saveState: (name, value) => core.saveState(name, value),
+        getState: (name) => core.getState(name),
+        info: (message) => core.info(oneLine(message)),
+        warning: (message) => core.warning(oneLine(message)),
+        debug: (message) => core.debug(oneLine(message)),
+        setFailed: (message) => core.setFailed(oneLine(message)),
+    };
 }
 
 ;// CONCATENATED MODULE: ./build/action/main.js
-// Entry point of the main step: the real toolkit, the real HTTP client, then run(); the process
-// exits as soon as the step is done (a runner waits for the process, not for the step's promise).
+// Entry point of the main step: the real toolkit (every message made one safe line), the real HTTP
+// client, then run(); the process exits as soon as the step is done (a runner waits for the
+// process, not for the step's promise).
 
 
 
 
-// Operator/test tuning, not inputs (a release workflow has no reason to change them):
-// TOKENSMITH_RETRY_BASE_MS, the wait before the second attempt (doubled after each later one);
-// TOKENSMITH_ATTEMPT_TIMEOUT_MS, how long one HTTP request may take, connection included.
+
+// Operator/test tuning, not inputs (a release workflow has no reason to change them; the step's
+// bound is the timeout-seconds input): TOKENSMITH_RETRY_BASE_MS, the wait before the second attempt
+// (doubled after each later one); TOKENSMITH_ATTEMPT_TIMEOUT_MS, how long one HTTP request may
+// take, connection included.
 const setting = (name, fallback, min) => {
     const value = Number(process.env[name] || String(fallback));
     return Number.isFinite(value) && value >= min ? value : fallback;
 };
 void run({
-    core: core_namespaceObject,
+    core: safeToolkit(core_namespaceObject),
     env: process.env,
     http: createHttp({ timeoutMs: setting("TOKENSMITH_ATTEMPT_TIMEOUT_MS", 30_000, 1) }),
     retry: { attempts: 4, baseDelayMs: setting("TOKENSMITH_RETRY_BASE_MS", 1000, 0), maxRetryAfterMs: 30_000 },

@@ -31675,7 +31675,7 @@ var external_node_https_namespaceObject_0 = /*#__PURE__*/__nccwpck_require__.t(e
 
 
 /** Bodies the action reads are a few hundred bytes: anything past this is not an answer for us. */
-const MAX_BODY_BYTES = 1024 * 1024;
+const MAX_BODY_BYTES = 64 * 1024;
 const USER_AGENT = "tokensmith-action";
 class HttpTimeout extends Error {
     code = "ETIMEDOUT";
@@ -31684,10 +31684,28 @@ class HttpTimeout extends Error {
         this.name = "HttpTimeout";
     }
 }
-/** No redirects (a token request must reach the address the user named) and no built-in retries. */
+/**
+ * The status line arrived, then the answer failed (cut off, over MAX_BODY_BYTES, or its body
+ * outlived the timeout). Kept apart from "no answer": after a 200 status line a token may have been
+ * minted, so the action must not ask again (broker-client.ts).
+ */
+class http_IncompleteAnswer extends Error {
+    status;
+    problem;
+    constructor(status, problem) {
+        super(`HTTP ${status} answer incomplete: ${problem.message}`);
+        this.status = status;
+        this.problem = problem;
+        this.name = "IncompleteAnswer";
+    }
+}
+/**
+ * No redirects (a token request must reach the address the user named) and no built-in retries.
+ * A request's own `timeoutMs` (the time left in the step's bound) shortens the client's.
+ */
 function createHttp(options) {
     return {
-        request: (method, url, body, headers) => send(method, new URL(url), body, headers, options.timeoutMs),
+        request: (method, url, body, headers, limits) => send(method, new URL(url), body, headers, Math.max(1, Math.min(options.timeoutMs, limits?.timeoutMs ?? Infinity))),
     };
 }
 function agentFor(url) {
@@ -31724,7 +31742,7 @@ function send(method, url, body, headers, timeoutMs) {
         const fail = (error) => settle(() => {
             response?.destroy();
             req.destroy();
-            reject(error);
+            reject(response ? new http_IncompleteAnswer(response.statusCode ?? 0, error) : error);
         });
         // Armed before the socket exists: a connect that never completes is bounded too.
         const deadline = setTimeout(() => fail(new HttpTimeout(timeoutMs)), timeoutMs);
@@ -31923,33 +31941,37 @@ const OIDC_REASONS = {
 
 ;// CONCATENATED MODULE: ./build/action/broker-client.js
 // One POST /token to one broker address, and what its answer means to the action (spec 4.1):
-// a token, a verdict (a JSON body whose `error` is one of the broker's codes), an unreachable
-// broker (network error, timeout, or a 5xx that is not a verdict, e.g. a proxy's 502 page), or an
-// answer no tokensmith broker gives (a 4xx without a verdict, a 200 without a token). A verdict
-// carries the broker's `Retry-After` (in ms) when it sent one: its mark of an answer worth retrying.
+// a 200 (its body still unchecked: check-answer.ts), a 200 whose body never arrived whole, a
+// verdict (a JSON body whose `error` is one of the broker's codes), an unreachable broker (network
+// error, timeout before any status line, or a 5xx that is not a verdict, e.g. a proxy's 502 page),
+// or an answer no tokensmith broker gives (a 4xx without a verdict). A verdict carries the broker's
+// `Retry-After` (in ms) when it sent one. A 200 of any shape means a token may have been minted: it
+// is never "unreachable", so it is never followed by another POST.
 
-async function postToken(http, brokerUrl, body) {
+
+async function postToken(http, brokerUrl, body, limits) {
     let status;
     let text;
     let retryAfter;
     try {
-        const response = await http.request("POST", `${brokerUrl}/token`, JSON.stringify(body), {
-            "content-type": "application/json",
-            accept: "application/json",
-        });
+        const response = await http.request("POST", `${brokerUrl}/token`, JSON.stringify(body), { "content-type": "application/json", accept: "application/json" }, limits);
         status = response.status;
         text = response.body;
         retryAfter = response.headers["retry-after"];
     }
     catch (error) {
+        if (error instanceof IncompleteAnswer) {
+            if (error.status === 200)
+                return { kind: "answer-incomplete", detail: error.problem.message };
+            if (error.status >= 500)
+                return { kind: "unreachable", detail: error.message };
+            return { kind: "unexpected", detail: error.message };
+        }
         return { kind: "unreachable", detail: networkDetail(error) };
     }
     const json = parseJson(text);
-    if (status === 200) {
-        if (isTokenResponse(json))
-            return { kind: "token", token: json };
-        return { kind: "unexpected", detail: "HTTP 200 without a token in the body" };
-    }
+    if (status === 200)
+        return { kind: "answered", body: json };
     if (isErrorBody(json)) {
         const wait = retryAfterMs(retryAfter);
         const verdict = { status, error: json.error, ...(typeof json.reason === "string" ? { reason: json.reason } : {}) };
@@ -31966,10 +31988,6 @@ function parseJson(text) {
     catch {
         return undefined;
     }
-}
-function isTokenResponse(json) {
-    const body = json;
-    return typeof body?.token === "string" && body.token !== "" && typeof body.expires_at === "string" && typeof body.repository === "string";
 }
 function isErrorBody(json) {
     return typeof json === "object" && json !== null && isErrorCode(json.error);
@@ -31999,6 +32017,9 @@ function networkDetail(error) {
 
 const SUPPORTED_AUTH_MODES = (/* unused pure expression or super */ null && (["public-app"]));
 const DEFAULT_AUDIENCE = "tokensmith";
+/** The step's bound on its own time (input `timeout-seconds`), and the most it may be set to. */
+const DEFAULT_TIMEOUT_SECONDS = 90;
+const MAX_TIMEOUT_SECONDS = 3600;
 function readInputs(core, env) {
     const authMode = core.getInput("auth-mode");
     if (!isSupportedMode(authMode)) {
@@ -32019,8 +32040,10 @@ function readInputs(core, env) {
         ...(fallback && fallback !== brokerUrl ? { fallbackUrl: fallback } : {}),
         audience: core.getInput("oidc-audience") || DEFAULT_AUDIENCE,
         skipTokenRevoke: readBoolean("skip-token-revoke", core.getInput("skip-token-revoke")),
+        timeoutSeconds: readTimeoutSeconds(core.getInput("timeout-seconds")),
         owner: match[1],
         repo: match[2],
+        repositories: [repository],
         ...optional("ref", env.GITHUB_REF),
         ...optional("runId", env.GITHUB_RUN_ID),
         ...optional("sha", env.GITHUB_SHA),
@@ -32045,6 +32068,17 @@ function brokerOrigin(name, raw) {
         throw new ActionFailure(`tokensmith: ${name} must be an http(s) URL, not ${url.protocol}.`);
     }
     return text;
+}
+/** Whole seconds, 1 to MAX_TIMEOUT_SECONDS; empty (input absent) is the default. */
+function readTimeoutSeconds(raw) {
+    const text = raw.trim();
+    if (text === "")
+        return DEFAULT_TIMEOUT_SECONDS;
+    const value = /^\d{1,5}$/.test(text) ? Number(text) : NaN;
+    if (!(value >= 1 && value <= MAX_TIMEOUT_SECONDS)) {
+        throw new ActionFailure(`tokensmith: timeout-seconds must be a whole number of seconds from 1 to ${MAX_TIMEOUT_SECONDS}, not "${text}".`);
+    }
+    return value;
 }
 /** YAML 1.2 core booleans, as core.getBooleanInput; empty (input absent) is the default, false. */
 function readBoolean(name, raw) {
@@ -32087,24 +32121,35 @@ async function post(deps) {
             core.info("tokensmith: the token has already expired; nothing to revoke");
             return;
         }
-        const apiBase = (deps.env.GITHUB_API_URL || "https://api.github.com").replace(/\/+$/, "");
-        const response = await deps.http.request("DELETE", `${apiBase}/installation/token`, null, {
-            authorization: `Bearer ${token}`,
-            accept: "application/vnd.github+json",
-            "x-github-api-version": "2022-11-28",
-        });
-        const { status, body } = response;
-        if (status === 204) {
+        const failure = await revokeToken(deps.http, deps.env, token);
+        if (failure === undefined)
             core.info("tokensmith: token revoked");
-            return;
-        }
-        core.warning(`tokensmith: token revocation failed: HTTP ${status}${platformMessage(body)}`);
+        else
+            core.warning(`tokensmith: token revocation failed: ${failure}`);
     }
     catch (error) {
         if (error instanceof action_failure_ActionFailure)
             core.warning(error.message);
         else
             core.warning(`tokensmith: token revocation failed: ${networkDetail(error)}`);
+    }
+}
+/**
+ * `DELETE /installation/token` with the token itself: undefined when the platform revoked it (204),
+ * else why not (post and main print it through safe-toolkit.ts: one line, whatever the platform wrote).
+ */
+async function revokeToken(http, env, token, limits) {
+    const apiBase = (env.GITHUB_API_URL || "https://api.github.com").replace(/\/+$/, "");
+    try {
+        const { status, body } = await http.request("DELETE", `${apiBase}/installation/token`, null, {
+            authorization: `Bearer ${token}`,
+            accept: "application/vnd.github+json",
+            "x-github-api-version": "2022-11-28",
+        }, limits);
+        return status === 204 ? undefined : `HTTP ${status}${platformMessage(body)}`;
+    }
+    catch (error) {
+        return networkDetail(error);
     }
 }
 /** The platform's `message` field, when the body has one. */
@@ -32118,11 +32163,56 @@ function platformMessage(body) {
     }
 }
 
+;// CONCATENATED MODULE: ./build/action/untrusted-text.js
+// Text that came from the broker (or from whatever answers at broker-url) is shown only through
+// these two functions. The runner reads every stdout line that starts with `::` as a workflow
+// command (`::error::`, `::add-mask::`, `::stop-commands::`, ...), so a line break inside an echoed
+// value would let the answer write commands of its own; bidi overrides could make a line read
+// differently than it is. Nothing of this kind survives here: it is written out as an escape.
+// https://docs.github.com/en/actions/writing-workflows/choosing-what-your-workflow-does/workflow-commands-for-github-actions
+// C0 and C1 controls, DEL, the Unicode line and paragraph separators, and the bidi controls.
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]/g;
+const untrusted_text_escape = (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`;
+/** A broker value as the log shows it: quoted, one line, escaped, at most `max` characters of it. */
+function shown(value, max = 80) {
+    const text = typeof value === "string" ? value : JSON.stringify(value) ?? String(value);
+    const cut = text.length > max ? `${text.slice(0, max)}…` : text;
+    return `"${cut.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(UNSAFE, untrusted_text_escape)}"`;
+}
+/**
+ * One log line the action writes, made safe whatever went into it: no control character, no line
+ * break, and never a leading `::` (the last guard for text this file's callers forgot to quote).
+ */
+function oneLine(message) {
+    const line = message.replace(UNSAFE, untrusted_text_escape);
+    return line.startsWith("::") ? `tokensmith: ${line}` : line;
+}
+
+;// CONCATENATED MODULE: ./build/action/safe-toolkit.js
+// The toolkit main and post hand to the action: every message goes through oneLine() before it
+// reaches @actions/core, so no value the action prints can become a workflow command (core escapes
+// `%`, CR and LF inside `::error::` data, but prints info lines as they are).
+
+function safeToolkit(core) {
+    return {
+        getInput: (name) => core.getInput(name),
+        setSecret: (secret) => core.setSecret(secret),
+        setOutput: (name, value) => core.setOutput(name, value),
+        saveState: (name, value) => core.saveState(name, value),
+        getState: (name) => core.getState(name),
+        info: (message) => core.info(oneLine(message)),
+        warning: (message) => core.warning(oneLine(message)),
+        debug: (message) => core.debug(oneLine(message)),
+        setFailed: (message) => core.setFailed(oneLine(message)),
+    };
+}
+
 ;// CONCATENATED MODULE: ./build/action/post.js
 // Entry point of the post step: revoke the token main saved, then exit (post() never throws).
 
 
 
+
 const timeout = Number(process.env.TOKENSMITH_ATTEMPT_TIMEOUT_MS || "10000");
-void post({ core: core_namespaceObject, env: process.env, http: createHttp({ timeoutMs: Number.isFinite(timeout) && timeout >= 1 ? Math.min(timeout, 10_000) : 10_000 }), now: Date.now }).finally(() => process.exit());
+void post({ core: safeToolkit(core_namespaceObject), env: process.env, http: createHttp({ timeoutMs: Number.isFinite(timeout) && timeout >= 1 ? Math.min(timeout, 10_000) : 10_000 }), now: Date.now }).finally(() => process.exit());
 

@@ -67,7 +67,8 @@ export async function createBlackHoleNamespace(): Promise<BlackHoleNamespace> {
   }
 }
 
-// GET anything: the runner's ID-token answer; POST /token: a broker's token answer.
+// GET anything: the runner's ID-token answer; POST /token: a broker's token answer (expiring in an
+// hour: the action refuses an expires_at more than a day ahead).
 const HELPER = `
 const http = require("node:http");
 const server = http.createServer((req, res) => {
@@ -76,7 +77,7 @@ const server = http.createServer((req, res) => {
     res.writeHead(200, { "content-type": "application/json" });
     res.end(JSON.stringify(req.method === "GET"
       ? { value: "eyJhbGciOiJub25lIn0.eyJzdWIiOiJibGFjay1ob2xlLXRlc3QifQ.c2lnbmF0dXJl" }
-      : { token: "ghs_black_hole_test_token_0001", expires_at: "2030-01-01T00:00:00Z", repository: "octo-org/app" }));
+      : { token: "ghs_black_hole_test_token_0001", expires_at: new Date(Date.now() + 3600000).toISOString(), repository: "octo-org/app" }));
   });
 });
 server.listen(0, "127.0.0.1", () => process.stdout.write("listening " + server.address().port + "\\n"));

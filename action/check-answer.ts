@@ -1,0 +1,81 @@
+// The broker's 200 answer, checked before any of it is used: the action runs next to the job's
+// secrets, and whatever answers at broker-url (a misconfigured proxy, a compromised host) must not
+// be able to steer it. Pure: `now` is given, nothing is printed here.
+import type { TokenResponse } from "../shared/types.js";
+import { shown } from "./untrusted-text.js";
+
+/** GitHub's tokens are ~40 characters today and documented to grow; far below this bound either way. */
+export const MAX_TOKEN_LENGTH = 1024;
+/** Installation tokens live an hour; a token said to live longer than a day is not one. */
+export const MAX_LIFETIME_MS = 24 * 60 * 60 * 1000;
+
+// One printable ASCII token: no whitespace, no control character (a line break would defeat the
+// mask, which the runner applies line by line, and break the Authorization header).
+const TOKEN = new RegExp(`^[\\x21-\\x7e]{1,${MAX_TOKEN_LENGTH}}$`);
+// ISO 8601 in UTC, as the platform writes it: 2026-01-01T00:00:00Z (fractional seconds allowed).
+const UTC_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?Z$/;
+// A GitHub App slug: letters, digits and hyphens.
+const SLUG = /^[a-z0-9][a-z0-9-]{0,99}$/i;
+
+export type AnswerCheck =
+  | { ok: true; answer: Required<Pick<TokenResponse, "token" | "expires_at" | "repository">> & Pick<TokenResponse, "installation_id" | "app_slug"> }
+  /** `token` is set when the answer carried a usable token: it must be masked and revoked. */
+  | { ok: false; problem: string; token?: string };
+
+/** A token that can be masked and revoked, or undefined: checked first, so it can be masked before anything else. */
+export function usableToken(body: unknown): string | undefined {
+  const token = field(body, "token");
+  return typeof token === "string" && TOKEN.test(token) ? token : undefined;
+}
+
+/**
+ * The answer against what the step asked for: `repositories` holds the job's own repository (and,
+ * with the trust-policy work, the ones the step's `repositories` input names).
+ */
+export function checkAnswer(body: unknown, expected: { repositories: readonly string[]; now: number }): AnswerCheck {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) return { ok: false, problem: "the answer is not a JSON object" };
+  const token = usableToken(body);
+  if (token === undefined) {
+    const raw = field(body, "token");
+    const what = typeof raw !== "string" ? "no token" : raw.length > MAX_TOKEN_LENGTH ? `a token longer than ${MAX_TOKEN_LENGTH} characters` : "a token with whitespace or control characters";
+    return { ok: false, problem: `the answer carries ${what}` };
+  }
+  const refuse = (problem: string): AnswerCheck => ({ ok: false, problem, token });
+
+  const repository = field(body, "repository");
+  if (repository === undefined) return refuse("the answer names no repository");
+  if (typeof repository !== "string" || !expected.repositories.includes(repository)) {
+    return refuse(`the token is for repository ${shown(repository)}, not ${expected.repositories.map((r) => shown(r)).join(" or ")}`);
+  }
+
+  const expiresAt = field(body, "expires_at");
+  if (expiresAt === undefined) return refuse("the answer has no expires_at");
+  const expiry = typeof expiresAt === "string" && UTC_TIME.test(expiresAt) ? Date.parse(expiresAt) : NaN;
+  if (!Number.isFinite(expiry)) return refuse(`expires_at ${shown(expiresAt)} is not an ISO 8601 UTC time`);
+  if (expiry <= expected.now) return refuse(`expires_at ${shown(expiresAt)} is in the past`);
+  if (expiry - expected.now > MAX_LIFETIME_MS) return refuse(`expires_at ${shown(expiresAt)} is more than a day ahead`);
+
+  // Additive fields (brokers before them send neither): absent is fine, present must be well formed.
+  const installationId = field(body, "installation_id");
+  if (installationId !== undefined && !(Number.isSafeInteger(installationId) && (installationId as number) > 0)) {
+    return refuse(`installation_id ${shown(installationId)} is not a positive integer`);
+  }
+  const appSlug = field(body, "app_slug");
+  if (appSlug !== undefined && !(typeof appSlug === "string" && SLUG.test(appSlug))) return refuse(`app_slug ${shown(appSlug)} is not an App slug`);
+
+  return {
+    ok: true,
+    answer: {
+      token,
+      expires_at: expiresAt as string,
+      repository,
+      ...(installationId !== undefined ? { installation_id: installationId as number } : {}),
+      ...(appSlug !== undefined ? { app_slug: appSlug as string } : {}),
+    },
+  };
+}
+
+/** An own property only: `__proto__` or `constructor` in a hostile body read nothing from Object.prototype. */
+function field(body: unknown, name: string): unknown {
+  return typeof body === "object" && body !== null && Object.hasOwn(body, name) ? (body as Record<string, unknown>)[name] : undefined;
+}
