@@ -12,7 +12,10 @@ export interface ErrorCodeInfo {
   meaning: string;
   /** Whether the same request can succeed later without anyone changing anything. */
   retryable: boolean;
-  /** The one-line fix a release engineer should read (the action prints it). */
+  /**
+   * The one-line fix, for whoever calls the route. The action, the CLI and the dashboard word it
+   * for their own readers where that differs (action/hints.ts: the workflow's owner).
+   */
   hint: string;
 }
 

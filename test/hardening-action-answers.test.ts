@@ -86,6 +86,13 @@ describe("item 1: nothing the broker sends becomes a workflow command", () => {
     expect(broker.tokenPosts()).toBe(1);
   });
 
+  it("an error body whose `error` is no broker code, with commands in it: only the status is shown", async () => {
+    const broker = await canned(() => ({ status: 403, body: { error: `nope${FORGED}`, reason: FORGED } }));
+    const step = await main(broker);
+    expect(expectOneSafeError(step)).toBe(`tokensmith: ${broker.url} answered HTTP 403 that is not a broker answer: check that broker-url is the tokensmith broker's origin.`);
+    expect(broker.tokenPosts()).toBe(1);
+  });
+
   it("a 200 with a token and a hostile key, nothing else: refused, the key never echoed", async () => {
     const broker = await canned(() => ({ status: 200, body: { token: "ghs_onlyTheToken0001", [`x${FORGED}`]: 1 } }));
     const step = await main(broker);
