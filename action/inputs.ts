@@ -22,9 +22,11 @@ export interface Inputs {
   owner: string;
   repo: string;
   /**
-   * Every repository a token from the broker may name (owner/name): the job's own today. The
-   * trust-policy work's `repositories` input adds the ones the step asks for here, and its
-   * `permission-<name>` inputs go next to it; the answer check (check-answer.ts) already reads a list.
+   * The repositories (owner/name) the answer's `repository` may name: the job's own today. The
+   * answer check (check-answer.ts) reads a list so the trust-policy work's `repositories` and
+   * `permission-<name>` inputs (read here, next to this) can widen what the step asks for without
+   * touching it; DESIGN.md has that answer keep `repository` as the caller's and list the rest in
+   * `repositories`, which gets its own check then.
    */
   repositories: string[];
   /** Sent for the broker's logs only. */
