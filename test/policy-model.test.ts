@@ -1,0 +1,83 @@
+// Model-based (fast-check): checkPolicy against a plain model of rule matching, and the narrowing
+// algebra: whatever the policies and ceilings, the grant never exceeds any ceiling or the request.
+import { describe, expect, it } from "@jest/globals";
+import fc from "fast-check";
+import { stringify } from "yaml";
+import { checkPolicy, DENIAL_RULES_SHOWN } from "../server/policy/check-policy.js";
+import { createPolicyCompiler } from "../server/policy/compile-policy.js";
+import { narrowPermissions } from "../server/policy/narrow-permissions.js";
+
+const compiler = createPolicyCompiler();
+const KEYS = { ref: "ref", event: "event_name", actor: "actor", environment: "environment" } as const;
+type Key = keyof typeof KEYS;
+const WORDS = ["a", "b", "a/b", "ab", "b/a"];
+
+// A pattern is a literal word or `word*` (GitHub's `*`: any run without `/`).
+const pattern = fc.record({ word: fc.constantFrom(...WORDS), star: fc.boolean() });
+const conditions = fc.dictionary(fc.constantFrom<Key>("ref", "event", "actor", "environment"), fc.array(pattern, { minLength: 1, maxLength: 2 }), { maxKeys: 3 });
+const rules = fc.array(conditions, { minLength: 1, maxLength: 8 });
+const claims = fc.dictionary(fc.constantFrom(...Object.values(KEYS)), fc.constantFrom(...WORDS, "a/b/c", "abc"), { maxKeys: 4 });
+
+const modelMatch = (p: { word: string; star: boolean }, value: string) => (p.star ? value.startsWith(p.word) && !value.slice(p.word.length).includes("/") : value === p.word);
+const modelHolds = (rule: Record<string, Array<{ word: string; star: boolean }>>, job: Record<string, string>) =>
+  Object.entries(rule).every(([key, patterns]) => {
+    const value = job[KEYS[key as Key]];
+    return value !== undefined && patterns.some((p) => modelMatch(p, value));
+  });
+
+describe("rule matching against the model", () => {
+  it("the first rule that holds in the model is the one checkPolicy picks; otherwise the denial names up to five rules", () => {
+    fc.assert(
+      fc.property(rules, claims, fc.nat(), (ruleList, job, pick) => {
+        const text = stringify({
+          rules: ruleList.map((rule, i) => ({
+            name: `r${i}`,
+            if: Object.fromEntries(Object.entries(rule).map(([key, patterns]) => [key, patterns.map((p) => p.word + (p.star ? "*" : ""))])),
+            permissions: { contents: "read" },
+          })),
+        });
+        const compiled = compiler.compile(text, "repository", "model.yml");
+        if (!compiled.ok) throw new Error(compiled.detail);
+        const expected = ruleList.findIndex((rule) => modelHolds(rule, job));
+        const result = checkPolicy(compiled.policy, job);
+        if (expected === -1) {
+          expect(result.ok).toBe(false);
+          if (!result.ok) {
+            expect(result.detail.match(/rule r\d+:/g)).toHaveLength(Math.min(ruleList.length, DENIAL_RULES_SHOWN));
+            expect(result.detail).not.toContain("\n");
+          }
+        } else {
+          expect(result.ok && result.rule.name).toBe(`r${expected}`);
+        }
+        // A named rule holds exactly when the model says it does.
+        const named = pick % ruleList.length;
+        expect(checkPolicy(compiled.policy, job, { rule: `r${named}` }).ok).toBe(modelHolds(ruleList[named]!, job));
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe("narrowing algebra", () => {
+  const level = fc.constantFrom("read", "write");
+  const names = fc.constantFrom("contents", "pull_requests", "issues", "checks", "metadata");
+  const perms = fc.dictionary(names, level, { maxKeys: 5 });
+  const rank = (l: string | undefined) => (l === "write" || l === "admin" ? 2 : l === "read" ? 1 : 0);
+
+  it("the grant never exceeds the request or any ceiling, and keeps what all of them allow", () => {
+    fc.assert(
+      fc.property(perms, fc.array(fc.dictionary(names, fc.constantFrom("read", "write", "admin"), { maxKeys: 5 }), { maxLength: 4 }), (requested, ceilings) => {
+        const grant = narrowPermissions(requested as Record<string, "read" | "write">, ceilings.map((permissions, i) => ({ source: `c${i}`, permissions })));
+        for (const [name, l] of Object.entries(grant)) {
+          expect(rank(l)).toBeLessThanOrEqual(rank(requested[name]));
+          for (const ceiling of ceilings) expect(rank(l)).toBeLessThanOrEqual(rank(ceiling[name]));
+        }
+        for (const name of Object.keys(requested)) {
+          const expected = Math.min(rank(requested[name]), ...ceilings.map((c) => rank(c[name])));
+          expect(rank(grant[name])).toBe(expected);
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
