@@ -3,6 +3,7 @@
 // helpers tests use to arrange it (create a branch, push as someone else, open pull requests…).
 import { createHash } from "node:crypto";
 import { registerGitGraphql } from "./git-graphql.js";
+import { registerContentsRoutes } from "./rest-contents-routes.js";
 import { registerPullRoutes } from "./rest-pull-routes.js";
 import type { Simulator } from "./types.js";
 
@@ -57,6 +58,11 @@ export interface GitApi {
   /** The branch's tree as UTF-8 text per path. */
   files(repository: string, branch: string): Record<string, string>;
   commit(oid: string): CommitState | undefined;
+  /**
+   * Sets one file on a branch (default `main`, created when missing) in a new commit, or deletes it
+   * with `null`: what a policy test arranges (`.github/tokensmith.yml`). Returns the new head oid.
+   */
+  setFile(repository: string, path: string, text: string | null, opts?: { branch?: string }): string;
   /** Advances the branch by one commit, as if someone pushed. Returns the new head oid. */
   push(repository: string, branch: string, opts?: { files?: Record<string, string>; message?: string }): string;
   deleteBranch(repository: string, branch: string): void;
@@ -163,6 +169,7 @@ export function registerGit(sim: Simulator): GitApi {
   const store = new GitStore(sim.now);
   registerGitGraphql(sim, store);
   registerPullRoutes(sim, store);
+  registerContentsRoutes(sim, store);
 
   const requirePull = (repository: string, number: number): PullRequestState => {
     const pull = store.pullsOf(repository).get(number);
@@ -192,6 +199,11 @@ export function registerGit(sim: Simulator): GitApi {
       if (!store.head(repository, branch)) throw new Error(`simulator: no branch ${branch} in ${repository}`);
       const files = opts.files ?? { [`pushed-${store.commits.size}.txt`]: "pushed\n" };
       return store.advance(repository, branch, utf8Changes(files), { headline: opts.message ?? "Someone pushed" }, SOMEONE, false).oid;
+    },
+    setFile(repository, path, text, opts = {}) {
+      const branch = opts.branch ?? "main";
+      const change = new Map([[path, text === null ? null : Buffer.from(text, "utf8").toString("base64")]]);
+      return store.advance(repository, branch, change, { headline: text === null ? `Delete ${path}` : `Update ${path}` }, SOMEONE, false).oid;
     },
     deleteBranch(repository, branch) {
       store.branchesOf(repository).delete(branch);

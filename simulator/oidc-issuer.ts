@@ -46,9 +46,20 @@ export function defaultClaims(issuer: string, nowSeconds: number): Claims {
     run_id: "1001",
     run_attempt: "1",
     workflow: "release",
+    run_number: "7",
     workflow_ref: "octo-org/app/.github/workflows/release.yml@refs/heads/main",
+    workflow_sha: DEFAULT_SHA,
+    // A job not calling a reusable workflow: GitHub names the caller's own workflow here.
+    job_workflow_ref: "octo-org/app/.github/workflows/release.yml@refs/heads/main",
+    job_workflow_sha: DEFAULT_SHA,
     actor: "octocat",
+    actor_id: "583231",
     event_name: "push",
+    ref_type: "branch",
+    ref_protected: "true",
+    head_ref: "",
+    base_ref: "",
+    repository_visibility: "private",
     runner_environment: "github-hosted",
     jti: randomUUID(),
     iat: nowSeconds,
@@ -80,6 +91,18 @@ function repositoryClaims(claims: Record<string, unknown> | undefined, idsOf: Oi
   if (!match || !idsOf) return {};
   const { repositoryId, ownerId } = idsOf(match[1]!, match[2]!);
   return { repository_owner: match[1], repository_id: String(repositoryId), repository_owner_id: String(ownerId) };
+}
+
+/**
+ * As GitHub does, `ref_type` follows `ref` and `job_workflow_ref` follows `workflow_ref` when a
+ * test names only the one (the test's own value for either still wins: it is applied later).
+ */
+function followingClaims(claims: Record<string, unknown> | undefined): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const ref = claims?.ref;
+  if (typeof ref === "string") out.ref_type = ref.startsWith("refs/tags/") ? "tag" : "branch";
+  if (typeof claims?.workflow_ref === "string") out.job_workflow_ref = claims.workflow_ref;
+  return out;
 }
 
 export interface OidcIssuerDeps {
@@ -154,7 +177,7 @@ export function createOidcIssuer(deps: OidcIssuerDeps): OidcIssuer {
       Object.assign(header, opts.header);
       // HS* without a key: the classic confusion attack, keyed with the public key PEM.
       const key = opts.privateKey ?? (alg.startsWith("HS") ? current.publicKeyPem : current.privateKey);
-      const payload = mergeClaims(defaultClaims(issuer, Math.floor(deps.now() / 1000)), repositoryClaims(claims, deps.idsOf), claims);
+      const payload = mergeClaims(defaultClaims(issuer, Math.floor(deps.now() / 1000)), repositoryClaims(claims, deps.idsOf), followingClaims(claims), claims);
       return signCompact(header, payload, key);
     },
     rotateKey(opts: { keepOld?: boolean } = {}): OidcKey {

@@ -88,10 +88,24 @@ export interface Claims {
   run_id: string;
   run_attempt: string;
   workflow: string;
+  run_number: string;
   workflow_ref: string;
+  workflow_sha: string;
+  /** The workflow file the job runs (a reusable workflow's own ref when the job calls one). */
+  job_workflow_ref: string;
+  job_workflow_sha: string;
   actor: string;
+  actor_id: string;
   event_name: string;
+  /** `branch` or `tag`. */
+  ref_type: string;
+  ref_protected: string;
+  head_ref: string;
+  base_ref: string;
+  repository_visibility: string;
   runner_environment: string;
+  /** Only when the job names an environment (absent otherwise, as GitHub does). */
+  environment?: string;
   jti: string;
   iat: number;
   nbf: number;

@@ -1,0 +1,59 @@
+// Repository contents on an installation token, as the broker's policy reader uses them: one file
+// from a branch (the default branch unless `ref` names another), GitHub's content-file object
+// (base64 `content` wrapped at 60 columns, the blob `sha`), an `ETag`, and 304 with no body to an
+// `If-None-Match` that still holds (GitHub counts a 304 against no rate limit).
+// https://docs.github.com/rest/repos/contents#get-repository-content
+import { createHash } from "node:crypto";
+import { DOCS_ROOT, githubError } from "./router.js";
+import type { GitStore } from "./git-state.js";
+import type { RouteContext, RouteResult, Simulator } from "./types.js";
+
+const DOC = `${DOCS_ROOT}/repos/contents#get-repository-content`;
+const DEFAULT_BRANCH = "main";
+
+/** Git's blob id for these bytes (what GitHub's `sha` of a file is). */
+export function blobSha(bytes: Buffer): string {
+  return createHash("sha1").update(`blob ${bytes.length}\0`).update(bytes).digest("hex");
+}
+
+export function registerContentsRoutes(sim: Simulator, store: GitStore): void {
+  sim.route("GET", "/repos/:owner/:repo/contents/*", (ctx: RouteContext): RouteResult => {
+    const { issued, installation } = sim.requireInstallation(ctx);
+    const { owner = "", repo = "", rest: path = "" } = ctx.params;
+    const covered = owner.toLowerCase() === installation.account.toLowerCase()
+      && (issued.repositories === "all" || issued.repositories.some((r) => r.toLowerCase() === repo.toLowerCase()));
+    // GitHub hides what a token cannot read: no repository, no contents permission → 404 alike.
+    if (!covered || !issued.permissions.contents) throw githubError(404, "Not Found", DOC);
+    const repository = sim.repository(owner, repo);
+    const branch = ctx.query.ref ?? DEFAULT_BRANCH;
+    const head = store.head(repository.fullName, branch);
+    const b64 = head ? store.commits.get(head)?.files.get(path) : undefined;
+    if (b64 === undefined) throw githubError(404, "Not Found", DOC);
+    const bytes = Buffer.from(b64, "base64");
+    const sha = blobSha(bytes);
+    const etag = `W/"${sha}"`;
+    if (ctx.headers["if-none-match"] === etag) return { status: 304, headers: { etag } };
+    const name = path.slice(path.lastIndexOf("/") + 1);
+    const self = `${sim.apiBase}/repos/${repository.fullName}/contents/${path}?ref=${branch}`;
+    const git = `${sim.apiBase}/repos/${repository.fullName}/git/blobs/${sha}`;
+    const html = `${sim.url}/${repository.fullName}/blob/${branch}/${path}`;
+    return {
+      status: 200,
+      headers: { etag, "cache-control": "private, max-age=60, s-maxage=60" },
+      body: {
+        type: "file",
+        encoding: "base64",
+        size: bytes.length,
+        name,
+        path,
+        content: (bytes.toString("base64").match(/.{1,60}/g) ?? []).join("\n") + "\n",
+        sha,
+        url: self,
+        git_url: git,
+        html_url: html,
+        download_url: `${sim.url}/raw/${repository.fullName}/${branch}/${path}`,
+        _links: { self, git, html },
+      },
+    };
+  });
+}
