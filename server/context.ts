@@ -7,6 +7,7 @@ import { BODY_READ_TIMEOUT_MS, REQUEST_DEADLINE_MS } from "./http/limits.js";
 import { POINTS_WINDOW_MS } from "./github/points-pacer.js";
 import { createUpstreamGate, type UpstreamGate } from "./github/upstream-gate.js";
 import { createCrawlTokenCache } from "./releases/crawl-token-cache.js";
+import { createPolicyService } from "./policy/policy-service.js";
 import { createStoreRegistry } from "./kv/key-value-store.js";
 import { createLogger, type Logger } from "./log.js";
 import { createMetrics } from "./metrics.js";
@@ -171,6 +172,7 @@ export function createContext(deps: BrokerDeps = {}) {
     appJwt: createAppJwtSigner(now),
     installations: createInstallationCache({ now, ttlMs: timing.installationTtlMs }),
     crawlTokens: createCrawlTokenCache(now),
+    policies: createPolicyService({ now }),
     async close(): Promise<void> {
       await Promise.all([...keySources.values()].map((source) => source.settled()));
       await stores.closeAll();

@@ -1,5 +1,5 @@
 import { parseAdminSettings } from "./admin/admin-settings.js";
-import { parseUpstreamPointsPerMinute, type Env, type Settings } from "./settings.js";
+import { parsePolicyMode, parseUpstreamPointsPerMinute, type Env, type Settings } from "./settings.js";
 
 /** A setting that will not work as given: what the broker logs at start-up and `tokensmith doctor` prints. */
 export interface SettingProblem {
@@ -24,6 +24,7 @@ export const WHOLE_NUMBER_SETTINGS: ReadonlyArray<readonly [string, number]> = [
   ["UPDATE_BRANCH_PER_MINUTE", 60],
   ["UPDATE_BRANCH_PER_HOUR", 500],
   ["UPSTREAM_MAX_CONCURRENCY", 50],
+  ["POLICY_CACHE_SECONDS", 60],
 ];
 
 /** Every start-up problem, one per line, in the order the broker logs them. */
@@ -49,6 +50,9 @@ export function settingsProblems(settings: Settings, env: Env): SettingProblem[]
   }
   const points = parseUpstreamPointsPerMinute(env.UPSTREAM_POINTS_PER_MINUTE);
   if (points.problem) problems.push({ level: "error", fails: true, fields: { setting: "UPSTREAM_POINTS_PER_MINUTE" }, message: points.problem });
+  const policy = parsePolicyMode(env.TOKEN_POLICY);
+  if (policy.problem) problems.push({ level: "error", fails: true, fields: { setting: "TOKEN_POLICY" }, message: policy.problem });
+  if (policy.mode === "off") problems.push({ level: "warn", fails: false, fields: { setting: "TOKEN_POLICY" }, message: "TOKEN_POLICY=off: trust policies are never read; every job of an installed repository gets TOKEN_PERMISSIONS" });
   const admin = parseAdminSettings(env);
   if (!admin.enabled && admin.problem) problems.push({ level: "error", fails: true, fields: { setting: "ADMIN_PORT" }, message: admin.problem });
   return problems;

@@ -3,6 +3,7 @@
 // comparison per setting, not a key parse.
 import { parseTokenPermissions, type PermissionsParse } from "../shared/token-permissions.js";
 import { parseAppCredentials, type CredentialsParse } from "./app-credentials.js";
+import type { PolicyMode } from "./policy/decide-policy.js";
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -52,6 +53,10 @@ export interface Settings {
   upstreamMaxConcurrency: number;
   /** UPSTREAM_POINTS_PER_MINUTE: REST points per App and per installation per minute, per platform, this process. */
   upstreamPointsPerMinute: number;
+  /** TOKEN_POLICY: whether /token reads trust policies (docs/policies.md). */
+  tokenPolicy: PolicyMode;
+  /** POLICY_CACHE_SECONDS: how long a policy file read is used before it is asked again (conditionally). */
+  policyCacheSeconds: number;
 }
 
 /** Every variable the broker reads; the memo key is their raw values. */
@@ -63,7 +68,7 @@ export const SETTING_NAMES = [
   "RELEASES_MAX_INSTALLATIONS", "RELEASES_MAX_REPOSITORIES", "SIGN_ALLOWED_REPOSITORIES",
   "RELEASES_CRAWL_LEASE_SECONDS",
   "WEBHOOK_QUEUE", "UPDATE_BRANCH_PER_MINUTE", "UPDATE_BRANCH_PER_HOUR",
-  "UPSTREAM_MAX_CONCURRENCY", "UPSTREAM_POINTS_PER_MINUTE",
+  "UPSTREAM_MAX_CONCURRENCY", "UPSTREAM_POINTS_PER_MINUTE", "TOKEN_POLICY", "POLICY_CACHE_SECONDS",
 ] as const;
 
 export function parseSettings(env: Env): Settings {
@@ -113,7 +118,20 @@ export function parseSettings(env: Env): Settings {
     updateBranchPerHour: positiveInteger(env.UPDATE_BRANCH_PER_HOUR) ?? 500,
     upstreamMaxConcurrency: positiveInteger(env.UPSTREAM_MAX_CONCURRENCY) ?? 50,
     upstreamPointsPerMinute: parseUpstreamPointsPerMinute(env.UPSTREAM_POINTS_PER_MINUTE).value,
+    tokenPolicy: parsePolicyMode(env.TOKEN_POLICY).mode,
+    policyCacheSeconds: positiveInteger(env.POLICY_CACHE_SECONDS) ?? 60,
   };
+}
+
+/**
+ * TOKEN_POLICY: optional (default), required or off, case-insensitive. Anything else fails closed
+ * (required) and is a settings problem: a typo must not switch the policies off.
+ */
+export function parsePolicyMode(raw: string | undefined): { mode: PolicyMode; problem?: string } {
+  const text = (raw ?? "").trim().toLowerCase();
+  if (text === "") return { mode: "optional" };
+  if (text === "optional" || text === "required" || text === "off") return { mode: text };
+  return { mode: "required", problem: "TOKEN_POLICY is not optional, required or off: treated as required (fail closed)" };
 }
 
 /** GitHub's REST points a minute per App and per installation (secondary rate limits). */

@@ -16,17 +16,25 @@ export class BrokerError extends Error {
    * tells a client that retrying the same request will not help.
    */
   readonly retryAfter?: number;
+  /**
+   * DESIGN.md "Error body": one human line sent as the body's `detail` (a policy denial names the
+   * rule, the condition and the claim's value). Only for text that is the caller's own to see:
+   * `detail` (the log's) stays out of the body.
+   */
+  readonly answerDetail?: string;
 
-  constructor(code: ErrorCode, options: { reason?: OidcReason; status?: number; detail?: string; cause?: unknown; retryAfter?: number } = {}) {
+  constructor(code: ErrorCode, options: { reason?: OidcReason; status?: number; detail?: string; cause?: unknown; retryAfter?: number; answerDetail?: string } = {}) {
     super(options.detail ? `${code}: ${options.detail}` : code, { cause: options.cause });
     this.name = "BrokerError";
     this.code = code;
     this.status = options.status ?? ERROR_CODES[code].status;
     if (options.reason) this.reason = options.reason;
     if (options.retryAfter !== undefined) this.retryAfter = Math.max(0, Math.ceil(options.retryAfter));
+    if (options.answerDetail !== undefined) this.answerDetail = options.answerDetail.replace(/[\u0000-\u001f\u007f]/g, " ").slice(0, 1000);
   }
 
   toBody(): ErrorBody {
-    return this.reason ? { error: this.code, reason: this.reason } : { error: this.code };
+    const body: ErrorBody = this.reason ? { error: this.code, reason: this.reason } : { error: this.code };
+    return this.answerDetail === undefined ? body : { ...body, detail: this.answerDetail };
   }
 }

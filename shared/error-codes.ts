@@ -80,6 +80,21 @@ export const ERROR_CODES = {
     meaning: "The App is not installed on the repository.",
     hint: "Install the App on this repository (organisation or repository settings → GitHub Apps).",
   },
+  policy_denied: {
+    status: 403, routes: ["/token"], retryable: false,
+    meaning: "A trust policy applies and none of its rules holds for this job (or the request's `rule` does not), or TOKEN_POLICY=required and no policy applies; `detail` names, per rule, the first failed condition and the claim's value.",
+    hint: "Change the job (event, ref, workflow, environment) or the policy file (.github/tokensmith.yml on the default branch) so that a rule holds; see detail.",
+  },
+  policy_invalid: {
+    status: 403, routes: ["/token"], retryable: false,
+    meaning: "The repository's or the owner's policy file does not parse or validate (YAML, schema, over 64 KiB, too many aliases); `detail` says which file and line. Fail closed.",
+    hint: "Fix the policy file on the default branch (`tokensmith policy check FILE` validates it offline); see detail for the line.",
+  },
+  policy_unavailable: {
+    status: 503, routes: ["/token"], retryable: true,
+    meaning: "The platform did not answer the read of a policy file (or of the broker's reader token); never taken as \"no policy\". `Retry-After` says when to retry.",
+    hint: "The broker could not read the trust policy from the platform; retry after the Retry-After delay.",
+  },
   github_installation_lookup_failed: {
     status: 500, routes: ["/token"], retryable: true,
     meaning: "The platform answered the installation lookup with something unusable.",

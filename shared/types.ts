@@ -94,4 +94,6 @@ export type WebhookPushResponse =
 export interface ErrorBody {
   error: ErrorCode;
   reason?: OidcReason;
+  /** One human line (a policy denial's rule, condition and claim value); never a secret, a token or a JWT. */
+  detail?: string;
 }

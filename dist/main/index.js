@@ -32022,6 +32022,21 @@ const ERROR_CODES = {
         meaning: "The App is not installed on the repository.",
         hint: "Install the App on this repository (organisation or repository settings → GitHub Apps).",
     },
+    policy_denied: {
+        status: 403, routes: ["/token"], retryable: false,
+        meaning: "A trust policy applies and none of its rules holds for this job (or the request's `rule` does not), or TOKEN_POLICY=required and no policy applies; `detail` names, per rule, the first failed condition and the claim's value.",
+        hint: "Change the job (event, ref, workflow, environment) or the policy file (.github/tokensmith.yml on the default branch) so that a rule holds; see detail.",
+    },
+    policy_invalid: {
+        status: 403, routes: ["/token"], retryable: false,
+        meaning: "The repository's or the owner's policy file does not parse or validate (YAML, schema, over 64 KiB, too many aliases); `detail` says which file and line. Fail closed.",
+        hint: "Fix the policy file on the default branch (`tokensmith policy check FILE` validates it offline); see detail for the line.",
+    },
+    policy_unavailable: {
+        status: 503, routes: ["/token"], retryable: true,
+        meaning: "The platform did not answer the read of a policy file (or of the broker's reader token); never taken as \"no policy\". `Retry-After` says when to retry.",
+        hint: "The broker could not read the trust policy from the platform; retry after the Retry-After delay.",
+    },
     github_installation_lookup_failed: {
         status: 500, routes: ["/token"], retryable: true,
         meaning: "The platform answered the installation lookup with something unusable.",
@@ -32216,6 +32231,9 @@ const WORKFLOW_HINTS = {
     repo_mismatch: "The job's OIDC token is for another repository than {repository}: a job can only get a token for its own repository.",
     repo_not_allowed: "{repository} is not in the broker's ALLOWED_REPOSITORIES: the broker's operator must add it.",
     app_not_installed: "The broker's GitHub App is not installed on {repository}: install it on {repository} (organisation or repository settings → GitHub Apps).",
+    policy_denied: "No rule of the trust policy that applies to {repository} holds for this job (.github/tokensmith.yml on the default branch, or the owner's .github/tokensmith-org.yml): change the job or the policy; the broker's detail names the rule, the condition and the claim's value.",
+    policy_invalid: "The trust policy of {repository} (or of its owner) does not parse or validate, so the broker refuses every token for it: fix the file on the default branch (`tokensmith policy check FILE` shows the line).",
+    policy_unavailable: `The broker could not read the trust policy from GitHub. ${RETRIED}, and tell the broker's operator if it persists.`,
     github_installation_lookup_failed: `GitHub gave the broker an unusable answer about the App's installation. ${RETRIED}, and tell the broker's operator if it persists.`,
     installation_token_failed: `GitHub refused or failed to mint the token. ${RETRIED}; if it persists, tell the broker's operator (the App may lack a permission the broker asks for).`,
     sign_failed: MISMATCH,

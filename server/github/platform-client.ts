@@ -32,6 +32,8 @@ export interface PlatformCall {
    * what JSON.parse of the whole body gives, each element of that array cut down to `keep`.
    */
   streamArray?: { key: string; keep?: Shape; listener?: StreamListener };
+  /** A conditional GET (the policy reader): a 304 answer comes back as a success with no data. */
+  ifNoneMatch?: string;
   /** A success's headers as soon as they are in, before its body is read (a listing's Link). */
   onHeaders?: (headers: { get(name: string): string | null }) => void;
 }
@@ -53,7 +55,7 @@ export type PlatformClient = (call: PlatformCall) => Promise<PlatformAnswer>;
  */
 export function createPlatformClient(options: { apiBase: string; fetch: typeof fetch; timeoutMs: number; now?: () => number; gate?: UpstreamGate }): PlatformClient {
   const now = options.now ?? Date.now;
-  return async ({ method, path, url: absolute, bearer, body, deadlineAt, signal, streamArray, onHeaders }) => {
+  return async ({ method, path, url: absolute, bearer, body, deadlineAt, signal, streamArray, onHeaders, ifNoneMatch }) => {
     const url = absolute ?? `${options.apiBase}${path}`;
     const request = { method, url, headers: {} };
     const headers: Record<string, string> = {
@@ -63,6 +65,7 @@ export function createPlatformClient(options: { apiBase: string; fetch: typeof f
       "x-github-api-version": API_VERSION,
     };
     if (body !== undefined) headers["content-type"] = "application/json; charset=utf-8";
+    if (ifNoneMatch !== undefined) headers["if-none-match"] = ifNoneMatch;
     if (deadlineAt !== undefined && deadlineAt - now() <= 0) throw deadlineError(`${method} ${absolute ?? path}`);
     let response: Response;
     let text: string;

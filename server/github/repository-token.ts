@@ -15,8 +15,11 @@ export const ANSWER_RESERVE_MS = 150;
 export interface RepositoryTokenInput extends RepositoryScope {
   platform: PlatformSettings;
   app: AppCredentials;
-  /** What to ask for, given what the installation was granted. */
-  permissions: (granted: Record<string, string>) => Permissions;
+  /**
+   * What to ask for, given what the installation was granted (and the installation itself: /token's
+   * trust policies are read with its reader token). May refuse by throwing: nothing is minted then.
+   */
+  permissions: (granted: Record<string, string>, installation: Installation) => Permissions | Promise<Permissions>;
   /** For the log lines of a revocation. */
   requestId?: string;
   /**
@@ -92,6 +95,8 @@ async function mintChecked(
   from: MintFrom,
 ): Promise<{ installation: Installation; minted: MintedToken } | { refused: BrokerError }> {
   const { client, appJwt, cacheKey, installation } = from;
+  // Decided before the mint and outside its failure handling: a refusal here says nothing about the installation.
+  const permissions = await input.permissions(installation.permissions, installation);
   let minted: MintedToken;
   try {
     minted = await mintInstallationToken({
@@ -99,7 +104,7 @@ async function mintChecked(
       appJwt,
       installationId: installation.id,
       ...(scope.ids ? { repositoryIds: [scope.ids.repositoryId] } : { repositoryName: scope.repo }),
-      permissions: input.permissions(installation.permissions),
+      permissions,
       retry: ctx.retry,
       now: ctx.now,
       deadlineAt: input.deadlineAt,

@@ -2,10 +2,13 @@ import type { RequestHandler } from "express";
 import type { TokenResponse } from "../../shared/types.js";
 import type { BrokerContext } from "../context.js";
 import { intersectPermissions } from "../github/intersect-permissions.js";
-import { mintRepositoryToken } from "../github/repository-token.js";
+import { ANSWER_RESERVE_MS, mintRepositoryToken } from "../github/repository-token.js";
 import { sendJson } from "../http/send-json.js";
 import { fingerprint } from "../log.js";
 import { verifyOidcToken } from "../oidc/verify-oidc-token.js";
+import { applyPolicies, type PolicyOutcome } from "../policy/apply-policies.js";
+import { narrowPermissions } from "../policy/narrow-permissions.js";
+import { readRuleField } from "../policy/read-rule-field.js";
 import { readTokenRequest } from "../token/read-token-request.js";
 import { checkAllowlist, matchRepository, readRepositoryIdentity, requireApp, requireTokenPermissions, trustedPlatforms } from "../token/trust.js";
 
@@ -13,12 +16,14 @@ import { checkAllowlist, matchRepository, readRepositoryIdentity, requireApp, re
  * POST /token: the spec's ladder, top to bottom (DESIGN.md order of checks):
  * fields → TOKEN_PERMISSIONS → OIDC verification (with the repository and owner ids) → repository
  * claim → allowlist → App configured → installation lookup (on the claims' owner id) → mint by the
- * claims' repository id (its answer must name that repository).
+ * claims' repository id (its answer must name that repository). Between lookup and mint, the trust
+ * policies (server/policy/apply-policies.ts): the rule that holds narrows the grant, or nothing is minted.
  */
 export function tokenRoute(ctx: BrokerContext): RequestHandler {
   return async (req, res) => {
     const settings = ctx.settings();
     const body = readTokenRequest(req.body as Record<string, unknown>);
+    const rule = readRuleField(req.body as Record<string, unknown>);
     const requested = requireTokenPermissions(settings);
 
     const { claims, trusted } = await verifyOidcToken({
@@ -34,6 +39,7 @@ export function tokenRoute(ctx: BrokerContext): RequestHandler {
 
     const platform = trusted.platform;
     const app = requireApp(platform);
+    let policy: PolicyOutcome | null = null;
     const { installation, minted } = await mintRepositoryToken(ctx, {
       platform,
       app,
@@ -42,8 +48,16 @@ export function tokenRoute(ctx: BrokerContext): RequestHandler {
       ids,
       requestId: res.locals.requestId as string | undefined,
       deadlineAt: res.locals.deadlineAt as number | undefined,
-      permissions: (granted) => intersectPermissions(requested, granted),
+      permissions: async (granted, found) => {
+        policy = await applyPolicies(ctx, {
+          settings, platform, app, installation: found, claims, owner: body.owner, repo: body.repo, ids, rule,
+          deadlineAt: res.locals.deadlineAt === undefined ? undefined : (res.locals.deadlineAt as number) - ANSWER_RESERVE_MS,
+        });
+        // TOKEN_PERMISSIONS ∩ each rule that applies ∩ the installation (DESIGN.md: everything only narrows).
+        return intersectPermissions(narrowPermissions(requested, policy?.decision.ceilings ?? []), granted);
+      },
     });
+    const applied = policy as PolicyOutcome | null;
 
     ctx.log.info(
       {
@@ -53,6 +67,7 @@ export function tokenRoute(ctx: BrokerContext): RequestHandler {
         repository_owner_id: ids.ownerId,
         installation_id: installation.id,
         permissions: minted.permissions,
+        ...(applied ? { policy_rule: applied.decision.rule, owner_policy_rule: applied.decision.ownerRule, policy_sha: applied.repositorySha, owner_policy_sha: applied.ownerSha } : {}),
         platform: platform.name,
         issuer: claims.iss,
         sub: claims.sub,

@@ -4,6 +4,7 @@ import type { WebhookIgnoredResponse, WebhookPushResponse } from "../../shared/t
 import type { BrokerContext } from "../context.js";
 import { MIB, parseJsonObject, rawBody } from "../http/json-body.js";
 import { sendJson } from "../http/send-json.js";
+import { dropPoliciesOnPush } from "../policy/drop-on-push.js";
 import { requireApp } from "../token/trust.js";
 import { createMemoryQueue, type PushQueue } from "../webhook/memory-queue.js";
 import { readPush } from "../webhook/read-push.js";
@@ -98,6 +99,8 @@ function handleDelivery(ctx: BrokerContext, queues: ReturnType<typeof createPush
       ctx.log.info({ event, delivery: deliveryId, request_id: requestId }, "webhook event ignored");
       return void answer({ ok: true, ignored: event });
     }
+    // Internal, answer unchanged: a push that touches a policy file drops its cached read.
+    await dropPoliciesOnPush(ctx, req.body);
     const settings = ctx.settings();
     if (!settings.autoUpdateBranches) return void answer({ ok: true, event: "push", skipped: "auto_update_disabled" });
     const push = readPush(req.body as Record<string, unknown>);

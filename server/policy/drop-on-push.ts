@@ -1,0 +1,66 @@
+// A verified `push` to a repository's default branch that touches a policy file drops the cached
+// read at once (DESIGN.md "Cost"): the next /token reads the new policy. Internal only: the
+// webhook's answer stays the spec's, and nothing here can fail the delivery.
+// https://docs.github.com/webhooks/webhook-events-and-payloads#push
+import type { BrokerContext } from "../context.js";
+import { isObject, own } from "../http/fields.js";
+import { policyFileKey } from "./policy-files.js";
+import { POLICY_FILES } from "./policy-types.js";
+
+/** GitHub lists at most 20 commits in a push payload: a longer push may touch a file it does not list. */
+const LISTED_COMMITS = 20;
+
+export interface PolicyPush {
+  repositoryId: number;
+  ownerId: number;
+  /** The repository is the owner's `.github`, whose tokensmith-org.yml is the owner policy. */
+  ownerPolicyRepository: boolean;
+  repositoryPolicy: boolean;
+  ownerPolicy: boolean;
+}
+
+/** Which cached policies a push payload invalidates; null when none. Pure. */
+export function policyFilesPushed(payload: Record<string, unknown>): PolicyPush | null {
+  const repository = own(payload, "repository");
+  if (!isObject(repository)) return null;
+  const ref = own(payload, "ref");
+  const defaultBranch = own(repository, "default_branch");
+  if (typeof ref !== "string" || typeof defaultBranch !== "string" || ref !== `refs/heads/${defaultBranch}`) return null;
+  const repositoryId = own(repository, "id");
+  const owner = own(repository, "owner");
+  const ownerId = isObject(owner) ? own(owner, "id") : undefined;
+  if (!Number.isSafeInteger(repositoryId) || !Number.isSafeInteger(ownerId)) return null;
+  const commits = own(payload, "commits");
+  const list = Array.isArray(commits) ? commits : [];
+  const touched = new Set<string>();
+  for (const commit of [...list, own(payload, "head_commit")]) {
+    if (!isObject(commit)) continue;
+    for (const field of ["added", "modified", "removed"]) {
+      const paths = own(commit, field);
+      if (Array.isArray(paths)) for (const path of paths) if (typeof path === "string") touched.add(path);
+    }
+  }
+  const unsure = !Array.isArray(commits) || list.length >= LISTED_COMMITS || own(payload, "forced") === true;
+  const repositoryPolicy = unsure || touched.has(POLICY_FILES.repository);
+  const ownerPolicyRepository = own(repository, "name") === ".github";
+  const ownerPolicy = ownerPolicyRepository && (unsure || touched.has(POLICY_FILES.owner));
+  return repositoryPolicy || ownerPolicy ? { repositoryId: repositoryId as number, ownerId: ownerId as number, ownerPolicyRepository, repositoryPolicy, ownerPolicy } : null;
+}
+
+/** Drops what a verified push invalidates (main platform: the only one that sends webhooks here). */
+export async function dropPoliciesOnPush(ctx: BrokerContext, payload: unknown): Promise<void> {
+  try {
+    if (!isObject(payload)) return;
+    const pushed = policyFilesPushed(payload);
+    if (!pushed) return;
+    const settings = ctx.settings();
+    const store = ctx.stores.get(settings.jwksCacheUrl, "tokensmith-policy");
+    const ttlMs = settings.policyCacheSeconds * 1000;
+    const apiBase = settings.main.apiBase;
+    if (pushed.repositoryPolicy) await ctx.policies.files.drop(policyFileKey(apiBase, { repositoryId: pushed.repositoryId }), ttlMs, store);
+    if (pushed.ownerPolicy) await ctx.policies.files.drop(policyFileKey(apiBase, { ownerId: pushed.ownerId }), ttlMs, store);
+    ctx.log.info({ repository_id: pushed.repositoryId, repository_policy: pushed.repositoryPolicy, owner_policy: pushed.ownerPolicy }, "policy cache dropped by a push");
+  } catch (error) {
+    ctx.log.warn({ err: error instanceof Error ? error.name : "unknown" }, "policy cache drop failed; the cached read expires on its own");
+  }
+}

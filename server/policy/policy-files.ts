@@ -1,0 +1,80 @@
+// The policy files as last read, per platform and repository **id** (a renamed or re-created
+// repository never inherits another's policy) or, for the owner policy, per owner id.
+// Cache (docs/policies.md "Cache"): fresh for POLICY_CACHE_SECONDS, then asked again by
+// conditional GET (a 304 renews it); dropped at once by a verified push that touches a policy file.
+// In the shared store (SERVICE_JWKS_CACHE) when configured, so every instance sees one read and one
+// drop; in process otherwise. Concurrent misses for one key share one read; a failure is not kept.
+import type { KeyValueStore } from "../kv/key-value-store.js";
+import type { FileRead } from "./fetch-policy-file.js";
+
+/** A file as last read: `text` when it exists and is readable, `absent` on 404, `problem` otherwise. */
+export interface FileState {
+  at: number;
+  etag?: string;
+  sha?: string;
+  text?: string;
+  absent?: true;
+  problem?: string;
+}
+
+/** A drop, kept in the shared store so that no instance uses what it read before the push. */
+interface Dropped {
+  dropped: true;
+}
+
+export function policyFileKey(apiBase: string, subject: { repositoryId: number } | { ownerId: number }): string {
+  return "repositoryId" in subject ? `${apiBase}\u0000repo:${subject.repositoryId}` : `${apiBase}\u0000owner:${subject.ownerId}`;
+}
+
+export function createPolicyFiles(options: { now: () => number; maxEntries?: number }) {
+  const local = new Map<string, FileState>();
+  const inFlight = new Map<string, Promise<FileState>>();
+  const max = options.maxEntries ?? 10_000;
+
+  const keep = (key: string, state: FileState) => {
+    if (local.size >= max && !local.has(key)) local.delete(local.keys().next().value as string);
+    local.set(key, state);
+  };
+
+  return {
+    /**
+     * The file's state, read through `fetch(etag)` when nothing fresh is kept. `store`: the shared
+     * store of this request's settings, or null.
+     */
+    async read(key: string, ttlMs: number, store: KeyValueStore | null, fetch: (etag: string | undefined) => Promise<FileRead>): Promise<FileState> {
+      const now = options.now();
+      let known: FileState | undefined;
+      if (store) {
+        const shared = await store.get<FileState | Dropped>(key);
+        known = shared && !("dropped" in shared) ? shared : undefined;
+      } else {
+        known = local.get(key);
+      }
+      if (known && now - known.at < ttlMs) return known;
+      let running = inFlight.get(key);
+      if (!running) {
+        running = (async () => {
+          const read = await fetch(known?.etag);
+          const at = options.now();
+          const state: FileState =
+            read.kind === "unchanged" && known ? { ...known, at }
+            : read.kind === "file" ? { at, sha: read.sha, text: read.text, ...(read.etag ? { etag: read.etag } : {}) }
+            : read.kind === "unreadable" ? { at, problem: read.problem, ...(read.sha ? { sha: read.sha } : {}), ...(read.etag ? { etag: read.etag } : {}) }
+            : { at, absent: true };
+          if (store) await store.set(key, state, Math.max(ttlMs * 10, 60_000));
+          else keep(key, state);
+          return state;
+        })().finally(() => inFlight.delete(key));
+        inFlight.set(key, running);
+      }
+      return running;
+    },
+    /** A push touched the file: forget it here and in the shared store. */
+    async drop(key: string, ttlMs: number, store: KeyValueStore | null): Promise<void> {
+      local.delete(key);
+      if (store) await store.set<Dropped>(key, { dropped: true }, Math.max(ttlMs * 10, 60_000));
+    },
+  };
+}
+
+export type PolicyFiles = ReturnType<typeof createPolicyFiles>;

@@ -1,0 +1,30 @@
+// What the broker keeps for trust policies (one per broker context, STYLE.md: no module-level
+// caches): the schema compiled once, reader tokens per installation, the files as last read, and
+// each file version compiled once (by blob SHA: the same text compiles the same).
+import { createPolicyCompiler, type PolicyCompile } from "./compile-policy.js";
+import { createPolicyFiles } from "./policy-files.js";
+import type { PolicyKind } from "./policy-types.js";
+import { createReaderTokens } from "./reader-tokens.js";
+
+export function createPolicyService(options: { now: () => number }) {
+  let compiler: ReturnType<typeof createPolicyCompiler> | undefined;
+  const compiledBySha = new Map<string, PolicyCompile>();
+  return {
+    readers: createReaderTokens({ now: options.now }),
+    files: createPolicyFiles({ now: options.now }),
+    compiled(sha: string, kind: PolicyKind, text: string, file: string): PolicyCompile {
+      const key = `${kind}\u0000${sha}\u0000${file}`;
+      let result = compiledBySha.get(key);
+      if (!result) {
+        // The schema is compiled on the first policy read, not at start: a broker with TOKEN_POLICY=off never pays for it.
+        compiler ??= createPolicyCompiler();
+        result = compiler.compile(text, kind, file);
+        if (compiledBySha.size >= 1000) compiledBySha.delete(compiledBySha.keys().next().value as string);
+        compiledBySha.set(key, result);
+      }
+      return result;
+    },
+  };
+}
+
+export type PolicyService = ReturnType<typeof createPolicyService>;

@@ -1,0 +1,235 @@
+// POST /token with trust policies, over HTTP through the simulator (DESIGN.md "Who gets which
+// token"): each code (policy_denied, policy_invalid, policy_unavailable), the modes, named rules,
+// the owner policy, the cache (ETag/304, push invalidation, no extra platform requests in steady
+// state), and audit lines that name the rule and the blob SHA.
+import { describe, expect, it } from "@jest/globals";
+import { randomUUID } from "node:crypto";
+import { postJson } from "./support/broker.js";
+import { brokerPerTest } from "./support/broker-per-test.js";
+import { signatureFor } from "../server/webhook/verify-signature.js";
+import { blobSha } from "../simulator/rest-contents-routes.js";
+
+const SECRET = "policy-webhook-secret";
+let clockOffsetMs = 0;
+const t = brokerPerTest({
+  env: { HOST_WEBHOOK_SECRET: SECRET, TOKEN_POLICY: "optional" },
+  broker: { now: () => Date.now() + clockOffsetMs },
+  setup: (fx) => {
+    fx.sim.git.createBranch("octo-org/app", "main", { files: { "README.md": "# app\n" } });
+    fx.sim.git.createBranch("octo-org/.github", "main", { files: { "README.md": "# org\n" } });
+    fx.sim.installation(fx.installationId).repositories = ["app", "other", ".github"];
+  },
+});
+
+const POLICY = `rules:
+  - name: release
+    if:
+      ref: refs/tags/v*
+      event: [push, workflow_dispatch]
+      workflow: .github/workflows/release.yml
+    permissions: {contents: write, pull_requests: write}
+  - name: pull-requests
+    if: {event: [pull_request, pull_request_target]}
+    permissions: {contents: read}
+`;
+const TAG_JOB = { ref: "refs/tags/v1.2.0", workflow_ref: "octo-org/app/.github/workflows/release.yml@refs/tags/v1.2.0" };
+
+function setPolicy(text: string | null, repository = "octo-org/app", path = ".github/tokensmith.yml") {
+  t.fx.sim.git.setFile(repository, path, text);
+}
+
+async function mint(claims: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
+  const oidcToken = await t.fx.sim.oidc.sign(claims);
+  return postJson(`${t.broker.url}/token`, { oidcToken, owner: "octo-org", repo: "app", ...extra });
+}
+const tokenPermissions = (token: unknown) => t.fx.sim.tokens.get(String(token))?.permissions;
+const platformCalls = () => t.fx.sim.requests.filter((r) => !r.path.startsWith("/oidc"));
+const contentsReads = () => t.fx.sim.requests.filter((r) => r.path.includes("/contents/"));
+const audit = (name: string) => t.broker.logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => entry.audit === name);
+
+async function sendPolicyPush(repository: string, paths: string[]) {
+  const [owner, name] = repository.split("/") as [string, string];
+  const repo = t.fx.sim.repository(owner, name);
+  const raw = JSON.stringify({
+    ref: "refs/heads/main", deleted: false, forced: false,
+    repository: { id: repo.id, name, full_name: repository, default_branch: "main", owner: { login: owner, id: repo.ownerId } },
+    commits: [{ id: "c1", added: [], modified: paths, removed: [] }],
+    installation: { id: t.fx.installationId },
+  });
+  const response = await fetch(`${t.broker.url}/webhook`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": randomUUID(), "x-hub-signature-256": signatureFor(SECRET, raw) },
+    body: raw,
+  });
+  return { status: response.status, body: (await response.json()) as unknown };
+}
+
+describe("a repository policy decides who gets which token", () => {
+  it("no policy (TOKEN_POLICY optional): the spec's token, TOKEN_PERMISSIONS ∩ installation", async () => {
+    setPolicy(null);
+    const answer = await mint();
+    expect(answer.status).toBe(200);
+    expect(tokenPermissions(answer.body.token)).toEqual({ contents: "write", pull_requests: "write" });
+  });
+
+  it("the release rule gives a tag push of release.yml its write token; a pull-request job gets contents read only", async () => {
+    setPolicy(POLICY);
+    const release = await mint(TAG_JOB);
+    expect(release.status).toBe(200);
+    expect(tokenPermissions(release.body.token)).toEqual({ contents: "write", pull_requests: "write" });
+    const pr = await mint({ event_name: "pull_request", ref: "refs/pull/7/merge" });
+    expect(pr.status).toBe(200);
+    expect(tokenPermissions(pr.body.token)).toEqual({ contents: "read" });
+    // Audit lines name the rule and the policy's blob SHA.
+    const sha = blobSha(Buffer.from(POLICY));
+    expect(audit("token_minted").map((entry) => [entry.policy_rule, entry.policy_sha])).toEqual([["release", sha], ["pull-requests", sha]]);
+  });
+
+  it("no rule holds → 403 policy_denied whose detail names each rule's failed condition and the claim's value; nothing minted", async () => {
+    setPolicy(POLICY);
+    const before = t.fx.sim.tokens.size;
+    const answer = await mint({ ref: "refs/heads/feat-x" });
+    expect(answer.status).toBe(403);
+    expect(answer.body).toEqual({
+      error: "policy_denied",
+      detail: "rule release: ref is refs/heads/feat-x, wants refs/tags/v*; rule pull-requests: event is push, wants one of pull_request, pull_request_target",
+    });
+    // Only the broker's own reader token was minted (the first read of this broker), no token for the job.
+    expect(t.fx.sim.requests.filter((r) => r.method === "POST" && r.path.endsWith("/access_tokens")).map((r) => (r.body as { permissions: unknown }).permissions)).toEqual([{ contents: "read" }]);
+    expect(t.fx.sim.tokens.size - before).toBe(1);
+    expect(audit("token_denied")).toEqual([expect.objectContaining({ code: "policy_denied", repository: "octo-org/app", policy_sha: blobSha(Buffer.from(POLICY)) })]);
+  });
+
+  it("a named rule (`rule`) is the only one tried; a malformed name is 400 invalid_request", async () => {
+    setPolicy(POLICY);
+    expect((await mint(TAG_JOB, { rule: "release" })).status).toBe(200);
+    expect((await mint(TAG_JOB, { rule: "pull-requests" })).body).toEqual({ error: "policy_denied", detail: "rule pull-requests: event is push, wants one of pull_request, pull_request_target" });
+    expect((await mint(TAG_JOB, { rule: "Release!" })).body).toEqual({ error: "invalid_request" });
+  });
+
+  it("a policy that does not validate → 403 policy_invalid naming the file and line (fail closed)", async () => {
+    setPolicy("rules:\n  - name: release\n    if: {branch: main}\n    permissions: {contents: write}\n");
+    const answer = await mint(TAG_JOB);
+    expect(answer.status).toBe(403);
+    expect(answer.body).toEqual({ error: "policy_invalid", detail: ".github/tokensmith.yml line 3: rules.0.if: unknown key branch" });
+  });
+
+  it("TOKEN_POLICY=required: no policy → policy_denied; off: never read, even an invalid one", async () => {
+    setPolicy(null);
+    t.broker.env.TOKEN_POLICY = "required";
+    expect((await mint()).body).toEqual({ error: "policy_denied", detail: "no policy applies to this repository and the broker requires one (TOKEN_POLICY=required)" });
+    setPolicy("rules: [\n");
+    t.broker.env.TOKEN_POLICY = "off";
+    t.fx.sim.clearRequests();
+    const answer = await mint();
+    expect(answer.status).toBe(200);
+    expect(contentsReads()).toEqual([]);
+  });
+});
+
+describe("the platform failing is never 'no policy'", () => {
+  it("a contents read answered 500 → 503 policy_unavailable with Retry-After; nothing minted for the job", async () => {
+    setPolicy(POLICY);
+    t.fx.sim.faults.add({ method: "GET", path: /\/contents\//, respond: { status: 500, body: { message: "Server Error" } } });
+    const answer = await mint(TAG_JOB);
+    expect(answer.status).toBe(503);
+    expect(answer.body).toEqual({ error: "policy_unavailable" });
+    expect(Number(answer.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(t.fx.sim.requests.filter((r) => r.method === "POST" && r.path.endsWith("/access_tokens")).every((r) => JSON.stringify((r.body as { permissions: unknown }).permissions) === '{"contents":"read"}')).toBe(true);
+    t.fx.sim.faults.clear();
+    expect((await mint(TAG_JOB)).status).toBe(200);
+  });
+
+  it("the reader token's mint failing → 503 policy_unavailable", async () => {
+    setPolicy(POLICY);
+    t.fx.sim.faults.add({ method: "POST", path: /\/access_tokens$/, times: 10, respond: { status: 502, body: { message: "Bad Gateway" } } });
+    const answer = await mint(TAG_JOB);
+    expect(answer.status).toBe(503);
+    expect(answer.body).toEqual({ error: "policy_unavailable" });
+    expect(answer.headers.get("retry-after")).not.toBeNull();
+  });
+});
+
+describe("cost: cached policy, shared reader token, conditional reads", () => {
+  it("steady state: a /token makes exactly as many platform requests with a policy as without one (one mint)", async () => {
+    setPolicy(null);
+    t.broker.env.TOKEN_POLICY = "off";
+    await mint(TAG_JOB); // warm: installation lookup cached
+    t.fx.sim.clearRequests();
+    await mint(TAG_JOB);
+    const withoutPolicy = platformCalls().map((r) => `${r.method} ${r.path}`);
+    t.broker.env.TOKEN_POLICY = "optional";
+    setPolicy(POLICY);
+    await mint(TAG_JOB); // warm: reader token, policy read
+    t.fx.sim.clearRequests();
+    for (let i = 0; i < 3; i += 1) expect((await mint(TAG_JOB)).status).toBe(200);
+    const withPolicy = platformCalls().map((r) => `${r.method} ${r.path}`);
+    expect(withoutPolicy).toEqual([`POST /app/installations/${t.fx.installationId}/access_tokens`]);
+    expect(withPolicy).toEqual([...withoutPolicy, ...withoutPolicy, ...withoutPolicy]);
+  });
+
+  it("simultaneous jobs share one reader token and one read per file", async () => {
+    setPolicy(POLICY);
+    const answers = await Promise.all(Array.from({ length: 8 }, () => mint(TAG_JOB)));
+    expect(answers.map((a) => a.status)).toEqual(Array(8).fill(200));
+    const readerMints = t.fx.sim.requests.filter((r) => r.method === "POST" && r.path.endsWith("/access_tokens") && JSON.stringify((r.body as { permissions: unknown }).permissions) === '{"contents":"read"}');
+    expect(readerMints).toHaveLength(1);
+    expect(contentsReads().map((r) => r.path).sort()).toEqual(["/repos/octo-org/.github/contents/.github/tokensmith-org.yml", "/repos/octo-org/app/contents/.github/tokensmith.yml"]);
+  });
+
+  it("after POLICY_CACHE_SECONDS the read is conditional: If-None-Match with the ETag, answered 304", async () => {
+    setPolicy(POLICY);
+    t.broker.env.POLICY_CACHE_SECONDS = "30";
+    clockOffsetMs = 0;
+    try {
+      expect((await mint(TAG_JOB)).status).toBe(200);
+      const first = contentsReads().find((r) => r.path.includes("/octo-org/app/"))!;
+      expect(first.headers["if-none-match"]).toBeUndefined();
+      t.fx.sim.clearRequests();
+      clockOffsetMs = 31_000;
+      expect((await mint(TAG_JOB)).status).toBe(200);
+      const again = contentsReads().find((r) => r.path.includes("/octo-org/app/"))!;
+      expect(again.headers["if-none-match"]).toBe(first.response!.headers.etag);
+      expect(again.response!.status).toBe(304);
+    } finally {
+      clockOffsetMs = 0;
+    }
+  });
+
+  it("a verified push to the default branch touching the policy drops the cache at once; the webhook answer is unchanged", async () => {
+    setPolicy(POLICY);
+    expect((await mint(TAG_JOB)).status).toBe(200);
+    setPolicy("rules:\n  - name: reads\n    if: {event: push}\n    permissions: {contents: read}\n");
+    // Cached: the old policy still holds until the push arrives.
+    expect(tokenPermissions((await mint(TAG_JOB)).body.token)).toEqual({ contents: "write", pull_requests: "write" });
+    const delivery = await sendPolicyPush("octo-org/app", [".github/tokensmith.yml"]);
+    expect(delivery).toEqual({ status: 200, body: { ok: true, event: "push", skipped: "auto_update_disabled" } });
+    expect(tokenPermissions((await mint(TAG_JOB)).body.token)).toEqual({ contents: "read" });
+  });
+
+  it("a push that touches no policy file keeps the cache", async () => {
+    setPolicy(POLICY);
+    expect((await mint(TAG_JOB)).status).toBe(200);
+    t.fx.sim.clearRequests();
+    await sendPolicyPush("octo-org/app", ["README.md"]);
+    expect((await mint(TAG_JOB)).status).toBe(200);
+    expect(contentsReads()).toEqual([]);
+  });
+});
+
+describe("owner policy", () => {
+  it("a ceiling for every repository of the owner; repository_policies: ignore disregards the repository's file", async () => {
+    setPolicy(POLICY);
+    setPolicy("rules:\n  - name: org-read\n    if: {event: push}\n    permissions: {contents: read, pull_requests: write}\n", "octo-org/.github", ".github/tokensmith-org.yml");
+    try {
+      const capped = await mint(TAG_JOB);
+      expect(tokenPermissions(capped.body.token)).toEqual({ contents: "read", pull_requests: "write" });
+      expect(audit("token_minted").at(-1)).toMatchObject({ policy_rule: "release", owner_policy_rule: "org-read" });
+      setPolicy("repository_policies: ignore\nrules:\n  - name: services\n    repositories: [svc-*]\n    permissions: {contents: write}\n", "octo-org/.github", ".github/tokensmith-org.yml");
+      await sendPolicyPush("octo-org/.github", [".github/tokensmith-org.yml"]);
+      expect((await mint(TAG_JOB)).body).toEqual({ error: "policy_denied", detail: "owner policy: rule services: repository app is not in svc-*" });
+    } finally {
+      setPolicy(null, "octo-org/.github", ".github/tokensmith-org.yml");
+    }
+  });
+});
