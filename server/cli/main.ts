@@ -8,6 +8,7 @@ const USAGE = `Usage: tokensmith serve
        tokensmith releases --url URL [--json]
        tokensmith dashboard --broker URL [--port 8081] [--host 127.0.0.1]
        tokensmith sandbox [--json] [--demo] [--port N] [--world FILE]
+       tokensmith policy check [FILE] | explain --claims FILE [--repo owner/name]
 
   serve      Run the broker (settings from the environment; PORT, default 8080).
   doctor     Check the settings in the environment as the broker reads them: the App key, each
@@ -18,6 +19,8 @@ const USAGE = `Usage: tokensmith serve
              TOKENSMITH_SECRET, stays in this process.
   sandbox    A fake CI platform and a broker on loopback, to try tokensmith or test a release
              workflow against (tokensmith sandbox --help). Every token it prints is fake.
+  policy     Validate a trust policy offline, or explain which rule holds for a job's claims
+             (tokensmith policy --help).
   --url      The broker's origin, e.g. https://tokensmith.example.com
   --json     Print the broker's answer as JSON instead of a table.
 `;
@@ -25,6 +28,7 @@ const USAGE = `Usage: tokensmith serve
 /** The CLI's entry: parses argv and runs one command. Exit code as the result. */
 export async function runCli(argv: readonly string[], io: CommandIo): Promise<number> {
   if (argv[0] === "dashboard") return dashboardCommand(argv.slice(1), io);
+  if (argv[0] === "policy") return (await import("./policy-command.js")).policyCommand(argv.slice(1), io);
   // Loaded on demand: the simulator needs the development install (see README).
   if (argv[0] === "sandbox") return (await import("../sandbox/sandbox-command.js")).sandboxCommand(argv.slice(1), io, io.stopped ?? (() => new Promise(() => {})));
   let parsed: ReturnType<typeof parse>;

@@ -1,0 +1,107 @@
+// `tokensmith policy check` and `tokensmith policy explain` (bin/tokensmith.js → build/server/cli)
+// as child processes on files in a temporary directory: exit codes, line numbers, the warning on a
+// write grant without an event condition, and explain's rule, grant and reasons.
+import { execFile } from "node:child_process";
+import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+
+const BIN = fileURLToPath(new URL("../bin/tokensmith.js", import.meta.url));
+let dir: string;
+
+const POLICY = `rules:
+  - name: release
+    if:
+      ref: refs/tags/v*
+      event: [push, workflow_dispatch]
+      workflow: .github/workflows/release.yml
+    permissions: {contents: write, pull_requests: write}
+  - name: pull-requests
+    if: {event: [pull_request, pull_request_target]}
+    permissions: {contents: read}
+`;
+const JOB = { repository: "octo-org/app", ref: "refs/heads/feat-x", event_name: "push", workflow_ref: "octo-org/app/.github/workflows/release.yml@refs/heads/feat-x" };
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "tokensmith-policy-"));
+  await mkdir(join(dir, ".github"));
+  await writeFile(join(dir, ".github/tokensmith.yml"), POLICY);
+  await writeFile(join(dir, "bad.yml"), "rules:\n  - name: release\n    if: {branch: main}\n    permissions: {contents: write}\n");
+  await writeFile(join(dir, "warn.yml"), "rules:\n  - name: main\n    if: {ref: refs/heads/main}\n    permissions: {contents: write}\n");
+  await writeFile(join(dir, "tokensmith-org.yml"), "repository_policies: ignore\nrules:\n  - name: reads\n    permissions: {contents: read}\n");
+  await writeFile(join(dir, "denied.json"), JSON.stringify(JOB));
+  const payload = Buffer.from(JSON.stringify({ ...JOB, ref: "refs/tags/v2.0.0" })).toString("base64url");
+  await writeFile(join(dir, "tag.jwt"), `eyJhbGciOiJSUzI1NiJ9.${payload}.c2ln\n`);
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+function cli(args: string[], env: Record<string, string> = {}) {
+  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    execFile(process.execPath, [BIN, "policy", ...args], { cwd: dir, env: { PATH: process.env.PATH ?? "", ...env }, timeout: 20_000 }, (error, stdout, stderr) => {
+      resolve({ code: error ? Number((error as { code?: unknown }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+describe("tokensmith policy check", () => {
+  it("a valid policy (default .github/tokensmith.yml): exit 0, its rules named", async () => {
+    expect(await cli(["check"])).toEqual({ code: 0, stdout: ".github/tokensmith.yml: valid repository policy, 2 rules: release, pull-requests\n", stderr: "" });
+  });
+
+  it("an invalid policy: exit 1 and the line", async () => {
+    expect(await cli(["check", "bad.yml"])).toEqual({ code: 1, stdout: "", stderr: "bad.yml line 3: rules.0.if: unknown key branch\n" });
+  });
+
+  it("a write grant without an event condition: valid, with a warning", async () => {
+    const result = await cli(["check", "warn.yml"]);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toBe("warning: warn.yml line 2: rule main grants write without an event condition (a pull_request_target job on the default branch would match)\n");
+  });
+
+  it("tokensmith-org.yml is checked as an owner policy; a missing file or unknown word is exit 2", async () => {
+    expect((await cli(["check", "tokensmith-org.yml"])).stdout).toBe("tokensmith-org.yml: valid owner policy, 1 rule: reads\n");
+    expect(await cli(["check", "nope.yml"])).toMatchObject({ code: 2, stderr: "tokensmith policy: cannot read nope.yml: ENOENT\n" });
+    expect((await cli(["frobnicate"])).code).toBe(2);
+  });
+});
+
+describe("tokensmith policy explain", () => {
+  it("a denied job: each rule's failed condition, the broker's answer, exit 1", async () => {
+    const result = await cli(["explain", "--claims", "denied.json"]);
+    expect(result).toEqual({
+      code: 1,
+      stderr: "",
+      stdout: [
+        "repository policy:",
+        "  rule release (line 2): ref is refs/heads/feat-x, wants refs/tags/v*",
+        "  rule pull-requests (line 8): event is push, wants one of pull_request, pull_request_target",
+        "refused: 403 policy_denied: rule release: ref is refs/heads/feat-x, wants refs/tags/v*; rule pull-requests: event is push, wants one of pull_request, pull_request_target",
+        "",
+      ].join("\n"),
+    });
+  });
+
+  it("a tag job (claims from the JWT itself): the rule that holds and the grant, cut by TOKEN_PERMISSIONS", async () => {
+    const result = await cli(["explain", "--claims", "tag.jwt"], { TOKEN_PERMISSIONS: "contents=write,issues=write" });
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("  rule release (line 2): holds\n");
+    expect(result.stdout).toContain("applies: rule release\n");
+    expect(result.stdout).toContain("grant: contents: write (TOKEN_PERMISSIONS ∩ rule release; the installation may narrow it further)\n");
+  });
+
+  it("an owner policy that ignores repository policies; --repo for claims without one", async () => {
+    const result = await cli(["explain", "--claims", "denied.json", "--owner-policy", "tokensmith-org.yml", "--repo", "octo-org/app"]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("repository policy: ignored (the owner policy says repository_policies: ignore)\n");
+    expect(result.stdout).toContain("grant: contents: read (TOKEN_PERMISSIONS ∩ owner rule reads; the installation may narrow it further)\n");
+  });
+
+  it("an invalid policy is what the broker would answer: policy_invalid with the line", async () => {
+    expect(await cli(["explain", "--claims", "denied.json", "--policy", "bad.yml"])).toEqual({ code: 1, stderr: "", stdout: "refused: 403 policy_invalid: bad.yml line 3: rules.0.if: unknown key branch\n" });
+    expect((await cli(["explain"])).code).toBe(2);
+  });
+});
