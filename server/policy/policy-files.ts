@@ -29,6 +29,9 @@ export function policyFileKey(apiBase: string, subject: { repositoryId: number }
 export function createPolicyFiles(options: { now: () => number; maxEntries?: number }) {
   const local = new Map<string, FileState>();
   const inFlight = new Map<string, Promise<FileState>>();
+  // Bumped by each drop: a read that was already under way when a push arrived is not kept (it may
+  // be the old file), nor shared with a request that comes after the push.
+  const drops = new Map<string, number>();
   const max = options.maxEntries ?? 10_000;
 
   const keep = (key: string, state: FileState) => {
@@ -53,6 +56,7 @@ export function createPolicyFiles(options: { now: () => number; maxEntries?: num
       if (known && now - known.at < ttlMs) return known;
       let running = inFlight.get(key);
       if (!running) {
+        const generation = drops.get(key) ?? 0;
         running = (async () => {
           const read = await fetch(known?.etag);
           const at = options.now();
@@ -61,10 +65,13 @@ export function createPolicyFiles(options: { now: () => number; maxEntries?: num
             : read.kind === "file" ? { at, sha: read.sha, text: read.text, ...(read.etag ? { etag: read.etag } : {}) }
             : read.kind === "unreadable" ? { at, problem: read.problem, ...(read.sha ? { sha: read.sha } : {}), ...(read.etag ? { etag: read.etag } : {}) }
             : { at, absent: true };
+          if ((drops.get(key) ?? 0) !== generation) return state; // used once by its own callers, never kept
           if (store) await store.set(key, state, Math.max(ttlMs * 10, 60_000));
           else keep(key, state);
           return state;
-        })().finally(() => inFlight.delete(key));
+        })().finally(() => {
+          if (inFlight.get(key) === running) inFlight.delete(key);
+        });
         inFlight.set(key, running);
       }
       return running;
@@ -72,6 +79,9 @@ export function createPolicyFiles(options: { now: () => number; maxEntries?: num
     /** A push touched the file: forget it here and in the shared store. */
     async drop(key: string, ttlMs: number, store: KeyValueStore | null): Promise<void> {
       local.delete(key);
+      inFlight.delete(key);
+      if (drops.size >= max && !drops.has(key)) drops.delete(drops.keys().next().value as string);
+      drops.set(key, (drops.get(key) ?? 0) + 1);
       if (store) await store.set<Dropped>(key, { dropped: true }, Math.max(ttlMs * 10, 60_000));
     },
   };
