@@ -12,6 +12,8 @@ export interface Verdict {
   error: ErrorCode;
   /** As the broker sent it: may be a word this version of the action does not know (shown escaped). */
   reason?: string;
+  /** The broker's one-line `detail` (a policy denial's rule, condition and claim value): untrusted, shown escaped. */
+  detail?: string;
 }
 
 export interface HintContext {
@@ -81,7 +83,8 @@ export const REASON_HINTS: Readonly<Record<OidcReason, string>> = {
 
 export function describeVerdict(verdict: Verdict, context: HintContext): string {
   const codes = [`error: ${verdict.error}`, ...(verdict.reason !== undefined ? [`reason: ${reasonText(verdict.reason)}`] : []), `HTTP ${verdict.status} from ${context.brokerUrl}`];
-  return `tokensmith: ${sentence(verdict, context)} (${codes.join(", ")})`;
+  const detail = verdict.detail !== undefined ? ` The broker says: ${shown(verdict.detail, 600)}` : "";
+  return `tokensmith: ${sentence(verdict, context)}${detail} (${codes.join(", ")})`;
 }
 
 function sentence({ error, reason }: Verdict, { repository, audience }: HintContext): string {

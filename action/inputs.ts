@@ -29,6 +29,8 @@ export interface Inputs {
    * `repositories`, which gets its own check then.
    */
   repositories: string[];
+  /** `policy-rule`: the trust-policy rule the job asks for by name (the body's `rule`). */
+  rule?: string;
   /** Sent for the broker's logs only. */
   ref?: string;
   runId?: string;
@@ -59,10 +61,19 @@ export function readInputs(core: Pick<Toolkit, "getInput">, env: Env): Inputs {
     owner: match[1]!,
     repo: match[2]!,
     repositories: [repository],
+    ...readRule(core.getInput("policy-rule")),
     ...optional("ref", env.GITHUB_REF),
     ...optional("runId", env.GITHUB_RUN_ID),
     ...optional("sha", env.GITHUB_SHA),
   };
+}
+
+/** `policy-rule`: a rule name as policies spell them ([a-z0-9-]+), or empty. */
+function readRule(raw: string): { rule?: string } {
+  const text = raw.trim();
+  if (text === "") return {};
+  if (!/^[a-z0-9-]{1,64}$/.test(text)) throw new ActionFailure(`tokensmith: policy-rule "${text.slice(0, 64)}" is not a rule name (lowercase letters, digits and hyphens).`);
+  return { rule: text };
 }
 
 function isSupportedMode(mode: string): mode is Inputs["authMode"] {

@@ -52,6 +52,7 @@ export async function requestToken(deps: RequestTokenDeps, inputs: Inputs): Prom
           oidcToken,
           owner: inputs.owner,
           repo: inputs.repo,
+          ...(inputs.rule ? { rule: inputs.rule } : {}),
           ...(inputs.ref ? { ref: inputs.ref } : {}),
           ...(inputs.runId ? { runId: inputs.runId } : {}),
           ...(inputs.sha ? { sha: inputs.sha } : {}),

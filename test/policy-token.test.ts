@@ -217,6 +217,29 @@ describe("cost: cached policy, shared reader token, conditional reads", () => {
   });
 });
 
+describe("installation changes", () => {
+  it("an installation_repositories delivery drops the installation's reader token (answer unchanged: ignored)", async () => {
+    setPolicy(POLICY);
+    expect((await mint(TAG_JOB)).status).toBe(200);
+    const raw = JSON.stringify({ action: "added", installation: { id: t.fx.installationId }, repositories_added: [{ name: ".github" }] });
+    const response = await fetch(`${t.broker.url}/webhook`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-github-event": "installation_repositories", "x-github-delivery": randomUUID(), "x-hub-signature-256": signatureFor(SECRET, raw) },
+      body: raw,
+    });
+    expect({ status: response.status, body: (await response.json()) as unknown }).toEqual({ status: 200, body: { ok: true, ignored: "installation_repositories" } });
+    clockOffsetMs = 61_000; // past the cached reads, so the next /token reads again
+    try {
+      t.fx.sim.clearRequests();
+      expect((await mint(TAG_JOB)).status).toBe(200);
+      const readerMints = t.fx.sim.requests.filter((r) => r.method === "POST" && r.path.endsWith("/access_tokens") && JSON.stringify((r.body as { permissions: unknown }).permissions) === '{"contents":"read"}');
+      expect(readerMints).toHaveLength(1);
+    } finally {
+      clockOffsetMs = 0;
+    }
+  });
+});
+
 describe("owner policy", () => {
   it("a ceiling for every repository of the owner; repository_policies: ignore disregards the repository's file", async () => {
     setPolicy(POLICY);

@@ -31910,10 +31910,20 @@ function readInputs(core, env) {
         owner: match[1],
         repo: match[2],
         repositories: [repository],
+        ...readRule(core.getInput("policy-rule")),
         ...optional("ref", env.GITHUB_REF),
         ...optional("runId", env.GITHUB_RUN_ID),
         ...optional("sha", env.GITHUB_SHA),
     };
+}
+/** `policy-rule`: a rule name as policies spell them ([a-z0-9-]+), or empty. */
+function readRule(raw) {
+    const text = raw.trim();
+    if (text === "")
+        return {};
+    if (!/^[a-z0-9-]{1,64}$/.test(text))
+        throw new action_failure_ActionFailure(`tokensmith: policy-rule "${text.slice(0, 64)}" is not a rule name (lowercase letters, digits and hyphens).`);
+    return { rule: text };
 }
 function isSupportedMode(mode) {
     return SUPPORTED_AUTH_MODES.includes(mode);
@@ -32168,7 +32178,12 @@ async function postToken(http, brokerUrl, body, limits) {
         return { kind: "answered", body: json };
     if (isErrorBody(json)) {
         const wait = retryAfterMs(retryAfter);
-        const verdict = { status, error: json.error, ...(typeof json.reason === "string" ? { reason: json.reason } : {}) };
+        const verdict = {
+            status,
+            error: json.error,
+            ...(typeof json.reason === "string" ? { reason: json.reason } : {}),
+            ...(typeof json.detail === "string" && json.detail !== "" ? { detail: json.detail } : {}),
+        };
         return { kind: "verdict", verdict, ...(wait !== undefined ? { retryAfterMs: wait } : {}) };
     }
     if (status >= 500 || status === 0)
@@ -32269,7 +32284,8 @@ const REASON_HINTS = {
 };
 function describeVerdict(verdict, context) {
     const codes = [`error: ${verdict.error}`, ...(verdict.reason !== undefined ? [`reason: ${reasonText(verdict.reason)}`] : []), `HTTP ${verdict.status} from ${context.brokerUrl}`];
-    return `tokensmith: ${sentence(verdict, context)} (${codes.join(", ")})`;
+    const detail = verdict.detail !== undefined ? ` The broker says: ${shown(verdict.detail, 600)}` : "";
+    return `tokensmith: ${sentence(verdict, context)}${detail} (${codes.join(", ")})`;
 }
 function sentence({ error, reason }, { repository, audience }) {
     if (error === "invalid_oidc_token") {
@@ -32366,6 +32382,7 @@ async function requestToken(deps, inputs) {
                 oidcToken,
                 owner: inputs.owner,
                 repo: inputs.repo,
+                ...(inputs.rule ? { rule: inputs.rule } : {}),
                 ...(inputs.ref ? { ref: inputs.ref } : {}),
                 ...(inputs.runId ? { runId: inputs.runId } : {}),
                 ...(inputs.sha ? { sha: inputs.sha } : {}),

@@ -31989,7 +31989,12 @@ async function postToken(http, brokerUrl, body, limits) {
         return { kind: "answered", body: json };
     if (isErrorBody(json)) {
         const wait = retryAfterMs(retryAfter);
-        const verdict = { status, error: json.error, ...(typeof json.reason === "string" ? { reason: json.reason } : {}) };
+        const verdict = {
+            status,
+            error: json.error,
+            ...(typeof json.reason === "string" ? { reason: json.reason } : {}),
+            ...(typeof json.detail === "string" && json.detail !== "" ? { detail: json.detail } : {}),
+        };
         return { kind: "verdict", verdict, ...(wait !== undefined ? { retryAfterMs: wait } : {}) };
     }
     if (status >= 500 || status === 0)
@@ -32059,10 +32064,20 @@ function readInputs(core, env) {
         owner: match[1],
         repo: match[2],
         repositories: [repository],
+        ...readRule(core.getInput("policy-rule")),
         ...optional("ref", env.GITHUB_REF),
         ...optional("runId", env.GITHUB_RUN_ID),
         ...optional("sha", env.GITHUB_SHA),
     };
+}
+/** `policy-rule`: a rule name as policies spell them ([a-z0-9-]+), or empty. */
+function readRule(raw) {
+    const text = raw.trim();
+    if (text === "")
+        return {};
+    if (!/^[a-z0-9-]{1,64}$/.test(text))
+        throw new ActionFailure(`tokensmith: policy-rule "${text.slice(0, 64)}" is not a rule name (lowercase letters, digits and hyphens).`);
+    return { rule: text };
 }
 function isSupportedMode(mode) {
     return SUPPORTED_AUTH_MODES.includes(mode);

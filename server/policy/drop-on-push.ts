@@ -64,3 +64,17 @@ export async function dropPoliciesOnPush(ctx: BrokerContext, payload: unknown): 
     ctx.log.warn({ err: error instanceof Error ? error.name : "unknown" }, "policy cache drop failed; the cached read expires on its own");
   }
 }
+
+/**
+ * An `installation` or `installation_repositories` delivery (verified): the installation's reader
+ * tokens are forgotten, so the next policy read sees its repositories and permissions as they are now.
+ * https://docs.github.com/webhooks/webhook-events-and-payloads#installation_repositories
+ */
+export function dropReadersOnInstallationChange(ctx: BrokerContext, event: string, payload: unknown): void {
+  if (event !== "installation" && event !== "installation_repositories") return;
+  const installation = isObject(payload) ? own(payload, "installation") : undefined;
+  const id = isObject(installation) ? own(installation, "id") : undefined;
+  if (typeof id !== "number" || !Number.isSafeInteger(id)) return;
+  ctx.policies.readers.dropInstallation(id);
+  ctx.log.info({ event, installation_id: id }, "policy reader token dropped by an installation change");
+}

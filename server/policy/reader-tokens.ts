@@ -34,6 +34,15 @@ export function createReaderTokens(options: { now: () => number; maxEntries?: nu
       }
       return running;
     },
+    /**
+     * The installation's repositories or permissions changed (an `installation` or
+     * `installation_repositories` delivery): a token minted before covers only the old set, so a
+     * newly added `.github` repository would read as "no owner policy" until it expired.
+     */
+    dropInstallation(installationId: number): void {
+      const suffix = `\u0000${installationId}`;
+      for (const key of [...tokens.keys()]) if (key.endsWith(suffix)) tokens.delete(key);
+    },
     /** The platform refused the token (401): the next read mints another. */
     drop(key: string, token: string): void {
       if (tokens.get(key)?.token === token) tokens.delete(key);

@@ -4,7 +4,7 @@ import type { WebhookIgnoredResponse, WebhookPushResponse } from "../../shared/t
 import type { BrokerContext } from "../context.js";
 import { MIB, parseJsonObject, rawBody } from "../http/json-body.js";
 import { sendJson } from "../http/send-json.js";
-import { dropPoliciesOnPush } from "../policy/drop-on-push.js";
+import { dropPoliciesOnPush, dropReadersOnInstallationChange } from "../policy/drop-on-push.js";
 import { requireApp } from "../token/trust.js";
 import { createMemoryQueue, type PushQueue } from "../webhook/memory-queue.js";
 import { readPush } from "../webhook/read-push.js";
@@ -96,6 +96,7 @@ function handleDelivery(ctx: BrokerContext, queues: ReturnType<typeof createPush
     };
 
     if (event !== "push") {
+      dropReadersOnInstallationChange(ctx, event, req.body); // internal: the answer stays `ignored`
       ctx.log.info({ event, delivery: deliveryId, request_id: requestId }, "webhook event ignored");
       return void answer({ ok: true, ignored: event });
     }

@@ -8,6 +8,15 @@ import type { Sandbox } from "./start-sandbox.js";
 
 export type DemoStep = { name: string; ok: boolean; detail: string };
 
+const DEMO_POLICY = `rules:
+  - name: release
+    if: {ref: refs/tags/v*, event: push, workflow: .github/workflows/release.yml}
+    permissions: {contents: write, pull_requests: write}
+  - name: pull-requests
+    if: {event: [pull_request, pull_request_target]}
+    permissions: {contents: read}
+`;
+
 /** `ghs_…(40 chars)`: enough to see that a token came back, never the token. */
 export function maskToken(token: string | undefined): string {
   return token ? `${token.slice(0, 4)}…(${token.length} chars, masked)` : "(none)";
@@ -38,6 +47,29 @@ export async function runDemo(sandbox: Sandbox, report: (step: DemoStep) => void
     const revocation = sandbox.platform.revocations.at(-1);
     return { ok: revocation?.status === 204, detail: `DELETE /installation/token answered ${revocation?.status ?? "nothing"}` };
   });
+
+  // Trust policies (docs/policies.md): the repository says a pull-request job reads only and only a
+  // tag push of release.yml writes. One narrowed token, one denial with its detail; then removed.
+  await sandbox.setPolicy(repository, DEMO_POLICY);
+  const exchange = async (job: Record<string, unknown>) => {
+    const response = await fetch(`${sandbox.brokerUrl}/token`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ oidcToken: await sandbox.mintJobToken({ repository, ...job }), owner: repository.split("/")[0], repo: repository.split("/")[1] }),
+    });
+    return { status: response.status, body: (await response.json()) as { token?: string; error?: string; detail?: string } };
+  };
+  await step("policy: a pull-request job gets a narrowed token", async () => {
+    const { status, body } = await exchange({ event_name: "pull_request", ref: "refs/pull/1/merge" });
+    const permissions = sandbox.simulator.tokens.get(body.token ?? "")?.permissions ?? {};
+    const shown = Object.entries(permissions).map(([name, level]) => `${name}: ${level}`).join(", ");
+    return { ok: status === 200 && shown === "contents: read", detail: `${status}, token ${maskToken(body.token)} with ${shown || "nothing"} (rule pull-requests)` };
+  });
+  await step("policy: a push of a feature branch is denied", async () => {
+    const { status, body } = await exchange({ ref: "refs/heads/feat-x", event_name: "push" });
+    return { ok: status === 403 && body.error === "policy_denied", detail: `${status} ${body.error ?? "?"}: ${body.detail ?? ""}` };
+  });
+  await sandbox.setPolicy(repository, null);
 
   await step("/sign: a signed commit on main", async () => {
     const head = sandbox.simulator.git.head(repository, "main");

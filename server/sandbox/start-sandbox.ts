@@ -9,6 +9,7 @@ import { Writable } from "node:stream";
 import { createSimulator, DEFAULT_SHA, type Claims, type Simulator } from "../../simulator/index.js";
 import { createApp } from "../app.js";
 import { serve } from "../http/serve.js";
+import { dropPoliciesOnPush, dropReadersOnInstallationChange } from "../policy/drop-on-push.js";
 import { createLogger } from "../log.js";
 import { createPlatformView, type PlatformView } from "./platform-view.js";
 import { runBundledStep } from "./run-bundled-action.js";
@@ -73,6 +74,13 @@ export interface Sandbox {
    * this broker; then its post step (revocation) when `post` is true.
    */
   runAction(options?: { inputs?: Record<string, string>; job?: JobClaims; post?: boolean }): Promise<ActionRun>;
+  /**
+   * Sets (or, with `null`, deletes) a trust policy on the default branch: `repository`'s
+   * `.github/tokensmith.yml`, or with `owner: true` the owner policy `.github/tokensmith-org.yml` in
+   * the `.github` repository of the owner named by `repository` (added to the installation). The
+   * broker's cached read is dropped as a push touching the file would drop it (docs/policies.md).
+   */
+  setPolicy(repository: string, yaml: string | null, options?: { owner?: boolean }): Promise<void>;
   /** What the platform was asked to do, read from the simulator's request log. */
   readonly platform: PlatformView;
   /** The simulator itself, for tests that need a knob this interface does not have. */
@@ -178,6 +186,29 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       } finally {
         sim.actions.claims = defaultRunnerClaims;
       }
+    },
+    async setPolicy(repository, yaml, { owner = false } = {}) {
+      const org = repository.split("/")[0]!;
+      const name = owner ? ".github" : repository.split("/")[1] ?? "";
+      const full = `${org}/${name}`;
+      const path = owner ? ".github/tokensmith-org.yml" : ".github/tokensmith.yml";
+      if (owner) {
+        const installation = sim.installation(installationId);
+        if (Array.isArray(installation.repositories) && !installation.repositories.includes(".github")) {
+          installation.repositories = [...installation.repositories, ".github"];
+          // What GitHub sends when a repository is added to the installation.
+          dropReadersOnInstallationChange(app.broker, "installation_repositories", { action: "added", installation: { id: installationId } });
+        }
+      }
+      if (!sim.git.head(full, "main")) sim.git.createBranch(full, "main");
+      sim.git.setFile(full, path, yaml);
+      const repo = sim.repository(org, name);
+      // The delivery GitHub would send for that commit, handed to the broker's own push handling.
+      await dropPoliciesOnPush(app.broker, {
+        ref: "refs/heads/main",
+        repository: { id: repo.id, name, full_name: full, default_branch: "main", owner: { login: org, id: repo.ownerId } },
+        commits: [{ added: [], modified: [path], removed: [] }],
+      });
     },
     platform: createPlatformView(sim),
     simulator: sim,
