@@ -48,9 +48,11 @@ export async function applyPolicies(ctx: BrokerContext, step: PolicyStep): Promi
     ? await Promise.all([load(ctx, step, "repository"), load(ctx, step, "owner")])
     : [null, null];
   const decision = decidePolicy({ mode, repository: repository?.policy ?? null, owner: owner?.policy ?? null, claims: step.claims, rule: step.rule, repositoryName: step.repo });
-  const named = step.rule !== undefined && decision.ok && decision.rule === undefined && decision.ownerRule === undefined
-    ? { ok: false as const, detail: `no rule named ${step.rule} (no policy applies to this repository)` }
-    : decision;
+  const named = !canRead && mode === "required"
+    ? { ok: false as const, detail: "the App's installation has no contents permission, so no policy can be read, and the broker requires one (TOKEN_POLICY=required)" }
+    : step.rule !== undefined && decision.ok && decision.rule === undefined && decision.ownerRule === undefined
+      ? { ok: false as const, detail: `no rule named ${step.rule} (no policy applies to this repository)` }
+      : decision;
   if (!named.ok) {
     ctx.log.info({ audit: "token_denied", code: "policy_denied", repository: `${step.owner}/${step.repo}`, repository_id: step.ids.repositoryId, detail: named.detail, policy_sha: repository?.sha, owner_policy_sha: owner?.sha, contents_readable: canRead }, "policy denied the token");
     throw new BrokerError("policy_denied", { detail: named.detail, answerDetail: named.detail });

@@ -1,0 +1,82 @@
+// Two broker instances sharing the policy cache through Redis (SERVICE_JWKS_CACHE): one read of a
+// policy serves both, and a push delivered to one drops the cached read for both. Also: an
+// installation without `contents` cannot have policies read (optional → the spec's token,
+// required → denied), over HTTP.
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { randomUUID } from "node:crypto";
+import { postJson, startBroker, type TestBroker } from "./support/broker.js";
+import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
+import { signatureFor } from "../server/webhook/verify-signature.js";
+
+const SECRET = "policy-shared-secret";
+let fx: TokenFixture;
+const brokers: TestBroker[] = [];
+const POLICY = "rules:\n  - name: pushes\n    if: {event: push}\n    permissions: {contents: write}\n";
+
+beforeAll(async () => {
+  fx = await tokenFixture();
+  fx.sim.git.createBranch("octo-org/app", "main", { files: { ".github/tokensmith.yml": POLICY } });
+});
+afterAll(async () => {
+  for (const broker of brokers) await broker.close();
+  await fx.sim.close();
+  expectNoSecrets(brokers.flatMap((b) => b.logs), [fx.app.privateKeyPem, ...fx.sim.tokens.keys()]);
+});
+
+async function broker(env: Record<string, string> = {}) {
+  const started = await startBroker({ ...fx.env, TOKEN_POLICY: "optional", HOST_WEBHOOK_SECRET: SECRET, ...env });
+  brokers.push(started);
+  return started;
+}
+async function mint(at: TestBroker) {
+  const answer = await postJson(`${at.url}/token`, { oidcToken: await fx.sim.oidc.sign(), owner: "octo-org", repo: "app" });
+  return { ...answer, permissions: fx.sim.tokens.get(String(answer.body.token))?.permissions };
+}
+const reads = () => fx.sim.requests.filter((r) => r.path === "/repos/octo-org/app/contents/.github/tokensmith.yml").length;
+
+describe("shared policy cache (Redis)", () => {
+  it("one read serves both instances; a push delivered to one drops it for both", async () => {
+    const shared = { SERVICE_JWKS_CACHE: "redis://127.0.0.1:6379" };
+    const a = await broker(shared);
+    const b = await broker(shared);
+    fx.sim.clearRequests();
+    expect((await mint(a)).permissions).toEqual({ contents: "write" });
+    expect((await mint(b)).permissions).toEqual({ contents: "write" });
+    expect(reads()).toBe(1);
+
+    fx.sim.git.setFile("octo-org/app", ".github/tokensmith.yml", "rules:\n  - name: pushes\n    if: {event: push}\n    permissions: {contents: read}\n");
+    const repo = fx.sim.repository("octo-org", "app");
+    const raw = JSON.stringify({
+      ref: "refs/heads/main", deleted: false,
+      repository: { id: repo.id, name: "app", full_name: "octo-org/app", default_branch: "main", owner: { login: "octo-org", id: repo.ownerId } },
+      commits: [{ added: [], modified: [".github/tokensmith.yml"], removed: [] }],
+      installation: { id: fx.installationId },
+    });
+    const delivered = await fetch(`${a.url}/webhook`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": randomUUID(), "x-hub-signature-256": signatureFor(SECRET, raw) },
+      body: raw,
+    });
+    expect(delivered.status).toBe(200);
+    expect((await mint(b)).permissions).toEqual({ contents: "read" });
+    expect((await mint(a)).permissions).toEqual({ contents: "read" });
+    expect(reads()).toBe(2);
+  });
+});
+
+describe("an installation without contents permission", () => {
+  it("optional: the spec's token, no policy read; required: policy_denied", async () => {
+    const app = fx.sim.createApp();
+    const installationId = fx.sim.addInstallation({ appId: app.id, account: "octo-org", permissions: { issues: "write", metadata: "read" }, repositories: ["app"] });
+    const env = { HOST_APP_ID: String(app.id), HOST_APP_PRIVATE_KEY: app.privateKeyPem, TOKEN_PERMISSIONS: "issues=write" };
+    const optional = await broker(env);
+    fx.sim.clearRequests();
+    const answer = await mint(optional);
+    expect(answer.status).toBe(200);
+    expect(answer.permissions).toEqual({ issues: "write" });
+    expect(fx.sim.requests.filter((r) => r.path.includes("/contents/") || JSON.stringify(r.body ?? "").includes('"contents"'))).toEqual([]);
+    expect(fx.sim.tokens.get(String(answer.body.token))?.installationId).toBe(installationId);
+    const required = await broker({ ...env, TOKEN_POLICY: "required" });
+    expect((await mint(required)).body).toEqual({ error: "policy_denied", detail: "the App's installation has no contents permission, so no policy can be read, and the broker requires one (TOKEN_POLICY=required)" });
+  });
+});
