@@ -57,6 +57,8 @@ export interface Settings {
   tokenPolicy: PolicyMode;
   /** POLICY_CACHE_SECONDS: how long a policy file read is used before it is asked again (conditionally). */
   policyCacheSeconds: number;
+  /** POLICY_CHECK_RUNS: a pull request that changes a policy file gets a check run with the validation. */
+  policyCheckRuns: boolean;
 }
 
 /** Every variable the broker reads; the memo key is their raw values. */
@@ -68,7 +70,7 @@ export const SETTING_NAMES = [
   "RELEASES_MAX_INSTALLATIONS", "RELEASES_MAX_REPOSITORIES", "SIGN_ALLOWED_REPOSITORIES",
   "RELEASES_CRAWL_LEASE_SECONDS",
   "WEBHOOK_QUEUE", "UPDATE_BRANCH_PER_MINUTE", "UPDATE_BRANCH_PER_HOUR",
-  "UPSTREAM_MAX_CONCURRENCY", "UPSTREAM_POINTS_PER_MINUTE", "TOKEN_POLICY", "POLICY_CACHE_SECONDS",
+  "UPSTREAM_MAX_CONCURRENCY", "UPSTREAM_POINTS_PER_MINUTE", "TOKEN_POLICY", "POLICY_CACHE_SECONDS", "POLICY_CHECK_RUNS",
 ] as const;
 
 export function parseSettings(env: Env): Settings {
@@ -120,6 +122,7 @@ export function parseSettings(env: Env): Settings {
     upstreamPointsPerMinute: parseUpstreamPointsPerMinute(env.UPSTREAM_POINTS_PER_MINUTE).value,
     tokenPolicy: parsePolicyMode(env.TOKEN_POLICY).mode,
     policyCacheSeconds: positiveInteger(env.POLICY_CACHE_SECONDS) ?? 60,
+    policyCheckRuns: parseFlag(env.POLICY_CHECK_RUNS),
   };
 }
 

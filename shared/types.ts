@@ -90,6 +90,11 @@ export type WebhookPushResponse =
   | { ok: true; event: "push"; queued: true; repository: string; branch: string; delivery: string | null }
   | { ok: true; event: "push"; skipped: string; duplicate?: boolean };
 
+/** 202 (queued) or 200 (skipped) of POST /webhook for a pull_request, only with POLICY_CHECK_RUNS on (DESIGN.md). */
+export type WebhookPullRequestResponse =
+  | { ok: true; event: "pull_request"; queued: true; repository: string; number: number; delivery: string | null }
+  | { ok: true; event: "pull_request"; skipped: string };
+
 /** Every failure (spec 2.5). */
 export interface ErrorBody {
   error: ErrorCode;

@@ -3,6 +3,7 @@
 // helpers tests use to arrange it (create a branch, push as someone else, open pull requests…).
 import { createHash } from "node:crypto";
 import { registerGitGraphql } from "./git-graphql.js";
+import { registerChecksRoutes, type CheckRunState } from "./rest-checks-routes.js";
 import { registerContentsRoutes } from "./rest-contents-routes.js";
 import { registerPullRoutes } from "./rest-pull-routes.js";
 import type { Simulator } from "./types.js";
@@ -71,6 +72,8 @@ export interface GitApi {
   pullRequest(repository: string, number: number): PullRequestState;
   /** Makes update-branch on that pull request answer 422 with `message`. */
   failUpdateBranch(repository: string, number: number, message?: string): void;
+  /** Check runs created through the REST API, in order. */
+  readonly checkRuns: readonly CheckRunState[];
   /** Commits made through createCommitOnBranch, in order. */
   readonly mutationCommits: readonly CommitState[];
   /** Every update-branch call that reached a pull request, with its answer. */
@@ -170,6 +173,8 @@ export function registerGit(sim: Simulator): GitApi {
   registerGitGraphql(sim, store);
   registerPullRoutes(sim, store);
   registerContentsRoutes(sim, store);
+  const checkRuns: CheckRunState[] = [];
+  registerChecksRoutes(sim, store, checkRuns);
 
   const requirePull = (repository: string, number: number): PullRequestState => {
     const pull = store.pullsOf(repository).get(number);
@@ -238,6 +243,7 @@ export function registerGit(sim: Simulator): GitApi {
     get mutationCommits() {
       return store.mutationCommits;
     },
+    checkRuns,
     get updateBranchCalls() {
       return store.updateBranchCalls;
     },

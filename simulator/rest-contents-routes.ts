@@ -25,8 +25,9 @@ export function registerContentsRoutes(sim: Simulator, store: GitStore): void {
     // GitHub hides what a token cannot read: no repository, no contents permission → 404 alike.
     if (!covered || !issued.permissions.contents) throw githubError(404, "Not Found", DOC);
     const repository = sim.repository(owner, repo);
+    // `ref`: a branch, or a commit's full sha (a pull request's head); default: the default branch.
     const branch = ctx.query.ref ?? DEFAULT_BRANCH;
-    const head = store.head(repository.fullName, branch);
+    const head = store.head(repository.fullName, branch) ?? (store.commits.get(branch)?.repository.toLowerCase() === repository.fullName.toLowerCase() ? branch : undefined);
     const b64 = head ? store.commits.get(head)?.files.get(path) : undefined;
     if (b64 === undefined) throw githubError(404, "Not Found", DOC);
     const bytes = Buffer.from(b64, "base64");

@@ -27,6 +27,8 @@ export async function fetchPolicyFile(input: {
   owner: string;
   repo: string;
   path: string;
+  /** A branch or commit sha; default: the repository's default branch (the only one /token reads). */
+  ref?: string;
   etag?: string;
   deadlineAt?: number;
 }): Promise<FileRead> {
@@ -34,7 +36,7 @@ export async function fetchPolicyFile(input: {
   try {
     answer = await input.client({
       method: "GET",
-      path: `/repos/${encodeURIComponent(input.owner)}/${encodeURIComponent(input.repo)}/contents/${input.path.split("/").map(encodeURIComponent).join("/")}`,
+      path: `/repos/${encodeURIComponent(input.owner)}/${encodeURIComponent(input.repo)}/contents/${input.path.split("/").map(encodeURIComponent).join("/")}${input.ref === undefined ? "" : `?ref=${encodeURIComponent(input.ref)}`}`,
       bearer: input.token,
       ...(input.etag === undefined ? {} : { ifNoneMatch: input.etag }),
       deadlineAt: input.deadlineAt,

@@ -1,10 +1,11 @@
 import type { RequestHandler } from "express";
 import { BrokerError } from "../../shared/broker-error.js";
-import type { WebhookIgnoredResponse, WebhookPushResponse } from "../../shared/types.js";
+import type { WebhookIgnoredResponse, WebhookPullRequestResponse, WebhookPushResponse } from "../../shared/types.js";
 import type { BrokerContext } from "../context.js";
 import { MIB, parseJsonObject, rawBody } from "../http/json-body.js";
 import { sendJson } from "../http/send-json.js";
 import { dropPoliciesOnPush, dropReadersOnInstallationChange } from "../policy/drop-on-push.js";
+import { readPolicyPullRequest, runPolicyCheck } from "../policy/policy-check-run.js";
 import { requireApp } from "../token/trust.js";
 import { createMemoryQueue, type PushQueue } from "../webhook/memory-queue.js";
 import { readPush } from "../webhook/read-push.js";
@@ -90,11 +91,18 @@ function handleDelivery(ctx: BrokerContext, queues: ReturnType<typeof createPush
     if (!/^[a-z0-9_.-]{1,100}$/i.test(event)) throw new BrokerError("invalid_request", { detail: "no X-GitHub-Event" });
     const deliveryId = req.get("x-github-delivery");
     const requestId = res.locals.requestId as string | undefined;
-    const answer = (body: WebhookIgnoredResponse | WebhookPushResponse, status = 200) => {
+    const answer = (body: WebhookIgnoredResponse | WebhookPushResponse | WebhookPullRequestResponse, status = 200) => {
       ctx.metrics.webhookDeliveries.inc({ outcome: "ignored" in body ? "ignored" : "skipped" in body ? body.skipped : "queued" });
       sendJson(res, status, body);
     };
 
+    if (event === "pull_request" && ctx.settings().policyCheckRuns) {
+      // DESIGN.md: only with POLICY_CHECK_RUNS on is a pull_request acted on; answered first, checked after.
+      const pr = readPolicyPullRequest(req.body as Record<string, unknown>);
+      if (!pr) return void answer({ ok: true, event: "pull_request", skipped: "not_checked" });
+      void runPolicyCheck(ctx, pr);
+      return void answer({ ok: true, event: "pull_request", queued: true, repository: `${pr.owner}/${pr.repo}`, number: pr.number, delivery: deliveryId ?? null }, 202);
+    }
     if (event !== "push") {
       dropReadersOnInstallationChange(ctx, event, req.body); // internal: the answer stays `ignored`
       ctx.log.info({ event, delivery: deliveryId, request_id: requestId }, "webhook event ignored");
