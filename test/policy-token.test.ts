@@ -256,3 +256,20 @@ describe("owner policy", () => {
     }
   });
 });
+
+describe("cache key", () => {
+  it("a re-created repository (same name, new id) never gets the old one's cached policy", async () => {
+    setPolicy("rules:\n  - name: reads\n    if: {event: push}\n    permissions: {contents: read}\n");
+    expect(tokenPermissions((await mint({ ...TAG_JOB, repository: "octo-org/app" })).body.token)).toEqual({ contents: "read" });
+    const oldId = t.fx.sim.repository("octo-org", "app").id;
+    t.fx.sim.deleteRepository("octo-org", "app");
+    expect(t.fx.sim.repository("octo-org", "app").id).not.toBe(oldId);
+    const installation = t.fx.sim.installation(t.fx.installationId);
+    installation.repositories = [...(installation.repositories as string[]), "app"];
+    // The new repository's file, with no push delivered: only a key by id reads it now.
+    setPolicy(POLICY);
+    const answer = await mint({ ...TAG_JOB, repository: "octo-org/app" }); // ids from the platform's state
+    expect(answer.body).toMatchObject({ repository: "octo-org/app" });
+    expect(tokenPermissions(answer.body.token)).toEqual({ contents: "write", pull_requests: "write" });
+  });
+});
