@@ -13,6 +13,9 @@ const port = Number(process.env.PORT || 8080);
 // One clear line per missing required setting; the broker still starts and answers per the spec.
 for (const problem of settingsProblems(parseSettings(process.env), process.env)) log[problem.level](problem.fields, problem.message);
 
+// Not a problem (an operator's choice), but never silent: DESIGN.md "Mode".
+if (parseSettings(process.env).tokenPolicy === "off") log.info({ setting: "TOKEN_POLICY" }, "TOKEN_POLICY=off: trust policies are never read; every job of an installed repository gets TOKEN_PERMISSIONS");
+
 const maxConnections = parseMaxConnections(process.env.MAX_CONNECTIONS);
 if (maxConnections.problem) log.warn({ setting: "MAX_CONNECTIONS" }, maxConnections.problem);
 // /healthz, /readyz, /metrics on ADMIN_PORT, when set: started first, so /readyz is 503 until the broker listens.

@@ -52,7 +52,6 @@ export function settingsProblems(settings: Settings, env: Env): SettingProblem[]
   if (points.problem) problems.push({ level: "error", fails: true, fields: { setting: "UPSTREAM_POINTS_PER_MINUTE" }, message: points.problem });
   const policy = parsePolicyMode(env.TOKEN_POLICY);
   if (policy.problem) problems.push({ level: "error", fails: true, fields: { setting: "TOKEN_POLICY" }, message: policy.problem });
-  if (policy.mode === "off") problems.push({ level: "warn", fails: false, fields: { setting: "TOKEN_POLICY" }, message: "TOKEN_POLICY=off: trust policies are never read; every job of an installed repository gets TOKEN_PERMISSIONS" });
   const admin = parseAdminSettings(env);
   if (!admin.enabled && admin.problem) problems.push({ level: "error", fails: true, fields: { setting: "ADMIN_PORT" }, message: admin.problem });
   return problems;
