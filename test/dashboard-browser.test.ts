@@ -1,4 +1,5 @@
-// The dashboard page in a real browser: Debian's Chromium driven by playwright-core, over the
+// The dashboard page in a real browser: the Chromium that ships inside the @sparticuz/chromium npm
+// package (unpacked on first use, no system package needed) driven by playwright-core, over the
 // dashboard server, over a real broker, over the loopback simulator with a simulated fleet. It
 // lists the fleet newest first, sorts, filters, shows the truncated banner and broker errors as
 // sentences, is usable with the keyboard, and nothing the browser received holds the bearer secret.
@@ -8,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import packagedChromium from "@sparticuz/chromium";
 import { chromium, type BrowserContext, type Page, type Response } from "playwright-core";
 import { ERROR_CODES } from "../shared/error-codes.js";
 import { startDashboard, type RunningDashboard } from "../server/dashboard/start-dashboard.js";
@@ -48,9 +50,10 @@ beforeAll(async () => {
   );
   profile = mkdtempSync(join(tmpdir(), "tokensmith-chromium-"));
   context = await chromium.launchPersistentContext(profile, {
-    executablePath: "/usr/bin/chromium",
+    executablePath: await packagedChromium.executablePath(),
     headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    // The package's build renders with SwiftShader (no GPU libraries on the machine).
+    args: ["--headless", "--no-sandbox", "--no-zygote", "--use-gl=angle", "--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
     viewport: { width: 1100, height: 560 },
     locale: "en-GB",
     timezoneId: "UTC",
