@@ -1,5 +1,5 @@
 // The dashboard page in a real browser: the Chromium that ships inside the @sparticuz/chromium npm
-// package (unpacked on first use, no system package needed) driven by playwright-core, over the
+// package (support/packaged-chromium.ts: no system package needed) driven by playwright-core, over the
 // dashboard server, over a real broker, over the loopback simulator with a simulated fleet. It
 // lists the fleet newest first, sorts, filters, shows the truncated banner and broker errors as
 // sentences, is usable with the keyboard, and nothing the browser received holds the bearer secret.
@@ -9,11 +9,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import packagedChromium from "@sparticuz/chromium";
 import { chromium, type BrowserContext, type Page, type Response } from "playwright-core";
 import { ERROR_CODES } from "../shared/error-codes.js";
 import { startDashboard, type RunningDashboard } from "../server/dashboard/start-dashboard.js";
 import { loopbackOnlyFetch, startBroker, type TestBroker } from "./support/broker.js";
+import { packagedChromium } from "./support/packaged-chromium.js";
 import { releasesFixture, TRIGGER_SECRET, type ReleasesFixture } from "./support/releases-fixture.js";
 
 const SCREENSHOT = fileURLToPath(new URL("../docs/dashboard.png", import.meta.url));
@@ -49,8 +49,10 @@ beforeAll(async () => {
     { host: "127.0.0.1", port: 0 },
   );
   profile = mkdtempSync(join(tmpdir(), "tokensmith-chromium-"));
+  const browser = await packagedChromium();
   context = await chromium.launchPersistentContext(profile, {
-    executablePath: await packagedChromium.executablePath(),
+    executablePath: browser.executablePath,
+    env: browser.env,
     headless: true,
     // The package's build renders with SwiftShader (no GPU libraries on the machine).
     args: ["--headless", "--no-sandbox", "--no-zygote", "--use-gl=angle", "--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
