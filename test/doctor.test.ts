@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
 import { guideCommands } from "./support/guide-commands.js";
 import { freePort } from "./support/redis-server.js";
+import { REDIS_URL } from "./support/redis-url.js";
 
 const BIN = fileURLToPath(new URL("../bin/tokensmith.js", import.meta.url));
 
@@ -16,7 +17,7 @@ let good: Record<string, string | undefined>;
 
 beforeAll(async () => {
   fx = await tokenFixture();
-  good = { ...fx.env, SERVICE_JWKS_CACHE: "redis://127.0.0.1:6379", LEGACY_QUOTA_KV: "memory://", WEBHOOK_QUEUE: "redis://127.0.0.1:6379?prefix=doctor-test" };
+  good = { ...fx.env, SERVICE_JWKS_CACHE: REDIS_URL, LEGACY_QUOTA_KV: "memory://", WEBHOOK_QUEUE: `${REDIS_URL}?prefix=doctor-test` };
 });
 afterAll(async () => {
   await fx.sim.close();
@@ -47,9 +48,9 @@ describe("tokensmith doctor", () => {
       `ok   App tokensmith-test-${fx.app.id} (id ${fx.app.id}) on ${fx.sim.apiBase}: GET /app accepts its JWT; permissions contents: write, issues: read, metadata: read, pull_requests: write`,
       `ok   installation ${fx.installationId} (octo-org): grants contents: write, issues: read, metadata: read, pull_requests: write; covers TOKEN_PERMISSIONS, /sign`,
       `ok   issuer ${fx.sim.oidc.issuer}: discovery and key set reachable (1 key)`,
-      "ok   SERVICE_JWKS_CACHE redis://127.0.0.1:6379: answers",
+      `ok   SERVICE_JWKS_CACHE ${REDIS_URL}: answers`,
       "ok   LEGACY_QUOTA_KV memory://: answers (this process only: not shared between instances)",
-      "ok   WEBHOOK_QUEUE redis://127.0.0.1:6379: answers",
+      `ok   WEBHOOK_QUEUE ${REDIS_URL}: answers`,
     ]);
     expect(stdout).toContain("All checks passed.");
     expect(code).toBe(0);

@@ -1,5 +1,5 @@
 // SERVICE_JWKS_CACHE: the last-known-good key set shared through Redis between broker processes.
-// Runs against the real Redis on 127.0.0.1:6379 (.ci/run starts one when none answers).
+// Runs against the real Redis the suite starts (support/redis-url.ts).
 import { generateKeyPairSync } from "node:crypto";
 import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
@@ -8,12 +8,13 @@ import { createLogger } from "../server/log.js";
 import { postJson } from "./support/broker.js";
 import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
 import { spawnBroker, type BrokerProcess } from "./support/spawn-broker.js";
+import { REDIS_URL } from "./support/redis-url.js";
 
 let fx: TokenFixture;
 let redis: KeyValueStore;
 const processes: BrokerProcess[] = [];
 const secrets: string[] = [];
-const SHARED = { SERVICE_JWKS_CACHE: "redis://127.0.0.1:6379" };
+const SHARED = { SERVICE_JWKS_CACHE: REDIS_URL };
 
 beforeAll(async () => {
   fx = await tokenFixture();
@@ -75,7 +76,7 @@ async function attackerKey() {
 describe("SERVICE_JWKS_CACHE=redis://", () => {
   it("lets a second broker process verify with the shared snapshot while the key endpoint is down", async () => {
     fx.sim.oidc.keyEndpoint = "ok";
-    const shared = { SERVICE_JWKS_CACHE: "redis://127.0.0.1:6379" };
+    const shared = { SERVICE_JWKS_CACHE: REDIS_URL };
     const first = await start(shared);
     expect((await exchange(first)).status).toBe(200);
 

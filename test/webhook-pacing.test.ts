@@ -10,6 +10,7 @@ import { startBroker, type TestBroker } from "./support/broker.js";
 import { expectNoSecrets, INSTALLED_PERMISSIONS, tokenFixture, type TokenFixture } from "./support/fixtures.js";
 import { signatureFor } from "../server/webhook/verify-signature.js";
 import { UPDATE_CONCURRENCY } from "../server/webhook/update-pull-requests.js";
+import { REDIS_URL } from "./support/redis-url.js";
 
 const SECRET = "webhook-pacing-secret-0123456789";
 let fx: TokenFixture;
@@ -31,7 +32,7 @@ afterEach(async () => {
   fx.sim.git.contentCreationPerHour = 500;
 });
 afterAll(async () => {
-  const redis = new Redis("redis://127.0.0.1:6379");
+  const redis = new Redis(REDIS_URL);
   for (const prefix of prefixes) {
     const keys = await redis.keys(`${prefix}:*`);
     if (keys.length > 0) await redis.del(...keys);
@@ -104,7 +105,7 @@ const queues: Array<[string, () => Record<string, string>]> = [
   ["on Redis", () => {
     const prefix = `tokensmith-test-${randomUUID()}`;
     prefixes.push(prefix);
-    return { WEBHOOK_QUEUE: `redis://127.0.0.1:6379?prefix=${prefix}` };
+    return { WEBHOOK_QUEUE: `${REDIS_URL}?prefix=${prefix}` };
   }],
 ];
 

@@ -1,4 +1,4 @@
-// The durable push queue (WEBHOOK_QUEUE on the real Redis at 127.0.0.1:6379), over HTTP on built
+// The durable push queue (WEBHOOK_QUEUE on the real Redis the suite starts), over HTTP on built
 // broker processes (`npx tsc -p tsconfig.build.json` first): answered at once, every pull request
 // updated exactly once, a job taken over after its instance is SIGKILLed, one job for a delivery
 // that reaches two instances at once. Each test has its own queue prefix.
@@ -8,6 +8,7 @@ import { Redis } from "ioredis";
 import { expectNoSecrets, INSTALLED_PERMISSIONS, tokenFixture, type TokenFixture } from "./support/fixtures.js";
 import { spawnBroker, type BrokerProcess } from "./support/spawn-broker.js";
 import { signatureFor } from "../server/webhook/verify-signature.js";
+import { REDIS_URL } from "./support/redis-url.js";
 
 const SECRET = "webhook-queue-secret-0123456789";
 const ACCOUNT = "queue-org";
@@ -39,7 +40,7 @@ afterEach(async () => {
   fx.sim.clearRequests();
 });
 afterAll(async () => {
-  const redis = new Redis("redis://127.0.0.1:6379");
+  const redis = new Redis(REDIS_URL);
   for (const prefix of prefixes) {
     const keys = await redis.keys(`${prefix}:*`);
     if (keys.length > 0) await redis.del(...keys);
@@ -53,7 +54,7 @@ afterAll(async () => {
 function queueUrl(): string {
   const prefix = `tokensmith-test-${randomUUID()}`;
   prefixes.push(prefix);
-  return `redis://127.0.0.1:6379?prefix=${prefix}&lease_ms=2000`;
+  return `${REDIS_URL}?prefix=${prefix}&lease_ms=2000`;
 }
 
 async function broker(queue: string, env: Record<string, string> = {}): Promise<BrokerProcess> {

@@ -7,6 +7,7 @@ import { startBroker, type TestBroker } from "./support/broker.js";
 import { INSTALLED_PERMISSIONS } from "./support/fixtures.js";
 import { brokerPerTest } from "./support/broker-per-test.js";
 import { signatureFor, verifySignature } from "../server/webhook/verify-signature.js";
+import { REDIS_URL } from "./support/redis-url.js";
 
 const SECRET = "webhook-secret-0123456789abcdef";
 const ACCOUNT = "hooks-org";
@@ -398,7 +399,7 @@ describe("push redelivery", () => {
 
   /** A second in-process broker sharing LEGACY_QUOTA_KV (Redis) with the first, and a repository with one pull request behind its base. */
   async function twoBrokersOnOneRedis() {
-    t.broker.env.LEGACY_QUOTA_KV = "redis://127.0.0.1:6379";
+    t.broker.env.LEGACY_QUOTA_KV = REDIS_URL;
     const other = await startBroker({ ...t.broker.env });
     extraBrokers.push(other);
     const { repository } = freshRepo();
