@@ -1,4 +1,5 @@
 import { parseAdminSettings } from "./admin/admin-settings.js";
+import { plainHttpProblems } from "./plain-http-problems.js";
 import { parseUpstreamPointsPerMinute, type Env, type Settings } from "./settings.js";
 
 /** A setting that will not work as given: what the broker logs at start-up and `tokensmith doctor` prints. */
@@ -49,6 +50,7 @@ export function settingsProblems(settings: Settings, env: Env): SettingProblem[]
   }
   const points = parseUpstreamPointsPerMinute(env.UPSTREAM_POINTS_PER_MINUTE);
   if (points.problem) problems.push({ level: "error", fails: true, fields: { setting: "UPSTREAM_POINTS_PER_MINUTE" }, message: points.problem });
+  for (const { setting, message } of plainHttpProblems(settings)) problems.push({ level: "warn", fails: false, fields: { setting }, message });
   const admin = parseAdminSettings(env);
   if (!admin.enabled && admin.problem) problems.push({ level: "error", fails: true, fields: { setting: "ADMIN_PORT" }, message: admin.problem });
   return problems;

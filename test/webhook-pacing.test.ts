@@ -4,7 +4,7 @@
 // run of several simulated minutes takes a moment, and every assertion is a count per simulated
 // minute. Both queues: in process, and on Redis (WEBHOOK_QUEUE; the pace is then kept in Redis).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { startBroker, type TestBroker } from "./support/broker.js";
 import { expectNoSecrets, INSTALLED_PERMISSIONS, tokenFixture, type TokenFixture } from "./support/fixtures.js";
@@ -68,7 +68,8 @@ function installationWithPulls(pulls: number) {
 }
 
 async function deliver(url: string, repository: string, installationId: number) {
-  const raw = JSON.stringify({ ref: "refs/heads/main", deleted: false, repository: { full_name: repository }, installation: { id: installationId } });
+  // Every push its own head, as on the platform (a repeated body is a replay).
+  const raw = JSON.stringify({ ref: "refs/heads/main", after: randomBytes(20).toString("hex"), deleted: false, repository: { full_name: repository }, installation: { id: installationId } });
   const response = await fetch(`${url}/webhook`, {
     method: "POST",
     headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": randomUUID(), "x-hub-signature-256": signatureFor(SECRET, raw) },

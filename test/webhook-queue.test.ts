@@ -3,7 +3,7 @@
 // updated exactly once, a job taken over after its instance is SIGKILLed, one job for a delivery
 // that reaches two instances at once. Each test has its own queue prefix.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { expectNoSecrets, INSTALLED_PERMISSIONS, tokenFixture, type TokenFixture } from "./support/fixtures.js";
 import { spawnBroker, type BrokerProcess } from "./support/spawn-broker.js";
@@ -87,7 +87,7 @@ async function deliver(url: string, repository: string, deliveryId = randomUUID(
   const raw = JSON.stringify({
     ref: "refs/heads/main",
     before: "0".repeat(40),
-    after: "1".repeat(40),
+    after: randomBytes(20).toString("hex"), // every push its own head, as on the platform (a repeated body is a replay)
     deleted: false,
     repository: { id: 1, name, full_name: repository, owner: { login: owner } },
     installation: { id: installationId },

@@ -2,7 +2,7 @@
 // (in process here; test/webhook-queue.test.ts has the durable one) → update-branch on every open
 // pull request of the pushed branch, through the simulator.
 import { afterEach, describe, expect, it } from "@jest/globals";
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { startBroker, type TestBroker } from "./support/broker.js";
 import { INSTALLED_PERMISSIONS } from "./support/fixtures.js";
 import { brokerPerTest } from "./support/broker-per-test.js";
@@ -48,7 +48,7 @@ function pushPayload(repository: string, overrides: Record<string, unknown> = {}
   return {
     ref: "refs/heads/main",
     before: "0".repeat(40),
-    after: "1".repeat(40),
+    after: randomBytes(20).toString("hex"), // every push its own head, as on the platform (a repeated body is a replay)
     created: false,
     deleted: false,
     forced: false,

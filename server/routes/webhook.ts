@@ -5,6 +5,7 @@ import type { BrokerContext } from "../context.js";
 import { MIB, parseJsonObject, rawBody } from "../http/json-body.js";
 import { sendJson } from "../http/send-json.js";
 import { requireApp } from "../token/trust.js";
+import { bodyDigest } from "../webhook/body-digests.js";
 import { createMemoryQueue, type PushQueue } from "../webhook/memory-queue.js";
 import { readPush } from "../webhook/read-push.js";
 import { createRedisQueue } from "../webhook/redis-queue.js";
@@ -69,11 +70,13 @@ function requireWebhookSecret(ctx: BrokerContext): RequestHandler {
 }
 
 function verifyDelivery(ctx: BrokerContext): RequestHandler {
-  return (req, _res, next) => {
+  return (req, res, next) => {
     const secret = ctx.settings().webhookSecret;
     if (!secret) return next(new BrokerError("webhook_disabled"));
     const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
     if (!verifySignature(secret, raw, req.get("x-hub-signature-256"))) return next(new BrokerError("invalid_signature"));
+    // What the signature covers, to refuse a replayed push under a fresh (unsigned) delivery id.
+    res.locals.bodyDigest = bodyDigest(raw);
     try {
       req.body = parseJsonObject(raw);
     } catch (error) {
@@ -105,7 +108,12 @@ function handleDelivery(ctx: BrokerContext, queues: ReturnType<typeof createPush
     requireApp(settings.main);
 
     const store = ctx.stores.get(settings.releasesKvUrl, "tokensmith-deliveries");
-    const queued = await queues.get(settings.webhookQueueUrl).enqueue(push, deliveryId, store, ctx.stores.lockFor(settings.releasesKvUrl));
+    const queued = await queues.get(settings.webhookQueueUrl).enqueue(push, { id: deliveryId, bodyDigest: res.locals.bodyDigest as string }, store, ctx.stores.lockFor(settings.releasesKvUrl));
+    if (queued === "replayed") {
+      // The same signed body under another id within the day: a replay, or a copy sent twice. Answered as a duplicate (DESIGN.md's words).
+      ctx.log.warn({ event, delivery: deliveryId, repository: push.repository, request_id: requestId }, "push body already seen under another delivery id: not acted on again");
+      return void answer({ ok: true, event: "push", skipped: "duplicate_delivery", duplicate: true });
+    }
     if (queued === "duplicate") {
       ctx.log.info({ event, delivery: deliveryId, repository: push.repository, request_id: requestId }, "redelivery acknowledged, not acted on twice");
       return void answer({ ok: true, event: "push", skipped: "duplicate_delivery", duplicate: true });
