@@ -34,8 +34,10 @@ export type PermissionGrant =
 const RANK: Readonly<Record<string, number>> = { read: 1, write: 2, admin: 3 };
 
 // Own properties only: a ceiling or request read from JSON cannot answer for `__proto__`.
-const rankIn = (permissions: Readonly<Record<string, string>>, name: string): number =>
-  Object.hasOwn(permissions, name) ? (RANK[permissions[name]!] ?? 0) : 0;
+const rankIn = (permissions: Readonly<Record<string, unknown>>, name: string): number => {
+  const level = Object.hasOwn(permissions, name) ? permissions[name] : undefined;
+  return typeof level === "string" && Object.hasOwn(RANK, level) ? RANK[level]! : 0;
+};
 
 /**
  * With no request: every permission all ceilings hold, at the lowest level among them (a
