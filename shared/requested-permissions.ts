@@ -25,6 +25,8 @@ export function parseRequestedPermissions(value: unknown): RequestedPermissionsP
   const permissions: Permissions = Object.create(null);
   for (const [name, level] of entries) {
     if (!NAME.test(name)) return { ok: false, problem: `permission name ${quoted(name)} is not lowercase words joined by underscores` };
+    // No platform name is this long; the problem line must not echo a body-sized name back.
+    if (name.length > 64) return { ok: false, problem: `unknown permission ${quoted(name)} (not in the platform's App permission catalogue)` };
     if (level !== "read" && level !== "write") return { ok: false, problem: `permission ${name} must be "read" or "write"` };
     const problem = checkCatalogue(name, level);
     if (problem) return { ok: false, problem };

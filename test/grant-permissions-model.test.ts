@@ -122,6 +122,15 @@ describe("describeWithheld and permissionsToMint", () => {
     expect(line).toBe("issues: write withheld by TOKEN_PERMISSIONS (not granted), installation (read only); checks: read withheld by installation (not granted)");
   });
 
+  it("groups permissions withheld alike, in request order", () => {
+    const line = describeWithheld([
+      { permission: "checks", requested: "read", withheldBy: [{ source: "installation" }] },
+      { permission: "issues", requested: "write", withheldBy: [{ source: "TOKEN_PERMISSIONS" }] },
+      { permission: "actions", requested: "write", withheldBy: [{ source: "installation" }] },
+    ]);
+    expect(line).toBe("checks: read, actions: write withheld by installation (not granted); issues: write withheld by TOKEN_PERMISSIONS (not granted)");
+  });
+
   it("throws 403 permissions_not_granted with the detail exactly when the grant is a denial; an empty grant asks for metadata: read", () => {
     fc.assert(
       fc.property(ceilingsArb, fc.option(requestArb, { nil: undefined }), (ceilings, requested) => {

@@ -79,14 +79,17 @@ function intersect(ceilings: readonly PermissionCeiling[]): Permissions {
 }
 
 /**
- * The denial's one line: each withheld permission with what withheld it, e.g.
- * `issues: write withheld by TOKEN_PERMISSIONS (not granted); contents: write withheld by installation (read only)`.
+ * The denial's one line: each withheld permission with what withheld it, those withheld alike
+ * grouped (in request order), e.g. `checks: write, actions: read withheld by TOKEN_PERMISSIONS (not
+ * granted); contents: write withheld by installation (read only)`.
  */
 export function describeWithheld(withheld: readonly WithheldPermission[]): string {
-  return withheld
-    .map(({ permission, requested, withheldBy }) => {
-      const by = withheldBy.map(({ source, allows }) => `${source} (${allows === undefined ? "not granted" : `${allows} only`})`).join(", ");
-      return `${permission}: ${requested} withheld by ${by}`;
-    })
-    .join("; ");
+  const groups = new Map<string, string[]>();
+  for (const { permission, requested, withheldBy } of withheld) {
+    const by = withheldBy.map(({ source, allows }) => `${source} (${allows === undefined ? "not granted" : `${allows} only`})`).join(", ");
+    const names = groups.get(by) ?? [];
+    names.push(`${permission}: ${requested}`);
+    groups.set(by, names);
+  }
+  return [...groups].map(([by, names]) => `${names.join(", ")} withheld by ${by}`).join("; ");
 }
