@@ -98,6 +98,12 @@ describe("grantPermissions: the narrowing algebra", () => {
     );
   });
 
+  it("a request level other than read or write (an unparsed request) fails closed: it throws, nothing is granted", () => {
+    const ceilings = [{ source: "TOKEN_PERMISSIONS", permissions: { contents: "write" } }];
+    expect(() => grantPermissions({ ceilings, requested: { contents: "admin" } as unknown as Permissions })).toThrow(TypeError);
+    expect(() => grantPermissions({ ceilings, requested: JSON.parse('{"contents": 1}') as Permissions })).toThrow(TypeError);
+  });
+
   it("no ceilings grant nothing: every request is withheld", () => {
     expect(grantPermissions({ ceilings: [] })).toEqual({ ok: true, permissions: {} });
     expect(grantPermissions({ ceilings: [], requested: { contents: "read" } })).toEqual({ ok: false, withheld: [{ permission: "contents", requested: "read", withheldBy: [{ source: "no ceiling" }] }] });

@@ -53,10 +53,13 @@ export function grantPermissions(input: { ceilings: readonly PermissionCeiling[]
   const withheld: WithheldPermission[] = [];
   const granted: Permissions = {};
   for (const [permission, level] of Object.entries(requested)) {
+    // A request reaches here parsed (shared/requested-permissions.ts); anything else fails closed.
+    if (level !== "read" && level !== "write") throw new TypeError(`requested level of ${permission} is not read or write`);
     const withheldBy: Withholding[] = [];
     for (const ceiling of ceilings) {
       const allows = rankIn(ceiling.permissions, permission);
       if (allows >= RANK[level]!) continue;
+      // Below write and not nothing can only be read.
       withheldBy.push(allows === 0 ? { source: ceiling.source } : { source: ceiling.source, allows: "read" });
     }
     if (ceilings.length === 0) withheldBy.push({ source: "no ceiling" });
