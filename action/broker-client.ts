@@ -47,7 +47,12 @@ export async function postToken(http: Http, brokerUrl: string, body: TokenReques
   if (status === 200) return { kind: "answered", body: json };
   if (isErrorBody(json)) {
     const wait = retryAfterMs(retryAfter);
-    const verdict: Verdict = { status, error: json.error, ...(typeof json.reason === "string" ? { reason: json.reason } : {}) };
+    const verdict: Verdict = {
+      status,
+      error: json.error,
+      ...(typeof json.reason === "string" ? { reason: json.reason } : {}),
+      ...(typeof json.detail === "string" ? { detail: json.detail } : {}),
+    };
     return { kind: "verdict", verdict, ...(wait !== undefined ? { retryAfterMs: wait } : {}) };
   }
   if (status >= 500 || status === 0) return { kind: "unreachable", detail: `HTTP ${status} that is not a broker answer` };
@@ -62,7 +67,7 @@ function parseJson(text: string): unknown {
   }
 }
 
-function isErrorBody(json: unknown): json is { error: Verdict["error"]; reason?: unknown } {
+function isErrorBody(json: unknown): json is { error: Verdict["error"]; reason?: unknown; detail?: unknown } {
   return typeof json === "object" && json !== null && isErrorCode((json as { error?: unknown }).error);
 }
 

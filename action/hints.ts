@@ -12,6 +12,8 @@ export interface Verdict {
   error: ErrorCode;
   /** As the broker sent it: may be a word this version of the action does not know (shown escaped). */
   reason?: string;
+  /** The body's one human line (DESIGN.md "Error body"), as the broker sent it: shown quoted and escaped. */
+  detail?: string;
 }
 
 export interface HintContext {
@@ -36,9 +38,13 @@ export const WORKFLOW_HINTS: Readonly<Record<ErrorCode, string>> = {
   invalid_request: MISMATCH,
   missing_required_fields: MISMATCH,
   invalid_token_permissions: "The broker is misconfigured (its TOKEN_PERMISSIONS setting is unusable): nothing in this workflow can fix it; tell the broker's operator.",
+  invalid_permissions:
+    "The broker refused the step's permission-<name> inputs as malformed, though this action checked them against its own catalogue of the platform's permissions: the action's and the broker's versions differ; use a permission both know, or ask the broker's operator to update it.",
   invalid_oidc_token: "The broker refused the job's OIDC token.",
   repo_mismatch: "The job's OIDC token is for another repository than {repository}: a job can only get a token for its own repository.",
   repo_not_allowed: "{repository} is not in the broker's ALLOWED_REPOSITORIES: the broker's operator must add it.",
+  permissions_not_granted:
+    "The step's permission-<name> inputs ask for more than the broker grants {repository}: ask for less, or have the grant widened where the detail says (TOKEN_PERMISSIONS: the broker's operator; installation: an owner of the account must grant the App that permission).",
   app_not_installed: "The broker's GitHub App is not installed on {repository}: install it on {repository} (organisation or repository settings → GitHub Apps).",
   github_installation_lookup_failed: `GitHub gave the broker an unusable answer about the App's installation. ${RETRIED}, and tell the broker's operator if it persists.`,
   installation_token_failed: `GitHub refused or failed to mint the token. ${RETRIED}; if it persists, tell the broker's operator (the App may lack a permission the broker asks for).`,
@@ -76,9 +82,13 @@ export const REASON_HINTS: Readonly<Record<OidcReason, string>> = {
   jwks_unavailable: `The broker could not fetch the OIDC issuer's keys. ${RETRIED}.`,
 };
 
+/** How much of a broker's `detail` the failure line shows (the whole of any real one: a few permissions' reasons). */
+export const MAX_SHOWN_DETAIL = 600;
+
 export function describeVerdict(verdict: Verdict, context: HintContext): string {
   const codes = [`error: ${verdict.error}`, ...(verdict.reason !== undefined ? [`reason: ${reasonText(verdict.reason)}`] : []), `HTTP ${verdict.status} from ${context.brokerUrl}`];
-  return `tokensmith: ${sentence(verdict, context)} (${codes.join(", ")})`;
+  const detail = verdict.detail !== undefined ? ` The broker says: ${shown(verdict.detail, MAX_SHOWN_DETAIL)}.` : "";
+  return `tokensmith: ${sentence(verdict, context)}${detail} (${codes.join(", ")})`;
 }
 
 function sentence({ error, reason }: Verdict, { repository, audience }: HintContext): string {

@@ -60,6 +60,11 @@ export const ERROR_CODES = {
     meaning: "The broker's TOKEN_PERMISSIONS setting is set but parses to nothing usable (broker misconfiguration).",
     hint: "The broker's operator must fix TOKEN_PERMISSIONS (values are exactly read or write).",
   },
+  invalid_permissions: {
+    status: 400, routes: ["/token"], retryable: false,
+    meaning: "The request's optional `permissions` is not a non-empty object of the platform's App permission names to `read` or `write`; `detail` names the entry.",
+    hint: "Send `permissions` as an object such as {\"contents\": \"read\"}: catalogue names, values exactly read or write.",
+  },
   invalid_oidc_token: {
     status: 401, routes: ["/token"], retryable: false,
     meaning: "The OIDC token failed verification; `reason` says which check.",
@@ -74,6 +79,11 @@ export const ERROR_CODES = {
     status: 403, routes: ["/token", "/sign"], retryable: false,
     meaning: "The repository is outside ALLOWED_REPOSITORIES (/token) or SIGN_ALLOWED_REPOSITORIES (/sign).",
     hint: "The broker's operator must add this repository to ALLOWED_REPOSITORIES (SIGN_ALLOWED_REPOSITORIES for /sign).",
+  },
+  permissions_not_granted: {
+    status: 403, routes: ["/token"], retryable: false,
+    meaning: "The request's `permissions` ask for more than the grant (TOKEN_PERMISSIONS ∩ the installation's permissions); `detail` names each permission and what withheld it.",
+    hint: "Ask for no more than the grant, or have it widened where `detail` says (TOKEN_PERMISSIONS: the broker's operator; installation: the App's permissions on the account).",
   },
   app_not_installed: {
     status: 404, routes: ["/token"], retryable: false,

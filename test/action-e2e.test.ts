@@ -53,7 +53,8 @@ const errorLine = (step: StepResult) => step.lines.find((line) => line.startsWit
 describe("action.yml", () => {
   it("declares the inputs and outputs of the issue and runs dist/ on node24", () => {
     const text = readFileSync(ACTION_YML, "utf8");
-    expect(actionInputs(text)).toEqual([
+    // The generated permission-<name> inputs are held to the catalogue by test/permission-inputs.test.ts.
+    expect(actionInputs(text).filter((input) => !input.name.startsWith("permission-"))).toEqual([
       { name: "auth-mode", required: true },
       { name: "broker-url", required: false },
       { name: "broker-fallback-url", required: false, default: "" },

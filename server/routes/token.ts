@@ -1,11 +1,11 @@
 import type { RequestHandler } from "express";
 import type { TokenResponse } from "../../shared/types.js";
 import type { BrokerContext } from "../context.js";
-import { intersectPermissions } from "../github/intersect-permissions.js";
 import { mintRepositoryToken } from "../github/repository-token.js";
 import { sendJson } from "../http/send-json.js";
 import { fingerprint } from "../log.js";
 import { verifyOidcToken } from "../oidc/verify-oidc-token.js";
+import { permissionsToMint } from "../token/permissions-to-mint.js";
 import { readTokenRequest } from "../token/read-token-request.js";
 import { checkAllowlist, matchRepository, readRepositoryIdentity, requireApp, requireTokenPermissions, trustedPlatforms } from "../token/trust.js";
 
@@ -13,7 +13,9 @@ import { checkAllowlist, matchRepository, readRepositoryIdentity, requireApp, re
  * POST /token: the spec's ladder, top to bottom (DESIGN.md order of checks):
  * fields → TOKEN_PERMISSIONS → OIDC verification (with the repository and owner ids) → repository
  * claim → allowlist → App configured → installation lookup (on the claims' owner id) → mint by the
- * claims' repository id (its answer must name that repository).
+ * claims' repository id (its answer must name that repository). The permissions asked for are the
+ * grant (TOKEN_PERMISSIONS ∩ installation), or exactly the body's `permissions` when it names some
+ * and the grant covers them (else 403 permissions_not_granted, decided before any mint).
  */
 export function tokenRoute(ctx: BrokerContext): RequestHandler {
   return async (req, res) => {
@@ -42,7 +44,7 @@ export function tokenRoute(ctx: BrokerContext): RequestHandler {
       ids,
       requestId: res.locals.requestId as string | undefined,
       deadlineAt: res.locals.deadlineAt as number | undefined,
-      permissions: (granted) => intersectPermissions(requested, granted),
+      permissions: (installed) => permissionsToMint({ tokenPermissions: requested, installation: installed, requested: body.permissions }),
     });
 
     ctx.log.info(
@@ -53,6 +55,7 @@ export function tokenRoute(ctx: BrokerContext): RequestHandler {
         repository_owner_id: ids.ownerId,
         installation_id: installation.id,
         permissions: minted.permissions,
+        ...(body.permissions ? { requested_permissions: body.permissions } : {}),
         platform: platform.name,
         issuer: claims.iss,
         sub: claims.sub,
@@ -70,13 +73,15 @@ export function tokenRoute(ctx: BrokerContext): RequestHandler {
       "installation token minted",
     );
     ctx.metrics.tokensMinted.inc({ platform: platform.name });
-    // The spec's three fields, then the two additive ones the action outputs (installation-id, app-slug).
+    // The spec's three fields, then the additive ones the action outputs (installation-id, app-slug,
+    // permissions: the token's real permissions, as the mint answered them).
     const answer: TokenResponse = {
       token: minted.token,
       expires_at: minted.expires_at,
       repository,
       installation_id: installation.id,
       ...(installation.appSlug !== undefined ? { app_slug: installation.appSlug } : {}),
+      permissions: minted.permissions,
     };
     res.setHeader("Cache-Control", "no-store");
     sendJson(res, 200, answer);
