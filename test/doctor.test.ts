@@ -10,6 +10,7 @@ import { guideCommands } from "./support/guide-commands.js";
 import { freePort } from "./support/redis-server.js";
 
 const BIN = fileURLToPath(new URL("../bin/tokensmith.js", import.meta.url));
+const BUILD_IF_STALE = fileURLToPath(new URL("../scripts/build-if-stale.js", import.meta.url));
 
 let fx: TokenFixture;
 let good: Record<string, string | undefined>;
@@ -26,6 +27,8 @@ beforeAll(async () => {
   good = { ...fx.env, SERVICE_JWKS_CACHE: "redis://127.0.0.1:6379", LEGACY_QUOTA_KV: "memory://", WEBHOOK_QUEUE: "redis://127.0.0.1:6379?prefix=doctor-test" };
   deadIssuer = `http://127.0.0.1:${await freePort()}/issuer`;
   deadRedisPort = await freePort();
+  // bin/tokensmith.js builds first when the build is stale: once here, not in six processes at once.
+  await new Promise((resolve, reject) => execFile(process.execPath, [BUILD_IF_STALE], { timeout: 120_000 }, (error) => (error ? reject(error) : resolve(undefined))));
   runs.good = doctor(good);
   runs.otherKey = doctor({ ...good, HOST_APP_PRIVATE_KEY: other });
   runs.deadIssuer = doctor({ ...good, HOST_OIDC_ISSUER: deadIssuer });
@@ -34,7 +37,7 @@ beforeAll(async () => {
   runs.unparsable = doctor({ ...good, TOKEN_PERMISSIONS: "contents:own", HOST_APP_ID: undefined, ADMIN_PORT: "eighty", UPSTREAM_POINTS_PER_MINUTE: "450/min", UPDATE_BRANCH_PER_HOUR: "lots" });
   // Settled before the tests read them, so no process outlives a failed test's file.
   await Promise.all(Object.values(runs));
-});
+}, 150_000);
 afterAll(async () => {
   await fx.sim.close();
 });
