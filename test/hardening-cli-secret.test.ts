@@ -12,6 +12,7 @@ import { redactUrl, redactUrlCredentials } from "../server/redact-url.js";
 import { loopbackOnlyFetch } from "./support/broker.js";
 import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
 import { spawnBroker } from "./support/spawn-broker.js";
+import { REDIS_URL } from "./support/redis-url.js";
 
 const BIN = fileURLToPath(new URL("../bin/tokensmith.js", import.meta.url));
 const SECRET = "cli-secret-stays-home-0123456789";
@@ -132,9 +133,9 @@ describe("tokensmith doctor and plain http", () => {
 describe("credentials in URLs are redacted", () => {
   it("doctor prints a store's and an issuer's URL without user and password, even in an error it quotes", async () => {
     const issuerWithUser = fx.env.HOST_OIDC_ISSUER!.replace("http://", `http://ci:${URL_PASSWORD}@`);
-    const { stdout, stderr } = await cli(["doctor"], { ...fx.env, HOST_OIDC_ISSUER: issuerWithUser, LEGACY_QUOTA_KV: `redis://default:${URL_PASSWORD}@127.0.0.1:6379` });
+    const { stdout, stderr } = await cli(["doctor"], { ...fx.env, HOST_OIDC_ISSUER: issuerWithUser, LEGACY_QUOTA_KV: `redis://default:${URL_PASSWORD}@${new URL(REDIS_URL).host}` });
     expect(stdout).toContain(`issuer ${fx.env.HOST_OIDC_ISSUER}: discovery document unreachable`);
-    expect(stdout).toContain("ok   LEGACY_QUOTA_KV redis://127.0.0.1:6379: answers");
+    expect(stdout).toContain(`ok   LEGACY_QUOTA_KV ${REDIS_URL}: answers`);
     expect(stdout + stderr).not.toContain(URL_PASSWORD);
   });
 

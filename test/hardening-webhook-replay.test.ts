@@ -8,6 +8,7 @@ import { Redis } from "ioredis";
 import { signatureFor } from "../server/webhook/verify-signature.js";
 import { expectNoSecrets, INSTALLED_PERMISSIONS, tokenFixture, type TokenFixture } from "./support/fixtures.js";
 import { spawnBroker, type BrokerProcess } from "./support/spawn-broker.js";
+import { REDIS_URL } from "./support/redis-url.js";
 
 const SECRET = "replay-webhook-secret-0123456789";
 const ACCOUNT = "replay-org";
@@ -36,7 +37,7 @@ afterEach(async () => {
   fx.sim.faults.clear();
 });
 afterAll(async () => {
-  const redis = new Redis("redis://127.0.0.1:6379");
+  const redis = new Redis(REDIS_URL);
   for (const prefix of prefixes) {
     const keys = await redis.keys(`${prefix}:*`);
     if (keys.length > 0) await redis.del(...keys);
@@ -65,7 +66,7 @@ async function broker(env: Record<string, string> = {}): Promise<BrokerProcess> 
 function queueUrl(): { url: string; prefix: string } {
   const prefix = `tokensmith-replay-${randomUUID()}`;
   prefixes.push(prefix);
-  return { url: `redis://127.0.0.1:6379?prefix=${prefix}`, prefix };
+  return { url: `${REDIS_URL}?prefix=${prefix}`, prefix };
 }
 
 /** A fresh repository whose one open pull request is behind `main`. */
@@ -180,7 +181,7 @@ describe("a replayed signed push (in-process queue)", () => {
 
 describe("a replayed signed push across instances", () => {
   it("LEGACY_QUOTA_KV on Redis: copies under different ids reaching two instances at once are acted on once", async () => {
-    const env = { LEGACY_QUOTA_KV: "redis://127.0.0.1:6379" };
+    const env = { LEGACY_QUOTA_KV: REDIS_URL };
     const [one, two] = [await broker(env), await broker(env)];
     const { repository } = freshRepo();
     for (let round = 0; round < 5; round += 1) {
@@ -208,7 +209,7 @@ describe("a replayed signed push across instances", () => {
     expect(updatesOf(repository)).toHaveLength(1);
     expect(audits([one, two], repository)).toHaveLength(1);
 
-    const redis = new Redis("redis://127.0.0.1:6379");
+    const redis = new Redis(REDIS_URL);
     try {
       const ttl = await redis.pttl(`${queue.prefix}:body:${digestOf(raw)}`);
       expect(ttl).toBeGreaterThan(DAY_MS - 120_000);
@@ -233,7 +234,7 @@ describe("a replayed signed push across instances", () => {
     expect((await deliver(b.url, raw)).status).toBe(202);
     expect((await jobsEnded([b], repository, 1))[0]).toMatchObject({ error: "installation_token_failed" });
     // The job's end hands the claims back just after its audit line: wait for the key to go.
-    const redis = new Redis("redis://127.0.0.1:6379");
+    const redis = new Redis(REDIS_URL);
     try {
       for (let waited = 0; (await redis.exists(`${queue.prefix}:body:${digestOf(raw)}`)) === 1; waited += 20) {
         if (waited > 10_000) throw new Error("the failed job's body claim was not handed back");
