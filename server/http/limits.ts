@@ -70,15 +70,16 @@ export const SERVER_TIMEOUTS = {
 
 /**
  * After refusing a body part-way (`Connection: close`), the broker keeps reading and discarding
- * what the client is still sending, up to these bounds, before it closes the socket (a lingering
- * close). Closing a socket with unread bytes makes the kernel answer with a reset, and a reset
- * makes the client's kernel drop the answer it had not read yet.
+ * what the client is still sending before it closes the socket (a lingering close). Closing a
+ * socket with unread bytes makes the kernel answer with a reset, and a reset makes the client's
+ * kernel drop the answer it had not read yet. Bounded by time only, as nginx's lingering close is
+ * (lingering_time, lingering_timeout): a bound on bytes cut a client off mid-body (a 30 MiB body
+ * to /token got EPIPE instead of its 413 once 8 MiB had been thrown away), while reading and
+ * throwing bytes away costs nothing that time does not already bound.
  */
 export const LINGER = {
-  /** At most this long in all. */
+  /** At most this long in all: a client still sending then is a trickle, not a slow network. */
   maxMs: 5_000,
   /** Closed once the client has sent nothing for this long. */
   idleMs: 1_000,
-  /** Closed once this many more bytes have been read and thrown away. */
-  maxBytes: 8 * MIB,
 };
