@@ -112,7 +112,7 @@ export const ERROR_CODES = {
   },
   server_busy: {
     status: 503, routes: ["/token", "/webhook"], retryable: true,
-    meaning: "The broker is already holding as many bytes of not-yet-authenticated request bodies as it allows (64 MiB); `Retry-After` says when to try again.",
+    meaning: "The broker is already holding as many bytes of not-yet-authenticated request bodies on this route as it allows (/token 32 MiB, /webhook 64 MiB, counted as they arrive); `Retry-After` says when to try again.",
     hint: "The broker is busy; retry after the Retry-After delay.",
   },
   deadline_exceeded: {
