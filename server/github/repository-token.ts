@@ -34,7 +34,9 @@ export interface RepositoryTokenInput extends RepositoryScope {
  * repository. Anything else is 404 app_not_installed with nothing handed out: a token minted
  * anyway is revoked at once. A mint that failed other than transiently drops the cached
  * installation, which may be gone or changed (a 404/422 on a cached one is asked again once, from a fresh lookup); a 401 drops the
- * App JWT (e.g. the platform's clock disagrees with ours).
+ * App JWT (e.g. the platform's clock disagrees with ours). With the claims' ids (/token): a
+ * lookup answered "not installed" is remembered a minute (not-installed-cache.ts), and an owner's
+ * uncached lookups are held to its share of the App's budget (503 installation_lookups_limited).
  */
 export async function mintRepositoryToken(ctx: BrokerContext, request: RepositoryTokenInput): Promise<{ installation: Installation; minted: MintedToken }> {
   // The platform calls stop a little before the request's deadline, so the route answers its own
@@ -52,18 +54,33 @@ export async function mintRepositoryToken(ctx: BrokerContext, request: Repositor
     const outcome = await mintChecked(ctx, input, scope, { client, appJwt, cacheKey, installation: cached });
     if (!("refused" in outcome)) return outcome;
   }
+  // A repository the App is not on was answered so less than a minute ago: no lookup (anyone can
+  // replay a token of their own; docs/security.md). Only /token's, keyed by the claims' ids.
+  const ids = scope.ids;
+  if (ids && ctx.notInstalled.has(cacheKey)) throw new BrokerError("app_not_installed", { detail: "not installed (answered less than a minute ago)" });
   // Concurrent misses for one key share one lookup (README "Caches"); a failure is not cached.
   const installation = await ctx.installations.shared(cacheKey, async () => {
+    if (ids) {
+      // One owner's uncached lookups stay within its share of the App's budget (owner-lookup-limiter.ts).
+      const taken = ctx.ownerLookups.take(`${platform.apiBase}\u0000${ids.ownerId}`);
+      if (!taken.allowed) throw new BrokerError("installation_lookups_limited", { detail: `owner ${ids.ownerId}`, retryAfter: taken.retryAfterSeconds });
+    }
+    const generation = ctx.notInstalled.generation;
+    const notInstalled = (error: BrokerError): BrokerError => {
+      if (ids) ctx.notInstalled.add(cacheKey, ids.ownerId, generation);
+      return error;
+    };
     let found: Installation;
     try {
       found = await findInstallation({ client, appJwt, retry: ctx.retry, installationId: platform.installationId, owner: scope.owner, repo: scope.repo, now: ctx.now, deadlineAt: input.deadlineAt });
     } catch (error) {
       ctx.appJwt.noteFailure(app, error);
+      if (error instanceof BrokerError && error.code === "app_not_installed") throw notInstalled(error);
       throw error;
     }
     if (!installationServes(found, scope)) {
       // ENT_APP_INSTALLATION_ID names another owner's installation, or the owner is not who the claims say.
-      throw new BrokerError("app_not_installed", { detail: "installation is on another account" });
+      throw notInstalled(new BrokerError("app_not_installed", { detail: "installation is on another account" }));
     }
     ctx.installations.set(cacheKey, found);
     return found;
