@@ -47,7 +47,7 @@ export interface GatedCall {
 }
 
 export interface UpstreamGate {
-  /** Kind, principal and points of a call about to be made. */
+  /** Kind, principal and points of a call about to be made, and whose rate limits it counts against (caller, App). */
   describe(method: string, url: string, authorization: string | undefined): GatedCall;
   /** A refusal when this call is paused by a "wait" the platform gave its caller (primary) or its App (secondary); null otherwise. */
   paused(call: GatedCall): LocalRefusal | null;
