@@ -7,14 +7,17 @@
 //   owner (or for everyone) came since, and no lookup that began before a drop added it;
 // - keys are distinct per repository id: another repository of the same owner is never hit;
 // - at most maxEntries are kept (the oldest go first).
-// Owner limiter, against a model keeping every lookup allowed:
-// - an owner never gets more than its share in any window; another owner's lookups never count;
-// - a refusal happens only when the share is used, and its Retry-After is the time until the
-//   owner's oldest lookup in the window leaves it (rounded up to a second, at least 1).
+// Owner limiter, against a model keeping every owner's lookups in flight and those that found
+// nothing:
+// - an owner's lookups that found nothing in the window plus those in flight never exceed its
+//   share; another owner's never count, nor its own that found the App installed;
+// - a caller is let through exactly when they fit, told to wait exactly when only lookups in
+//   flight are in the way, and refused exactly when the share is spent on lookups that found
+//   nothing, with the time until the oldest of them leaves the window (whole seconds, at least 1).
 import { describe, expect, it } from "@jest/globals";
 import fc from "fast-check";
 import { createNotInstalledCache, type NotInstalledCache } from "../server/github/not-installed-cache.js";
-import { createOwnerLookupLimiter, OWNER_SHARE, type OwnerLookupLimiter } from "../server/github/owner-lookup-limiter.js";
+import { createOwnerLookupLimiter, OWNER_SHARE, type LookupSlot, type OwnerLookupLimiter } from "../server/github/owner-lookup-limiter.js";
 
 const START = 1_800_000_000_000;
 const TTL_MS = 60_000;
@@ -127,43 +130,77 @@ interface LimiterWorld {
   clock: number;
   budget: number;
   limiter: OwnerLookupLimiter;
+  /** Lookups let through and not settled yet. */
+  out: Array<{ owner: number; slot: LookupSlot }>;
 }
 interface LimiterModel {
-  /** Owner → times of the lookups allowed, all of them. */
-  allowed: Map<number, number[]>;
+  /** Owner → when its lookups that found nothing settled. */
+  spent: Map<number, number[]>;
+  /** Owner → lookups in flight. */
+  inFlight: Map<number, number>;
 }
 
 const shareOf = (budget: number) => Math.max(1, Math.floor(budget * OWNER_SHARE));
+const recentOf = (model: LimiterModel, owner: number, clock: number) => (model.spent.get(owner) ?? []).filter((at) => at > clock - WINDOW_MS);
 
 class Take implements fc.Command<LimiterModel, LimiterWorld> {
   constructor(readonly owner: number) {}
   check = () => true;
   run(model: LimiterModel, world: LimiterWorld) {
-    const times = model.allowed.get(this.owner) ?? [];
-    const recent = times.filter((at) => at > world.clock - WINDOW_MS);
+    const recent = recentOf(model, this.owner, world.clock);
+    const inFlight = model.inFlight.get(this.owner) ?? 0;
     const share = shareOf(world.budget);
-    const answer = world.limiter.take(String(this.owner));
-    if (recent.length < share) {
-      expect(answer).toEqual({ allowed: true });
-      times.push(world.clock);
-      model.allowed.set(this.owner, times);
-    } else {
+    const answer = world.limiter.tryTake(String(this.owner));
+    if (recent.length >= share) {
+      // The share is spent on lookups that found nothing: refused, until the oldest of them leaves.
       const freedAt = recent[recent.length - share]! + WINDOW_MS;
-      expect(answer).toEqual({ allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((freedAt - world.clock) / 1000)) });
+      expect(answer).toEqual({ retryAfterSeconds: Math.max(1, Math.ceil((freedAt - world.clock) / 1000)) });
+    } else if (recent.length + inFlight >= share) {
+      // The rest of the share is out: wait for one of them.
+      expect(answer).toBeUndefined();
+    } else {
+      expect(answer).toEqual({ settle: expect.any(Function) });
+      world.out.push({ owner: this.owner, slot: answer as LookupSlot });
+      model.inFlight.set(this.owner, inFlight + 1);
     }
-    // What the limiter counts in the window is every owner's own lookups, exactly.
-    for (const [owner, all] of model.allowed) {
-      expect(world.limiter.used(String(owner))).toBe(all.filter((at) => at > world.clock - WINDOW_MS).length);
-    }
+    checkCounts(model, world);
   }
   toString = () => `take(${this.owner})`;
+}
+
+/** Safety: what the limiter counts is every owner's own, exactly; never more lets through than the share allows. */
+function checkCounts(model: LimiterModel, world: LimiterWorld): void {
+  for (const owner of OWNERS) {
+    expect({ owner, used: world.limiter.used(String(owner)), inFlight: world.limiter.inFlight(String(owner)) }).toEqual({
+      owner,
+      used: recentOf(model, owner, world.clock).length,
+      inFlight: model.inFlight.get(owner) ?? 0,
+    });
+  }
+}
+
+/** A lookup ends: the App found (not counted) or not (counted); settling twice changes nothing. */
+class Settle implements fc.Command<LimiterModel, LimiterWorld> {
+  constructor(readonly pick: number, readonly found: boolean) {}
+  check = () => true;
+  run(model: LimiterModel, world: LimiterWorld) {
+    if (world.out.length === 0) return;
+    const [lookup] = world.out.splice(this.pick % world.out.length, 1);
+    lookup!.slot.settle(this.found);
+    lookup!.slot.settle(!this.found);
+    model.inFlight.set(lookup!.owner, model.inFlight.get(lookup!.owner)! - 1);
+    if (!this.found) model.spent.set(lookup!.owner, [...(model.spent.get(lookup!.owner) ?? []), world.clock]);
+    checkCounts(model, world);
+  }
+  toString = () => `settle(${this.pick}, ${this.found ? "found" : "not found"})`;
 }
 
 class AdvanceLimiter implements fc.Command<LimiterModel, LimiterWorld> {
   constructor(readonly ms: number) {}
   check = () => true;
-  run(_model: LimiterModel, world: LimiterWorld) {
+  run(model: LimiterModel, world: LimiterWorld) {
     world.clock += this.ms;
+    checkCounts(model, world);
   }
   toString = () => `advance(${this.ms})`;
 }
@@ -178,31 +215,37 @@ class SetBudget implements fc.Command<LimiterModel, LimiterWorld> {
 }
 
 describe("the per-owner lookup limiter", () => {
-  it("allows an owner its share per window and no more, whatever the others do; a refusal's wait is exact", () => {
+  it("lets an owner's lookups through while those that found nothing and those in flight fit its share; refuses once the share is spent on nothing, with the exact wait", () => {
     const commands = [
       fc.constantFrom(...OWNERS).map((owner) => new Take(owner)),
       fc.constantFrom(...OWNERS).map((owner) => new Take(owner)),
+      fc.tuple(fc.nat(20), fc.boolean()).map(([pick, found]) => new Settle(pick, found)),
       fc.oneof(fc.integer({ min: 0, max: 3_000 }), fc.constantFrom(WINDOW_MS - 1, WINDOW_MS, 30_000)).map((ms) => new AdvanceLimiter(ms)),
       fc.constantFrom(0, 20, 30, 45, 900).map((budget) => new SetBudget(budget)),
     ];
     fc.assert(
       fc.property(fc.commands(commands, { maxCommands: 80 }), (cmds) => {
-        const world: LimiterWorld = { clock: START, budget: 30, limiter: undefined as unknown as OwnerLookupLimiter };
+        const world: LimiterWorld = { clock: START, budget: 30, limiter: undefined as unknown as OwnerLookupLimiter, out: [] };
         world.limiter = createOwnerLookupLimiter({ now: () => world.clock, windowMs: WINDOW_MS, pointsPerWindow: () => world.budget });
-        fc.modelRun(() => ({ model: { allowed: new Map() }, real: world }), cmds);
+        fc.modelRun(() => ({ model: { spent: new Map(), inFlight: new Map() }, real: world }), cmds);
       }),
       { numRuns: 300 },
     );
   });
 
-  it("remembers a bounded number of owners, the least recently active going first", () => {
+  it("a caller waiting for the owner's lookups in flight is let through when one finds the App, refused when the share is then spent", async () => {
     let clock = START;
-    const limiter = createOwnerLookupLimiter({ now: () => clock, windowMs: WINDOW_MS, pointsPerWindow: () => 10, maxOwners: 2 }); // a share of 1
-    expect(limiter.take("a")).toEqual({ allowed: true });
-    expect(limiter.take("b")).toEqual({ allowed: true });
-    expect(limiter.take("a")).toEqual({ allowed: false, retryAfterSeconds: 60 });
-    clock += 1_000;
-    expect(limiter.take("c")).toEqual({ allowed: true }); // "b" goes: "a" (refused) was asked for more recently
-    expect([limiter.used("a"), limiter.used("b"), limiter.used("c")]).toEqual([1, 0, 1]);
+    const limiter = createOwnerLookupLimiter({ now: () => clock, windowMs: WINDOW_MS, pointsPerWindow: () => 20 }); // a share of 2
+    const first = (await limiter.take("o")) as LookupSlot;
+    const second = (await limiter.take("o")) as LookupSlot;
+    const third = limiter.take("o");
+    const fourth = limiter.take("o");
+    first.settle(true); // found: its place is free again
+    const thirdSlot = (await third) as LookupSlot;
+    expect(thirdSlot).toEqual({ settle: expect.any(Function) });
+    second.settle(false);
+    clock += 10_000;
+    thirdSlot.settle(false); // two found nothing: the share is spent
+    expect(await fourth).toEqual({ retryAfterSeconds: 50 }); // until the first of them leaves the window
   });
 });

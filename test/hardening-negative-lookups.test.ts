@@ -5,8 +5,9 @@
 // simulator at GitHub's own points budget (900 a minute, shared by the broker's pacer):
 // - 1,000 replays for a non-installed repository: one lookup, while an installed repository's jobs
 //   keep getting tokens;
-// - many non-installed repositories of one owner: that owner's uncached lookups are capped at its
-//   share (503 installation_lookups_limited with Retry-After past it), installed jobs unaffected;
+// - many non-installed repositories of one owner: that owner's lookups that find nothing are capped
+//   at its share (503 installation_lookups_limited with Retry-After past it), installed jobs
+//   unaffected; an installed owner's cold burst past the share is not refused;
 // - the "not installed" answer is dropped by an `installation`/`installation_repositories` delivery
 //   (whose answer stays the spec's `{ok: true, ignored}`), and is keyed by repository id.
 import { createHmac, randomUUID } from "node:crypto";
@@ -122,6 +123,25 @@ describe("replays for a repository without the App", () => {
     expect(elsewhere.status).toBe(404);
     expect(lookupsOf("other-owner")).toBe(1);
   }, 60_000);
+});
+
+describe("an installed owner's cold burst", () => {
+  it("is never refused by the owner's share: a lookup that finds the App is given back", async () => {
+    // A budget of 100 on both sides: a share of 10 lookups; 14 installed repositories asked for at once.
+    t.broker.env.UPSTREAM_POINTS_PER_MINUTE = "100";
+    t.fx.sim.limits.values.pointsPerMinute = 100;
+    try {
+      const names = Array.from({ length: 14 }, (_, i) => `repo-${i}`);
+      for (const name of names) t.fx.sim.repository("wide-org", name);
+      t.fx.sim.addInstallation({ appId: t.fx.app.id, account: "wide-org", permissions: { contents: "write", metadata: "read" }, repositories: names });
+      const tokens = await Promise.all(names.map((name) => sign(`wide-org/${name}`)));
+      const answers = await Promise.all(names.map((name, i) => exchange(tokens[i]!, `wide-org/${name}`)));
+      expect(answers.map((a) => a.status)).toEqual(new Array(14).fill(200));
+      expect(lookupsOf("wide-org")).toBe(14);
+    } finally {
+      t.fx.sim.limits.values.pointsPerMinute = 900;
+    }
+  });
 });
 
 describe("the cached answer is dropped when the App's installations change", () => {
