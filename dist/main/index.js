@@ -32259,6 +32259,11 @@ const ERROR_CODES = {
         meaning: "The platform answered the installation lookup with something unusable.",
         hint: "The platform gave the broker an unusable answer; retry later, and tell the broker's operator if it persists.",
     },
+    installation_lookups_limited: {
+        status: 503, routes: ["/token"], retryable: true,
+        meaning: "The repository's owner (the OIDC token's `repository_owner_id`) has used its share of the App's platform budget on installation lookups that found no installation (a tenth of `UPSTREAM_POINTS_PER_MINUTE` a minute); `Retry-After` says when to try again.",
+        hint: "The broker is holding back installation lookups for this repository's owner; retry after the Retry-After delay.",
+    },
     installation_token_failed: {
         status: 502, routes: ["/token", "/sign", "/webhook"], retryable: true,
         meaning: "A token could not be minted for that repository (the platform refused or failed the mint).",
@@ -32456,6 +32461,7 @@ const WORKFLOW_HINTS = {
     permissions_not_granted: "The step's permission-<name> inputs ask for more than the broker grants {repository}: ask for less, or have the grant widened where the detail says (TOKEN_PERMISSIONS: the broker's operator; installation: an owner of the account must grant the App that permission).",
     app_not_installed: "The broker's GitHub App is not installed on {repository}: install it on {repository} (organisation or repository settings → GitHub Apps).",
     github_installation_lookup_failed: `GitHub gave the broker an unusable answer about the App's installation. ${RETRIED}, and tell the broker's operator if it persists.`,
+    installation_lookups_limited: `The broker is holding back installation lookups for this repository's owner: many jobs of repositories the App is not installed on asked for tokens within the last minute. ${RETRIED}; if the App should be installed on {repository}, install it.`,
     installation_token_failed: `GitHub refused or failed to mint the token. ${RETRIED}; if it persists, tell the broker's operator (the App may lack a permission the broker asks for).`,
     sign_failed: MISMATCH,
     oidc_key_fetch_failed: `The broker could not fetch the OIDC issuer's keys. ${RETRIED}.`,

@@ -31858,6 +31858,11 @@ const ERROR_CODES = {
         meaning: "The platform answered the installation lookup with something unusable.",
         hint: "The platform gave the broker an unusable answer; retry later, and tell the broker's operator if it persists.",
     },
+    installation_lookups_limited: {
+        status: 503, routes: ["/token"], retryable: true,
+        meaning: "The repository's owner (the OIDC token's `repository_owner_id`) has used its share of the App's platform budget on installation lookups that found no installation (a tenth of `UPSTREAM_POINTS_PER_MINUTE` a minute); `Retry-After` says when to try again.",
+        hint: "The broker is holding back installation lookups for this repository's owner; retry after the Retry-After delay.",
+    },
     installation_token_failed: {
         status: 502, routes: ["/token", "/sign", "/webhook"], retryable: true,
         meaning: "A token could not be minted for that repository (the platform refused or failed the mint).",

@@ -98,6 +98,8 @@ function handleDelivery(ctx: BrokerContext, queues: ReturnType<typeof createPush
     };
 
     if (event !== "push") {
+      // The App's installations changed: "not installed" answers of that account go (internal; the answer stays the spec's).
+      if (event === "installation" || event === "installation_repositories") ctx.notInstalled.dropOwner(installationAccountId(req.body));
       ctx.log.info({ event, delivery: deliveryId, request_id: requestId }, "webhook event ignored");
       return void answer({ ok: true, ignored: event });
     }
@@ -121,4 +123,10 @@ function handleDelivery(ctx: BrokerContext, queues: ReturnType<typeof createPush
     ctx.log.info({ event, delivery: deliveryId, repository: push.repository, branch: push.branch, request_id: requestId }, "push queued");
     answer({ ok: true, event: "push", queued: true, repository: push.repository, branch: push.branch, delivery: deliveryId ?? null }, 202);
   };
+}
+
+/** The account id of an installation delivery (`installation.account.id`); undefined when it names none. */
+function installationAccountId(body: unknown): number | undefined {
+  const id = (body as { installation?: { account?: { id?: unknown } } } | null)?.installation?.account?.id;
+  return Number.isSafeInteger(id) ? (id as number) : undefined;
 }
