@@ -94,6 +94,14 @@ describe("more than the grant: 403 permissions_not_granted, no mint", () => {
     expect(mints()).toHaveLength(0);
   });
 
+  it("a denial keeps the cached installation: five denials and a grant cost one installation lookup", async () => {
+    for (let i = 0; i < 5; i += 1) expect((await exchange({ checks: "write" })).status).toBe(403);
+    expect((await exchange({ contents: "read" })).status).toBe(200);
+    const lookups = t.fx.sim.requests.filter((r) => r.method === "GET" && r.path.endsWith("/installation"));
+    expect(lookups).toHaveLength(1);
+    expect(mints()).toHaveLength(1);
+  });
+
   it("a denial is decided after the OIDC token is verified: a bad token is still 401", async () => {
     const res = await exchange({ issues: "write" }, { oidcToken: "not-a-jwt" });
     expect(res.status).toBe(401);

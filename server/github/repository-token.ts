@@ -112,6 +112,9 @@ async function mintChecked(
   from: MintFrom,
 ): Promise<{ installation: Installation; minted: MintedToken } | { refused: BrokerError }> {
   const { client, appJwt, cacheKey, installation } = from;
+  // Decided before the try: a refused request (403 permissions_not_granted) says nothing about
+  // the installation, so it must not drop the cached one (and cost the next call a lookup).
+  const permissions = input.permissions(installation.permissions);
   let minted: MintedToken;
   try {
     minted = await mintInstallationToken({
@@ -119,7 +122,7 @@ async function mintChecked(
       appJwt,
       installationId: installation.id,
       ...(scope.ids ? { repositoryIds: [scope.ids.repositoryId] } : { repositoryName: scope.repo }),
-      permissions: input.permissions(installation.permissions),
+      permissions,
       retry: ctx.retry,
       now: ctx.now,
       deadlineAt: input.deadlineAt,
