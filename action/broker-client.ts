@@ -51,7 +51,7 @@ export async function postToken(http: Http, brokerUrl: string, body: TokenReques
       status,
       error: json.error,
       ...(typeof json.reason === "string" ? { reason: json.reason } : {}),
-      ...(typeof json.detail === "string" && json.detail !== "" ? { detail: json.detail } : {}),
+      ...(typeof json.detail === "string" ? { detail: json.detail } : {}),
     };
     return { kind: "verdict", verdict, ...(wait !== undefined ? { retryAfterMs: wait } : {}) };
   }

@@ -1,6 +1,7 @@
 // The broker's 200 answer, checked before any of it is used: the action runs next to the job's
 // secrets, and whatever answers at broker-url (a misconfigured proxy, a compromised host) must not
 // be able to steer it. Pure: `now` is given, nothing is printed here.
+import type { Permissions } from "../shared/token-permissions.js";
 import type { TokenResponse } from "../shared/types.js";
 import { shown } from "./untrusted-text.js";
 
@@ -16,9 +17,14 @@ const TOKEN = new RegExp(`^[\\x21-\\x7e]{1,${MAX_TOKEN_LENGTH}}$`);
 const UTC_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?Z$/;
 // A GitHub App slug: letters, digits and hyphens.
 const SLUG = /^[a-z0-9][a-z0-9-]{0,99}$/i;
+// A platform permission name (lowercase words joined by underscores) and a level the platform writes.
+const PERMISSION_NAME = /^[a-z]{1,40}(?:_[a-z]{1,40}){0,9}$/;
+const LEVEL_RANK: Readonly<Record<string, number>> = { read: 1, write: 2, admin: 3 };
+/** Far more than the platform's catalogue (about 60 names): a bigger map is not a token's permissions. */
+export const MAX_ANSWER_PERMISSIONS = 200;
 
 export type AnswerCheck =
-  | { ok: true; answer: Required<Pick<TokenResponse, "token" | "expires_at" | "repository">> & Pick<TokenResponse, "installation_id" | "app_slug"> }
+  | { ok: true; answer: Required<Pick<TokenResponse, "token" | "expires_at" | "repository">> & Pick<TokenResponse, "installation_id" | "app_slug" | "permissions"> }
   /** `token` is set when the answer carried a usable token: it must be masked and revoked. */
   | { ok: false; problem: string; token?: string };
 
@@ -30,9 +36,10 @@ export function usableToken(body: unknown): string | undefined {
 
 /**
  * The answer against what the step asked for: `repositories` holds the job's own repository (and,
- * with the trust-policy work, the ones the step's `repositories` input names).
+ * with the trust-policy work, the ones the step's `repositories` input names); `permissions` what
+ * the step's permission-<name> inputs asked for, when any is set.
  */
-export function checkAnswer(body: unknown, expected: { repositories: readonly string[]; now: number }): AnswerCheck {
+export function checkAnswer(body: unknown, expected: { repositories: readonly string[]; now: number; permissions?: Permissions }): AnswerCheck {
   if (typeof body !== "object" || body === null || Array.isArray(body)) return { ok: false, problem: "the answer is not a JSON object" };
   const token = usableToken(body);
   if (token === undefined) {
@@ -63,6 +70,9 @@ export function checkAnswer(body: unknown, expected: { repositories: readonly st
   const appSlug = field(body, "app_slug");
   if (appSlug !== undefined && !(typeof appSlug === "string" && SLUG.test(appSlug))) return refuse(`app_slug ${shown(appSlug)} is not an App slug`);
 
+  const permissions = readAnswerPermissions(field(body, "permissions"), expected.permissions);
+  if (typeof permissions === "string") return refuse(permissions);
+
   return {
     ok: true,
     answer: {
@@ -71,9 +81,43 @@ export function checkAnswer(body: unknown, expected: { repositories: readonly st
       repository,
       ...(installationId !== undefined ? { installation_id: installationId as number } : {}),
       ...(appSlug !== undefined ? { app_slug: appSlug as string } : {}),
+      ...(permissions !== undefined ? { permissions } : {}),
     },
   };
 }
+
+/**
+ * The answer's `permissions` (additive: a broker before it sends none), or the problem with it. A
+ * step that asked for permissions must get them confirmed, and nothing beyond them: a broker that
+ * does not know the request (or ignores it) would hand out its whole grant. `metadata: read` is
+ * beyond no request: the platform gives it to every installation token.
+ */
+function readAnswerPermissions(value: unknown, asked: Permissions | undefined): Record<string, string> | undefined | string {
+  if (value === undefined) {
+    return asked ? "the answer does not say which permissions the token has, though the step's permission-<name> inputs asked for some (a broker too old for them ignores them)" : undefined;
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return `permissions ${shown(value)} is not an object`;
+  const entries = Object.entries(value);
+  if (entries.length > MAX_ANSWER_PERMISSIONS) return `permissions names more than ${MAX_ANSWER_PERMISSIONS} permissions`;
+  const permissions: Record<string, string> = {};
+  for (const [name, level] of entries) {
+    if (!PERMISSION_NAME.test(name)) return `permissions names ${shown(name, 40)}, not a permission name`;
+    if (typeof level !== "string" || !Object.hasOwn(LEVEL_RANK, level)) return `permission ${name} is ${shown(level, 20)}, not read, write or admin`;
+    if (asked && !(name === "metadata" && level === "read")) {
+      const wanted = Object.hasOwn(asked, name) ? asked[name]! : undefined;
+      if (wanted === undefined || LEVEL_RANK[level]! > LEVEL_RANK[wanted]!) {
+        return `the token has ${name}: ${level}, beyond what the step's permission-<name> inputs asked for (${describe(asked)})`;
+      }
+    }
+    permissions[name] = level;
+  }
+  return permissions;
+}
+
+const describe = (permissions: Permissions) =>
+  Object.entries(permissions)
+    .map(([name, level]) => `${name}: ${level}`)
+    .join(", ");
 
 /** An own property only: `__proto__` or `constructor` in a hostile body read nothing from Object.prototype. */
 function field(body: unknown, name: string): unknown {

@@ -12,7 +12,7 @@ export interface Verdict {
   error: ErrorCode;
   /** As the broker sent it: may be a word this version of the action does not know (shown escaped). */
   reason?: string;
-  /** The broker's one-line `detail` (a policy denial's rule, condition and claim value): untrusted, shown escaped. */
+  /** The body's one human line (DESIGN.md "Error body"), as the broker sent it: shown quoted and escaped. */
   detail?: string;
 }
 
@@ -38,14 +38,19 @@ export const WORKFLOW_HINTS: Readonly<Record<ErrorCode, string>> = {
   invalid_request: MISMATCH,
   missing_required_fields: MISMATCH,
   invalid_token_permissions: "The broker is misconfigured (its TOKEN_PERMISSIONS setting is unusable): nothing in this workflow can fix it; tell the broker's operator.",
+  invalid_permissions:
+    "The broker refused the step's permission-<name> inputs as malformed, though this action checked them against its own catalogue of the platform's permissions: the action's and the broker's versions differ; use a permission both know, or ask the broker's operator to update it.",
   invalid_oidc_token: "The broker refused the job's OIDC token.",
   repo_mismatch: "The job's OIDC token is for another repository than {repository}: a job can only get a token for its own repository.",
   repo_not_allowed: "{repository} is not in the broker's ALLOWED_REPOSITORIES: the broker's operator must add it.",
+  permissions_not_granted:
+    "The step's permission-<name> inputs ask for more than the broker grants {repository}: ask for less, or have the grant widened where the detail says (TOKEN_PERMISSIONS: the broker's operator; installation: an owner of the account must grant the App that permission; rule <name> or owner rule <name>: the trust policy's rule, in .github/tokensmith.yml or the owner's .github/tokensmith-org.yml).",
   app_not_installed: "The broker's GitHub App is not installed on {repository}: install it on {repository} (organisation or repository settings → GitHub Apps).",
   policy_denied: "No rule of the trust policy that applies to {repository} holds for this job (.github/tokensmith.yml on the default branch, or the owner's .github/tokensmith-org.yml): change the job or the policy; the broker's detail names the rule, the condition and the claim's value.",
   policy_invalid: "The trust policy of {repository} (or of its owner) does not parse or validate, so the broker refuses every token for it: fix the file on the default branch (`tokensmith policy check FILE` shows the line).",
   policy_unavailable: `The broker could not read the trust policy from GitHub. ${RETRIED}, and tell the broker's operator if it persists.`,
   github_installation_lookup_failed: `GitHub gave the broker an unusable answer about the App's installation. ${RETRIED}, and tell the broker's operator if it persists.`,
+  installation_lookups_limited: `The broker is holding back installation lookups for this repository's owner: many jobs of repositories the App is not installed on asked for tokens within the last minute. ${RETRIED}; if the App should be installed on {repository}, install it.`,
   installation_token_failed: `GitHub refused or failed to mint the token. ${RETRIED}; if it persists, tell the broker's operator (the App may lack a permission the broker asks for).`,
   sign_failed: MISMATCH,
   oidc_key_fetch_failed: `The broker could not fetch the OIDC issuer's keys. ${RETRIED}.`,
@@ -81,9 +86,12 @@ export const REASON_HINTS: Readonly<Record<OidcReason, string>> = {
   jwks_unavailable: `The broker could not fetch the OIDC issuer's keys. ${RETRIED}.`,
 };
 
+/** How much of a broker's `detail` the failure line shows (the whole of any real one: a few permissions' reasons). */
+export const MAX_SHOWN_DETAIL = 600;
+
 export function describeVerdict(verdict: Verdict, context: HintContext): string {
   const codes = [`error: ${verdict.error}`, ...(verdict.reason !== undefined ? [`reason: ${reasonText(verdict.reason)}`] : []), `HTTP ${verdict.status} from ${context.brokerUrl}`];
-  const detail = verdict.detail !== undefined ? ` The broker says: ${shown(verdict.detail, 600)}` : "";
+  const detail = verdict.detail !== undefined ? ` The broker says: ${shown(verdict.detail, MAX_SHOWN_DETAIL)}.` : "";
   return `tokensmith: ${sentence(verdict, context)}${detail} (${codes.join(", ")})`;
 }
 

@@ -1,5 +1,7 @@
 // The step's inputs (action.yml) and the job's default variables, checked once, up front.
 import { ActionFailure } from "./action-failure.js";
+import type { Permissions } from "../shared/token-permissions.js";
+import { readPermissionInputs } from "./permission-inputs.js";
 import type { Env, Toolkit } from "./toolkit.js";
 
 export const SUPPORTED_AUTH_MODES = ["public-app"] as const;
@@ -23,14 +25,16 @@ export interface Inputs {
   repo: string;
   /**
    * The repositories (owner/name) the answer's `repository` may name: the job's own today. The
-   * answer check (check-answer.ts) reads a list so the trust-policy work's `repositories` and
-   * `permission-<name>` inputs (read here, next to this) can widen what the step asks for without
-   * touching it; DESIGN.md has that answer keep `repository` as the caller's and list the rest in
-   * `repositories`, which gets its own check then.
+   * answer check (check-answer.ts) reads a list so the trust-policy work's `repositories` input
+   * (read here, next to this) can widen what the step asks for without touching it; DESIGN.md has
+   * that answer keep `repository` as the caller's and list the rest in `repositories`, which gets
+   * its own check then.
    */
   repositories: string[];
   /** `policy-rule`: the trust-policy rule the job asks for by name (the body's `rule`). */
   rule?: string;
+  /** The `permission-<name>` inputs (permission-inputs.ts); undefined when none is set: the broker's whole grant. */
+  permissions?: Permissions;
   /** Sent for the broker's logs only. */
   ref?: string;
   runId?: string;
@@ -51,6 +55,7 @@ export function readInputs(core: Pick<Toolkit, "getInput">, env: Env): Inputs {
   const match = /^([^/\s]+)\/([^/\s]+)$/.exec(repository);
   if (!match) throw new ActionFailure(`tokensmith: GITHUB_REPOSITORY is "${repository}", not owner/name; run this step in a GitHub Actions job.`);
 
+  const permissions = readPermissionInputs(core);
   return {
     authMode,
     brokerUrl,
@@ -62,6 +67,7 @@ export function readInputs(core: Pick<Toolkit, "getInput">, env: Env): Inputs {
     repo: match[2]!,
     repositories: [repository],
     ...readRule(core.getInput("policy-rule")),
+    ...(permissions ? { permissions } : {}),
     ...optional("ref", env.GITHUB_REF),
     ...optional("runId", env.GITHUB_RUN_ID),
     ...optional("sha", env.GITHUB_SHA),

@@ -56,6 +56,8 @@ export async function requestToken(deps: RequestTokenDeps, inputs: Inputs): Prom
           ...(inputs.ref ? { ref: inputs.ref } : {}),
           ...(inputs.runId ? { runId: inputs.runId } : {}),
           ...(inputs.sha ? { sha: inputs.sha } : {}),
+          // Only when a permission input is set: a body without it asks for the whole grant.
+          ...(inputs.permissions ? { permissions: inputs.permissions } : {}),
         },
         { timeoutMs: left() },
       );

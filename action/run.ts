@@ -39,7 +39,7 @@ export async function run(deps: RunDeps): Promise<void> {
     // Masked before the answer is even checked: a refused answer's token is still a live token.
     const token = usableToken(body);
     if (token !== undefined) core.setSecret(token);
-    const check = checkAnswer(body, { repositories: inputs.repositories, now: now() });
+    const check = checkAnswer(body, { repositories: inputs.repositories, now: now(), ...(inputs.permissions ? { permissions: inputs.permissions } : {}) });
     if (!check.ok) {
       const revoked = check.token === undefined ? "" : await revokeRefused(deps, check.token);
       throw new ActionFailure(`tokensmith: refused the answer from ${brokerUrl}: ${check.problem}.${revoked} Check broker-url: a tokensmith broker never answers this.`);
@@ -52,6 +52,7 @@ export async function run(deps: RunDeps): Promise<void> {
     // Brokers before these two fields leave the outputs empty, as an unset output reads.
     if (answer.installation_id !== undefined) core.setOutput("installation-id", String(answer.installation_id));
     if (answer.app_slug !== undefined) core.setOutput("app-slug", answer.app_slug);
+    if (answer.permissions !== undefined) core.setOutput("permissions", JSON.stringify(answer.permissions));
     // Post revokes the token; when it will not, the token is not written to the state file at all.
     if (!inputs.skipTokenRevoke) {
       core.saveState(STATE.token, answer.token);

@@ -1,5 +1,6 @@
-// `npm start` runs the built broker; this builds first only when the build is missing or older
-// than the sources, so a broker started many times answers within about two seconds.
+// `npm start` (scripts/start.js) and bin/tokensmith.js run the built broker; this builds first only
+// when the build is missing or older than the sources, so a broker started many times answers
+// within about two seconds.
 import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";

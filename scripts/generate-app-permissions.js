@@ -1,9 +1,12 @@
 // `npm run generate:app-permissions`: writes shared/app-permissions.ts, the platform's catalogue of
 // GitHub App permissions (key → offered levels), from the `app-permissions` schema in the OpenAPI
 // descriptions installed with @octokit/openapi (github.com, GHEC and each GHES release: a key
-// offered by any of them is known, with the levels that description offers).
-// `--stdout` prints the module instead of writing it (test/token-permissions-catalogue.test.ts
-// compares that with the committed file).
+// offered by any of them is known, with the levels that description offers), and the action's
+// `permission-<name>` inputs from the same catalogue into action.yml (between the two GENERATED
+// marker lines; name hyphenated as actions/create-github-app-token spells them).
+// `--stdout` prints the module instead of writing it, `--action-yml-stdout` the action.yml it would
+// write (test/token-permissions.test.ts and test/permission-inputs.test.ts compare those with the
+// committed files).
 import { readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
@@ -17,6 +20,8 @@ const descriptions = readdirSync(generated).filter((f) => f.endsWith(".json") &&
 
 const LEVEL_ORDER = ["read", "write", "admin"];
 const catalogue = new Map();
+// The first description's wording of each key (github.com's, the descriptions being sorted).
+const wording = new Map();
 for (const file of descriptions) {
   const description = JSON.parse(readFileSync(join(generated, file), "utf8"));
   const properties = description.components?.schemas?.["app-permissions"]?.properties;
@@ -25,6 +30,7 @@ for (const file of descriptions) {
     const levels = catalogue.get(key) ?? new Set();
     for (const level of schema.enum ?? []) levels.add(level);
     catalogue.set(key, levels);
+    if (!wording.has(key) && typeof schema.description === "string") wording.set(key, schema.description.trim());
   }
 }
 
@@ -44,5 +50,25 @@ ${lines.join("\n")}
 });
 `;
 
+// The action's inputs: read or write only (what a /token request may ask; `admin` is not requested).
+const BEGIN = "  # GENERATED permission inputs: npm run generate:app-permissions (scripts/generate-app-permissions.js). Do not edit.";
+const END = "  # END GENERATED permission inputs";
+const inputs = [...catalogue.keys()].sort().map((key) => {
+  const levels = [...catalogue.get(key)].filter((level) => level === "read" || level === "write");
+  const said = wording.get(key) ?? `The level of permission to grant the access token for ${key}.`;
+  const description = `${said} One of: ${levels.join(", ")}. Unset: not asked for (with no permission-* input set, the token gets the broker's whole grant).`;
+  return [`  permission-${key.replaceAll("_", "-")}:`, `    description: ${JSON.stringify(description)}`, "    required: false"].join("\n");
+});
+const actionYmlUrl = new URL("../action.yml", import.meta.url);
+const actionYml = readFileSync(actionYmlUrl, "utf8");
+const begin = actionYml.indexOf(`${BEGIN}\n`);
+const end = actionYml.indexOf(`${END}\n`);
+if (begin < 0 || end < begin) throw new Error("action.yml: the GENERATED permission inputs marker lines are missing");
+const newActionYml = `${actionYml.slice(0, begin)}${BEGIN}\n${inputs.join("\n")}\n${actionYml.slice(end)}`;
+
 if (process.argv.includes("--stdout")) process.stdout.write(text);
-else writeFileSync(new URL("../shared/app-permissions.ts", import.meta.url), text);
+else if (process.argv.includes("--action-yml-stdout")) process.stdout.write(newActionYml);
+else {
+  writeFileSync(new URL("../shared/app-permissions.ts", import.meta.url), text);
+  writeFileSync(actionYmlUrl, newActionYml);
+}

@@ -6,7 +6,7 @@ import { bodyRules, createBodyBudget, type BodyBudget } from "./http/body-budget
 import { createRequestListener } from "./http/direct-route.js";
 import { errorHandler, notFound, onlyMethod } from "./http/errors.js";
 import { jsonObjectBody, KIB } from "./http/json-body.js";
-import { DEADLINE_RETRY_AFTER_S, UNAUTHENTICATED_BODY_BUDGET } from "./http/limits.js";
+import { BODY_BUDGETS, DEADLINE_RETRY_AFTER_S } from "./http/limits.js";
 import { closeAfterAnswer } from "./http/lingering-close.js";
 import { requestLog } from "./http/request-log.js";
 import { releasesRoute } from "./routes/releases.js";
@@ -19,8 +19,8 @@ export type BrokerApp = Express & {
   broker: BrokerContext;
   /** What the HTTP server calls: POST /token directly, everything else through Express. */
   listener: RequestListener;
-  /** Bytes held now by request bodies not yet authenticated (process-wide while one app serves). */
-  unauthenticatedBodies: Pick<BodyBudget, "held" | "limit">;
+  /** Bytes held now by each route's request bodies not yet authenticated (process-wide while one app serves). */
+  unauthenticatedBodies: Record<keyof typeof BODY_BUDGETS, Pick<BodyBudget, "held" | "limit">>;
   /** Stops the webhook queue's work (see README), then closes key-value store connections. */
   close(): Promise<void>;
 };
@@ -50,20 +50,22 @@ export function createApp(deps: BrokerDeps = {}): BrokerApp {
       onError(new BrokerError("deadline_exceeded", { retryAfter: DEADLINE_RETRY_AFTER_S }), req, res, () => {});
     },
   });
-  const budget = createBodyBudget(UNAUTHENTICATED_BODY_BUDGET);
-  const rules = bodyRules({ budget, readTimeoutMs: ctx.timing.bodyReadTimeoutMs, now: ctx.now });
-  const token = [onlyMethod("POST"), jsonObjectBody(64 * KIB), tokenRoute(ctx)];
-  app.use(log, rules);
+  // One budget per route: /webhook's bodies (25 MiB each) can never turn /token's (64 KiB) away.
+  // /sign has none: it reads its body only after the bearer check.
+  const budgets = { token: createBodyBudget(BODY_BUDGETS.token), webhook: createBodyBudget(BODY_BUDGETS.webhook) };
+  const rulesOf = (budget: BodyBudget) => bodyRules({ budget, readTimeoutMs: ctx.timing.bodyReadTimeoutMs, now: ctx.now });
+  const token = [rulesOf(budgets.token), onlyMethod("POST"), jsonObjectBody(64 * KIB), tokenRoute(ctx)];
+  app.use(log);
   app.all("/token", ...token);
   app.all("/sign", onlyMethod("POST"), ...signRoute(ctx));
   app.all("/releases", onlyMethod("GET"), ...releasesRoute(ctx));
   const webhook = webhookRoute(ctx);
-  app.all("/webhook", onlyMethod("POST"), ...webhook.handlers);
+  app.all("/webhook", rulesOf(budgets.webhook), onlyMethod("POST"), ...webhook.handlers);
   app.use(notFound);
   app.use(onError);
 
-  const listener = createRequestListener(app, { path: "/token", handlers: [log, rules, ...token], onError });
-  return Object.assign(app, { broker: ctx, listener, unauthenticatedBodies: budget, close: async () => {
+  const listener = createRequestListener(app, { path: "/token", handlers: [log, ...token], onError });
+  return Object.assign(app, { broker: ctx, listener, unauthenticatedBodies: budgets, close: async () => {
     await webhook.close();
     await ctx.close();
   } });

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { pino, stdSerializers, type Logger, type DestinationStream } from "pino";
 import { createTurnWriter } from "./log-destination.js";
+import { redactUrlCredentials } from "./redact-url.js";
 
 export type { Logger };
 
@@ -10,7 +11,8 @@ const REDACTED = "[redacted]";
  * What a credential looks like inside a text the broker did not write (a platform error that
  * echoes a header, a parse error quoting a body): GitHub tokens of every prefix, fine-grained
  * PATs, the old `v1.` installation tokens, JWTs (App JWTs, OIDC tokens; also one a length limit
- * cut short), PEM blocks (one cut short is redacted to the end) and `Bearer …` values.
+ * cut short), PEM blocks (one cut short is redacted to the end) and `Bearer …` values. A URL's
+ * user and password (`redis://user:pass@…`) are redacted by redactUrlCredentials.
  */
 const SECRET_SHAPES = new RegExp(
   [
@@ -25,9 +27,9 @@ const SECRET_SHAPES = new RegExp(
   "gi",
 );
 
-/** The text with every token-, JWT-, key- or bearer-shaped part replaced by `[redacted]`. */
+/** The text with every token-, JWT-, key- or bearer-shaped part, and every URL's credentials, replaced by `[redacted]`. */
 export function redactSecrets(text: string): string {
-  return text.replace(SECRET_SHAPES, (match) => (/^bearer/i.test(match) ? `Bearer ${REDACTED}` : REDACTED));
+  return redactUrlCredentials(text.replace(SECRET_SHAPES, (match) => (/^bearer/i.test(match) ? `Bearer ${REDACTED}` : REDACTED)));
 }
 
 /** Every string inside `value` redacted (objects and arrays copied, cycles and depth bounded). */
@@ -52,6 +54,9 @@ export const UPSTREAM_TEXT_FIELDS = ["detail", "err", "platform_message", "platf
 const serializers: Record<string, (value: unknown) => unknown> = {};
 for (const field of UPSTREAM_TEXT_FIELDS) serializers[field] = (value) => redactDeep(value);
 serializers.err = (value) => redactDeep(value instanceof Error ? stdSerializers.err(value) : value);
+/** Log fields that carry a configured URL (an issuer, a store, an API base): never with its credentials. */
+export const URL_FIELDS = ["issuer", "store", "url", "api_base", "jwks_uri"] as const;
+for (const field of URL_FIELDS) serializers[field] = (value) => (typeof value === "string" ? redactUrlCredentials(value) : value);
 
 /**
  * Structured JSON logs. Nothing secret is ever passed to the logger on purpose; the redact list

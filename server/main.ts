@@ -2,13 +2,15 @@ import { startAdmin } from "./admin/start-admin.js";
 import { createApp } from "./app.js";
 import { parseMaxConnections } from "./http/limits.js";
 import { serve } from "./http/serve.js";
+import { brokerHost } from "./listen-host.js";
 import { settingsProblems } from "./settings-problems.js";
 import { parseSettings } from "./settings.js";
 
-// The server entry: read PORT, listen, stop gracefully. Everything else is in createApp.
+// The server entry: read PORT and HOST, listen, stop gracefully. Everything else is in createApp.
 const app = createApp();
 const log = app.broker.log;
 const port = Number(process.env.PORT || 8080);
+const host = brokerHost(process.env);
 
 // One clear line per missing required setting; the broker still starts and answers per the spec.
 for (const problem of settingsProblems(parseSettings(process.env), process.env)) log[problem.level](problem.fields, problem.message);
@@ -20,10 +22,10 @@ const maxConnections = parseMaxConnections(process.env.MAX_CONNECTIONS);
 if (maxConnections.problem) log.warn({ setting: "MAX_CONNECTIONS" }, maxConnections.problem);
 // /healthz, /readyz, /metrics on ADMIN_PORT, when set: started first, so /readyz is 503 until the broker listens.
 const admin = startAdmin({ env: process.env, metrics: app.broker.metrics, log });
-const server = serve(app, port, undefined, () => {
+const server = serve(app, port, host, () => {
   admin?.readiness.listening();
   const address = server.address();
-  log.info({ port: typeof address === "object" && address ? address.port : port, max_connections: server.maxConnections }, "tokensmith broker listening");
+  log.info({ host, port: typeof address === "object" && address ? address.port : port, max_connections: server.maxConnections }, "tokensmith broker listening");
 }, { maxConnections: maxConnections.value });
 
 let stopping = false;

@@ -1,4 +1,5 @@
 import { parseAdminSettings } from "./admin/admin-settings.js";
+import { plainHttpProblems } from "./plain-http-problems.js";
 import { parsePolicyMode, parseUpstreamPointsPerMinute, type Env, type Settings } from "./settings.js";
 
 /** A setting that will not work as given: what the broker logs at start-up and `tokensmith doctor` prints. */
@@ -52,6 +53,7 @@ export function settingsProblems(settings: Settings, env: Env): SettingProblem[]
   if (points.problem) problems.push({ level: "error", fails: true, fields: { setting: "UPSTREAM_POINTS_PER_MINUTE" }, message: points.problem });
   const policy = parsePolicyMode(env.TOKEN_POLICY);
   if (policy.problem) problems.push({ level: "error", fails: true, fields: { setting: "TOKEN_POLICY" }, message: policy.problem });
+  for (const { setting, message } of plainHttpProblems(settings)) problems.push({ level: "warn", fails: false, fields: { setting }, message });
   const admin = parseAdminSettings(env);
   if (!admin.enabled && admin.problem) problems.push({ level: "error", fails: true, fields: { setting: "ADMIN_PORT" }, message: admin.problem });
   return problems;

@@ -17,24 +17,36 @@ export class BrokerError extends Error {
    */
   readonly retryAfter?: number;
   /**
-   * DESIGN.md "Error body": one human line sent as the body's `detail` (a policy denial names the
-   * rule, the condition and the claim's value). Only for text that is the caller's own to see:
-   * `detail` (the log's) stays out of the body.
+   * The body's `detail` (DESIGN.md "Error body"): one human line for the caller, set only where the
+   * code's meaning promises one. Never a secret, a token or a JWT. The `detail` option, by contrast,
+   * is for the broker's log only and never reaches a body (it may hold upstream statuses).
    */
   readonly answerDetail?: string;
 
-  constructor(code: ErrorCode, options: { reason?: OidcReason; status?: number; detail?: string; cause?: unknown; retryAfter?: number; answerDetail?: string } = {}) {
+  constructor(code: ErrorCode, options: { reason?: OidcReason; status?: number; detail?: string; answerDetail?: string; cause?: unknown; retryAfter?: number } = {}) {
     super(options.detail ? `${code}: ${options.detail}` : code, { cause: options.cause });
     this.name = "BrokerError";
     this.code = code;
     this.status = options.status ?? ERROR_CODES[code].status;
     if (options.reason) this.reason = options.reason;
     if (options.retryAfter !== undefined) this.retryAfter = Math.max(0, Math.ceil(options.retryAfter));
-    if (options.answerDetail !== undefined) this.answerDetail = options.answerDetail.replace(/[\u0000-\u001f\u007f]/g, " ").slice(0, 1000);
+    if (options.answerDetail !== undefined) this.answerDetail = oneLine(options.answerDetail);
   }
 
   toBody(): ErrorBody {
-    const body: ErrorBody = this.reason ? { error: this.code, reason: this.reason } : { error: this.code };
-    return this.answerDetail === undefined ? body : { ...body, detail: this.answerDetail };
+    return {
+      error: this.code,
+      ...(this.reason ? { reason: this.reason } : {}),
+      ...(this.answerDetail !== undefined ? { detail: this.answerDetail } : {}),
+    };
   }
+}
+
+/** The most a body's `detail` carries: one line a person reads, not a document. */
+export const MAX_DETAIL_LENGTH = 2000;
+
+// Controls and line separators become spaces: a detail is one line wherever it is shown.
+function oneLine(text: string): string {
+  const line = text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, " ");
+  return line.length > MAX_DETAIL_LENGTH ? `${line.slice(0, MAX_DETAIL_LENGTH - 1)}…` : line;
 }

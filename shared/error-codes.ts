@@ -60,6 +60,11 @@ export const ERROR_CODES = {
     meaning: "The broker's TOKEN_PERMISSIONS setting is set but parses to nothing usable (broker misconfiguration).",
     hint: "The broker's operator must fix TOKEN_PERMISSIONS (values are exactly read or write).",
   },
+  invalid_permissions: {
+    status: 400, routes: ["/token"], retryable: false,
+    meaning: "The request's optional `permissions` is not a non-empty object of the platform's App permission names to `read` or `write`; `detail` names the entry.",
+    hint: "Send `permissions` as an object such as {\"contents\": \"read\"}: catalogue names, values exactly read or write.",
+  },
   invalid_oidc_token: {
     status: 401, routes: ["/token"], retryable: false,
     meaning: "The OIDC token failed verification; `reason` says which check.",
@@ -74,6 +79,11 @@ export const ERROR_CODES = {
     status: 403, routes: ["/token", "/sign"], retryable: false,
     meaning: "The repository is outside ALLOWED_REPOSITORIES (/token) or SIGN_ALLOWED_REPOSITORIES (/sign).",
     hint: "The broker's operator must add this repository to ALLOWED_REPOSITORIES (SIGN_ALLOWED_REPOSITORIES for /sign).",
+  },
+  permissions_not_granted: {
+    status: 403, routes: ["/token"], retryable: false,
+    meaning: "The request's `permissions` ask for more than the grant (TOKEN_PERMISSIONS ∩ the trust-policy rule that holds, and the owner rule, ∩ the installation's permissions); `detail` names each permission and what withheld it (`rule <name>`, `owner rule <name>` for a policy rule).",
+    hint: "Ask for no more than the grant, or have it widened where `detail` says (TOKEN_PERMISSIONS: the broker's operator; rule <name>: the repository's .github/tokensmith.yml; owner rule <name>: the owner's .github/tokensmith-org.yml; installation: the App's permissions on the account).",
   },
   app_not_installed: {
     status: 404, routes: ["/token"], retryable: false,
@@ -100,6 +110,11 @@ export const ERROR_CODES = {
     meaning: "The platform answered the installation lookup with something unusable.",
     hint: "The platform gave the broker an unusable answer; retry later, and tell the broker's operator if it persists.",
   },
+  installation_lookups_limited: {
+    status: 503, routes: ["/token"], retryable: true,
+    meaning: "The repository's owner (the OIDC token's `repository_owner_id`) has used its share of the App's platform budget on installation lookups that found no installation (a tenth of `UPSTREAM_POINTS_PER_MINUTE` a minute); `Retry-After` says when to try again.",
+    hint: "The broker is holding back installation lookups for this repository's owner; retry after the Retry-After delay.",
+  },
   installation_token_failed: {
     status: 502, routes: ["/token", "/sign", "/webhook"], retryable: true,
     meaning: "A token could not be minted for that repository (the platform refused or failed the mint).",
@@ -117,7 +132,7 @@ export const ERROR_CODES = {
   },
   server_busy: {
     status: 503, routes: ["/token", "/webhook"], retryable: true,
-    meaning: "The broker is already holding as many bytes of not-yet-authenticated request bodies as it allows (64 MiB); `Retry-After` says when to try again.",
+    meaning: "The broker is already holding as many bytes of not-yet-authenticated request bodies on this route as it allows (/token 32 MiB, /webhook 64 MiB, counted as they arrive); `Retry-After` says when to try again.",
     hint: "The broker is busy; retry after the Retry-After delay.",
   },
   deadline_exceeded: {

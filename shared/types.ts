@@ -1,5 +1,6 @@
 // The wire contract of the four routes (spec section 2). Both the action and the server import it.
 import type { ErrorCode, OidcReason } from "./error-codes.js";
+import type { Permissions } from "./token-permissions.js";
 
 /** Body of POST /token (spec 2.1). */
 export interface TokenRequest {
@@ -10,6 +11,11 @@ export interface TokenRequest {
   ref?: string;
   runId?: string;
   sha?: string;
+  /**
+   * The step's own narrowing (DESIGN.md "Per-step request"): the token gets exactly these, or the
+   * answer is 403 permissions_not_granted. Absent: the grant (TOKEN_PERMISSIONS ∩ installation).
+   */
+  permissions?: Permissions;
 }
 
 /** 200 of POST /token (spec 2.2). */
@@ -26,6 +32,8 @@ export interface TokenResponse {
   installation_id?: number;
   /** The App's slug: its bot is `<slug>[bot]` (git author name for commits made with the token). */
   app_slug?: string;
+  /** The token's real permissions, as the platform's mint answered them (additive, like the two above). */
+  permissions?: Record<string, string>;
 }
 
 export interface FileAddition {
@@ -99,6 +107,6 @@ export type WebhookPullRequestResponse =
 export interface ErrorBody {
   error: ErrorCode;
   reason?: OidcReason;
-  /** One human line (a policy denial's rule, condition and claim value); never a secret, a token or a JWT. */
+  /** One human line (DESIGN.md "Error body"): what to change; `error` stays the code to match on. */
   detail?: string;
 }

@@ -212,9 +212,31 @@ export class OpenapiDescription {
 }
 
 let loaded: OpenapiDescription | undefined;
+let absent = false;
 
 /** The api.github.com description, read once per process (13 MB; the GHES ones differ little here). */
 export function githubRestDescription(): OpenapiDescription {
   loaded ??= new OpenapiDescription(JSON.parse(readFileSync(packageFile("@octokit/openapi", "generated/api.github.com.json"), "utf8")) as Description);
   return loaded;
+}
+
+export const OPENAPI_ABSENT_WARNING =
+  "the simulator does not check request bodies against GitHub's REST description: @octokit/openapi is not installed (npm install --save-dev @octokit/openapi to check them)";
+
+/**
+ * The description when @octokit/openapi is installed, else undefined after one warning. It is a
+ * development dependency (about 400 MB unpacked, too much for every install of tokensmith):
+ * `tokensmith/testing` from `npm install tokensmith` alone runs without the body checks.
+ */
+export function githubRestDescriptionIfInstalled(): OpenapiDescription | undefined {
+  if (loaded) return loaded;
+  if (absent) return undefined;
+  try {
+    packageFile("@octokit/openapi", "generated/api.github.com.json");
+  } catch {
+    absent = true;
+    process.emitWarning(OPENAPI_ABSENT_WARNING, { code: "TOKENSMITH_SIMULATOR_NO_OPENAPI" });
+    return undefined;
+  }
+  return githubRestDescription();
 }

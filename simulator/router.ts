@@ -3,7 +3,7 @@
 // A row whose pattern is an operation of GitHub's REST description (method + path template) has
 // its JSON request body checked against that description before the handler runs, so no route can
 // take a body the platform refuses (see openapi-validate.ts).
-import { githubRestDescription, type OpenapiOperation } from "./openapi-validate.js";
+import { githubRestDescriptionIfInstalled, type OpenapiOperation } from "./openapi-validate.js";
 import type { RouteContext, RouteHandler, RouteResult } from "./types.js";
 
 export const DOCS_ROOT = "https://docs.github.com/rest";
@@ -46,8 +46,10 @@ export interface RouteMatch {
 /** Which described operation a route pattern implements; the GHES flavor's `/api/v3` prefix aside. */
 export type DescribeOperation = (method: string, pattern: string) => OpenapiOperation | undefined;
 
+// Without @octokit/openapi installed (a production install of the package) no row is described,
+// so no body is checked (see githubRestDescriptionIfInstalled).
 const describeGithubOperation: DescribeOperation = (method, pattern) =>
-  githubRestDescription().operation(method, pattern.replace(/^\/api\/v3(?=\/)/, ""));
+  githubRestDescriptionIfInstalled()?.operation(method, pattern.replace(/^\/api\/v3(?=\/)/, ""));
 
 /** Bodies are judged only for callers GitHub would let in: 401 comes before 422. */
 const AUTHENTICATED = new Set(["app", "installation"]);

@@ -59,6 +59,11 @@ export interface FaultSpec {
   path: string | RegExp;
   /** Default Infinity. */
   times?: number;
+  /**
+   * Only requests made with a token of this installation (a rate limit is one installation's):
+   * the fault then ignores every other caller. Default: any caller.
+   */
+  installationId?: number;
   respond: FaultResponse;
 }
 

@@ -1,7 +1,7 @@
 // Issue 11 item 3: a broker address that drops packets. Without a connect timeout each attempt
 // waits the kernel's ~130 s; with it, each attempt ends within TOKENSMITH_ATTEMPT_TIMEOUT_MS and
-// the step ends. The bundled dist/main runs inside a network namespace this file creates and
-// deletes (support/action-netns.ts): no packet leaves it.
+// the step ends. The bundled dist/main runs inside a network namespace this file creates (in an
+// unprivileged user namespace: no root needed; support/action-netns.ts): no packet leaves it.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { runStep } from "./support/action-runner.js";
 import { BLACK_HOLE, createBlackHoleNamespace, type BlackHoleNamespace } from "./support/action-netns.js";

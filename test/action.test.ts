@@ -67,7 +67,7 @@ describe("main: a token for the job's repository", () => {
     const { core } = await runAction();
     expect(core.failed()).toBeUndefined();
     const outputs = core.outputs();
-    expect(Object.keys(outputs)).toEqual(["token", "expires-at", "repository", "installation-id", "app-slug"]);
+    expect(Object.keys(outputs)).toEqual(["token", "expires-at", "repository", "installation-id", "app-slug", "permissions"]);
     expect(outputs["installation-id"]).toBe(String(t.fx.installationId));
     expect(outputs["app-slug"]).toBe(`tokensmith-test-${t.fx.app.id}`);
     expect(outputs.repository).toBe("octo-org/app");

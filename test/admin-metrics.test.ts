@@ -7,6 +7,7 @@ import { startAdmin, type AdminHandle } from "../server/admin/start-admin.js";
 import { postJson, startBroker, type TestBroker } from "./support/broker.js";
 import { tokenFixture, type TokenFixture } from "./support/fixtures.js";
 import { labelValues, sample, scrape } from "./support/metrics-text.js";
+import { REDIS_URL } from "./support/redis-url.js";
 
 let fx: TokenFixture;
 let broker: TestBroker;
@@ -150,7 +151,7 @@ describe("metrics move as requests are served", () => {
 
 describe("the key-set snapshot", () => {
   it("a second broker on the same Redis uses the snapshot when the issuer is down, and counts it", async () => {
-    const shared = { SERVICE_JWKS_CACHE: "redis://127.0.0.1:6379" };
+    const shared = { SERVICE_JWKS_CACHE: REDIS_URL };
     const first = await startBroker({ ...fx.env, ...shared });
     try {
       expect((await postJson(`${first.url}/token`, { oidcToken: await fx.sim.oidc.sign(), owner: "octo-org", repo: "app" })).status).toBe(200);
@@ -220,7 +221,7 @@ describe("readiness and the durable queue", () => {
   });
 
   it("with WEBHOOK_QUEUE on Redis, the depth is read from the shared queue", async () => {
-    const durable = await startBroker({ ...fx.env, HOST_WEBHOOK_SECRET: "metrics-webhook-secret", WEBHOOK_QUEUE: `redis://127.0.0.1:6379?prefix=metrics-${randomUUID()}` });
+    const durable = await startBroker({ ...fx.env, HOST_WEBHOOK_SECRET: "metrics-webhook-secret", WEBHOOK_QUEUE: `${REDIS_URL}?prefix=metrics-${randomUUID()}` });
     const durableAdmin = startAdmin({ env: { ADMIN_PORT: "0", ADMIN_HOST: "127.0.0.1" }, metrics: durable.app.broker.metrics, log: durable.app.broker.log })!;
     try {
       const text = await scrape(`http://127.0.0.1:${await durableAdmin.port}`);

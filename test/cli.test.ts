@@ -106,14 +106,17 @@ describe("tokensmith releases", () => {
   });
 
   it("explains a missing secret, a missing --url and an unreachable broker", async () => {
-    const noSecret = await cli(["releases", "--url", broker.url], {});
+    // Three independent processes: run at once (each is mostly Node's start-up).
+    const closed = await closedPort();
+    const [noSecret, noUrl, down] = await Promise.all([
+      cli(["releases", "--url", broker.url], {}),
+      cli(["releases"]),
+      cli(["releases", "--url", `http://127.0.0.1:${closed}`]),
+    ]);
     expect(noSecret.code).toBe(2);
     expect(noSecret.stderr).toContain("set TOKENSMITH_SECRET");
-    const noUrl = await cli(["releases"]);
     expect(noUrl.code).toBe(2);
     expect(noUrl.stderr).toContain("--url is required");
-    const closed = await closedPort();
-    const down = await cli(["releases", "--url", `http://127.0.0.1:${closed}`]);
     expect(down.code).toBe(1);
     expect(down.stderr).toBe(`tokensmith: could not reach the broker at http://127.0.0.1:${closed} (ECONNREFUSED).\n`);
   });
@@ -131,8 +134,8 @@ describe("tokensmith usage", () => {
   });
 
   it("an unknown command, or serve/doctor with arguments: exit 2 with the usage", async () => {
-    for (const args of [["frobnicate"], ["serve", "now"], ["doctor", "--json"]]) {
-      const { code, stderr } = await cli(args);
+    const runs = await Promise.all([["frobnicate"], ["serve", "now"], ["doctor", "--json"]].map((args) => cli(args)));
+    for (const { code, stderr } of runs) {
       expect(code).toBe(2);
       expect(stderr).toContain("Usage: tokensmith serve");
     }

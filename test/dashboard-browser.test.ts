@@ -1,4 +1,5 @@
-// The dashboard page in a real browser: Debian's Chromium driven by playwright-core, over the
+// The dashboard page in a real browser: the Chromium that ships inside the @sparticuz/chromium npm
+// package (support/packaged-chromium.ts: no system package needed) driven by playwright-core, over the
 // dashboard server, over a real broker, over the loopback simulator with a simulated fleet. It
 // lists the fleet newest first, sorts, filters, shows the truncated banner and broker errors as
 // sentences, is usable with the keyboard, and nothing the browser received holds the bearer secret.
@@ -12,6 +13,7 @@ import { chromium, type BrowserContext, type Page, type Response } from "playwri
 import { ERROR_CODES } from "../shared/error-codes.js";
 import { startDashboard, type RunningDashboard } from "../server/dashboard/start-dashboard.js";
 import { loopbackOnlyFetch, startBroker, type TestBroker } from "./support/broker.js";
+import { packagedChromium } from "./support/packaged-chromium.js";
 import { releasesFixture, TRIGGER_SECRET, type ReleasesFixture } from "./support/releases-fixture.js";
 
 const SCREENSHOT = fileURLToPath(new URL("../docs/dashboard.png", import.meta.url));
@@ -47,10 +49,13 @@ beforeAll(async () => {
     { host: "127.0.0.1", port: 0 },
   );
   profile = mkdtempSync(join(tmpdir(), "tokensmith-chromium-"));
+  const browser = await packagedChromium();
   context = await chromium.launchPersistentContext(profile, {
-    executablePath: "/usr/bin/chromium",
+    executablePath: browser.executablePath,
+    env: browser.env,
     headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    // The package's build renders with SwiftShader (no GPU libraries on the machine).
+    args: ["--headless", "--no-sandbox", "--no-zygote", "--use-gl=angle", "--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
     viewport: { width: 1100, height: 560 },
     locale: "en-GB",
     timezoneId: "UTC",

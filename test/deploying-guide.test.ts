@@ -46,10 +46,11 @@ describe("docs/deploying.md", () => {
     expect(guideCommands("production-install")).toEqual(["npm pack", "npm install --omit=dev --no-audit --no-fund ./tokensmith-*.tgz", "npx tokensmith serve"]);
   });
 
-  it("is linked from the README, with the ADMIN_* settings", () => {
+  it("is linked from the README, and the settings reference has the ADMIN_* settings", () => {
     const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8");
     expect(readme).toContain("(docs/deploying.md)");
-    expect(readme).toContain("| `ADMIN_PORT` |");
-    expect(readme).toContain("| `ADMIN_HOST` |");
+    const settings = readFileSync(new URL("../docs/settings.md", import.meta.url), "utf8");
+    expect(settings).toContain("| `ADMIN_PORT` |");
+    expect(settings).toContain("| `ADMIN_HOST` |");
   });
 });

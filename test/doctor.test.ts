@@ -8,16 +8,37 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
 import { guideCommands } from "./support/guide-commands.js";
 import { freePort } from "./support/redis-server.js";
+import { REDIS_URL } from "./support/redis-url.js";
 
 const BIN = fileURLToPath(new URL("../bin/tokensmith.js", import.meta.url));
+const BUILD_IF_STALE = fileURLToPath(new URL("../scripts/build-if-stale.js", import.meta.url));
 
 let fx: TokenFixture;
 let good: Record<string, string | undefined>;
+// Each case is its own doctor process; they are independent, so all start at once in beforeAll
+// and each test awaits its own (the file takes about one process's time, not six).
+type Run = { code: number; stdout: string; stderr: string };
+const runs: Record<string, Promise<Run>> = {};
+const other = generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey.export({ type: "pkcs1", format: "pem" }).toString();
+let deadIssuer: string;
+let deadRedisPort: number;
 
 beforeAll(async () => {
   fx = await tokenFixture();
-  good = { ...fx.env, SERVICE_JWKS_CACHE: "redis://127.0.0.1:6379", LEGACY_QUOTA_KV: "memory://", WEBHOOK_QUEUE: "redis://127.0.0.1:6379?prefix=doctor-test" };
-});
+  good = { ...fx.env, SERVICE_JWKS_CACHE: REDIS_URL, LEGACY_QUOTA_KV: "memory://", WEBHOOK_QUEUE: `${REDIS_URL}?prefix=doctor-test` };
+  deadIssuer = `http://127.0.0.1:${await freePort()}/issuer`;
+  deadRedisPort = await freePort();
+  // bin/tokensmith.js builds first when the build is stale: once here, not in six processes at once.
+  await new Promise((resolve, reject) => execFile(process.execPath, [BUILD_IF_STALE], { timeout: 120_000 }, (error) => (error ? reject(error) : resolve(undefined))));
+  runs.good = doctor(good);
+  runs.otherKey = doctor({ ...good, HOST_APP_PRIVATE_KEY: other });
+  runs.deadIssuer = doctor({ ...good, HOST_OIDC_ISSUER: deadIssuer });
+  runs.redisDown = doctor({ ...good, LEGACY_QUOTA_KV: `redis://:hunter2@127.0.0.1:${deadRedisPort}` });
+  runs.beyondGrant = doctor({ ...good, TOKEN_PERMISSIONS: "contents:write,issues:write", AUTO_UPDATE_BRANCHES: "true" });
+  runs.unparsable = doctor({ ...good, TOKEN_PERMISSIONS: "contents:own", HOST_APP_ID: undefined, ADMIN_PORT: "eighty", UPSTREAM_POINTS_PER_MINUTE: "450/min", UPDATE_BRANCH_PER_HOUR: "lots" });
+  // Settled before the tests read them, so no process outlives a failed test's file.
+  await Promise.all(Object.values(runs));
+}, 150_000);
 afterAll(async () => {
   await fx.sim.close();
 });
@@ -26,8 +47,7 @@ afterAll(async () => {
 const [npx, bin, ...DOCTOR_ARGS] = guideCommands("doctor")[0]!.split(" ");
 
 function doctor(env: Record<string, string | undefined>) {
-  expect([npx, bin]).toEqual(["npx", "tokensmith"]);
-  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+  return new Promise<Run>((resolve) => {
     execFile(process.execPath, [BIN, ...DOCTOR_ARGS], { env: { PATH: process.env.PATH, ...env }, timeout: 30_000 }, (error, stdout, stderr) => {
       resolve({ code: error ? Number((error as { code?: unknown }).code ?? 1) : 0, stdout, stderr });
     });
@@ -38,7 +58,8 @@ const linesOf = (stdout: string) => stdout.split("\n").filter((line) => /^(ok|FA
 
 describe("tokensmith doctor", () => {
   it("a good configuration: every check ok, exit 0, the App's slug and permissions, no secret printed", async () => {
-    const { code, stdout, stderr } = await doctor(good);
+    expect([npx, bin]).toEqual(["npx", "tokensmith"]);
+    const { code, stdout, stderr } = await runs.good!;
     expect(stderr).toBe("");
     const lines = linesOf(stdout);
     expect(lines.every((line) => line.startsWith("ok "))).toBe(true);
@@ -47,9 +68,9 @@ describe("tokensmith doctor", () => {
       `ok   App tokensmith-test-${fx.app.id} (id ${fx.app.id}) on ${fx.sim.apiBase}: GET /app accepts its JWT; permissions contents: write, issues: read, metadata: read, pull_requests: write`,
       `ok   installation ${fx.installationId} (octo-org): grants contents: write, issues: read, metadata: read, pull_requests: write; covers TOKEN_PERMISSIONS, /sign`,
       `ok   issuer ${fx.sim.oidc.issuer}: discovery and key set reachable (1 key)`,
-      "ok   SERVICE_JWKS_CACHE redis://127.0.0.1:6379: answers",
+      `ok   SERVICE_JWKS_CACHE ${REDIS_URL}: answers`,
       "ok   LEGACY_QUOTA_KV memory://: answers (this process only: not shared between instances)",
-      "ok   WEBHOOK_QUEUE redis://127.0.0.1:6379: answers",
+      `ok   WEBHOOK_QUEUE ${REDIS_URL}: answers`,
     ]);
     expect(stdout).toContain("All checks passed.");
     expect(code).toBe(0);
@@ -58,9 +79,7 @@ describe("tokensmith doctor", () => {
   });
 
   it("a key that is not the App's: GET /app refuses the JWT, exit 1", async () => {
-    const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
-    const other = privateKey.export({ type: "pkcs1", format: "pem" }).toString();
-    const { code, stdout } = await doctor({ ...good, HOST_APP_PRIVATE_KEY: other });
+    const { code, stdout } = await runs.otherKey!;
     expect(linesOf(stdout)).toContain(`FAIL App ${fx.app.id} on ${fx.sim.apiBase}: GET /app refused the App JWT (HTTP 401 A JSON web token could not be decoded): is the private key this App's?`);
     expect(code).toBe(1);
     expect(stdout).toContain("1 check failed.");
@@ -68,23 +87,20 @@ describe("tokensmith doctor", () => {
   });
 
   it("an issuer nothing answers for: FAIL for its discovery document, exit 1", async () => {
-    const port = await freePort();
-    const issuer = `http://127.0.0.1:${port}/issuer`;
-    const { code, stdout } = await doctor({ ...good, HOST_OIDC_ISSUER: issuer });
-    expect(linesOf(stdout)).toContain(`FAIL issuer ${issuer}: discovery document unreachable (ECONNREFUSED)`);
+    const { code, stdout } = await runs.deadIssuer!;
+    expect(linesOf(stdout)).toContain(`FAIL issuer ${deadIssuer}: discovery document unreachable (ECONNREFUSED)`);
     expect(code).toBe(1);
   });
 
   it("Redis down (a port with nothing listening): FAIL for that binding, exit 1", async () => {
-    const port = await freePort();
-    const { code, stdout } = await doctor({ ...good, LEGACY_QUOTA_KV: `redis://:hunter2@127.0.0.1:${port}` });
-    expect(linesOf(stdout)).toContain(`FAIL LEGACY_QUOTA_KV redis://127.0.0.1:${port}: does not answer (the broker would serve as if it were unset)`);
+    const { code, stdout } = await runs.redisDown!;
+    expect(linesOf(stdout)).toContain(`FAIL LEGACY_QUOTA_KV redis://127.0.0.1:${deadRedisPort}: does not answer (the broker would serve as if it were unset)`);
     expect(stdout).not.toContain("hunter2");
     expect(code).toBe(1);
   });
 
   it("TOKEN_PERMISSIONS beyond the installation's grant, and auto-update's needs: FAIL naming each", async () => {
-    const { code, stdout } = await doctor({ ...good, TOKEN_PERMISSIONS: "contents:write,issues:write", AUTO_UPDATE_BRANCHES: "true" });
+    const { code, stdout } = await runs.beyondGrant!;
     expect(linesOf(stdout)).toContain(
       `FAIL installation ${fx.installationId} (octo-org): TOKEN_PERMISSIONS needs issues: write (granted read); auto-update needs workflows: write; it grants contents: write, issues: read, metadata: read, pull_requests: write`,
     );
@@ -92,7 +108,7 @@ describe("tokensmith doctor", () => {
   });
 
   it("a setting that does not parse: the broker's own message, exit 1", async () => {
-    const { code, stdout } = await doctor({ ...good, TOKEN_PERMISSIONS: "contents:own", HOST_APP_ID: undefined, ADMIN_PORT: "eighty", UPSTREAM_POINTS_PER_MINUTE: "450/min", UPDATE_BRANCH_PER_HOUR: "lots" });
+    const { code, stdout } = await runs.unparsable!;
     const lines = linesOf(stdout);
     expect(lines).toContain("FAIL HOST_APP_ID is not set: /token and /sign answer 503 app_unconfigured, /releases too");
     expect(lines.some((line) => line.startsWith("FAIL TOKEN_PERMISSIONS unusable: /token answers 400 invalid_token_permissions ("))).toBe(true);

@@ -1,84 +1,14 @@
 // Request bodies at the HTTP edge, over raw sockets: a refusal mid-body is read by a client that is
-// still sending (lingering close), bodies nobody has authenticated yet share a bounded budget
-// (503 server_busy past it, every byte given back afterwards), and a trickled body is cut.
-import { createHmac } from "node:crypto";
-import { connect, type Socket } from "node:net";
-import { afterAll, afterEach, describe, expect, it } from "@jest/globals";
-import { startBroker, type TestBroker } from "./support/broker.js";
+// still sending (lingering close), and a trickled body is cut. The budgets of bodies nobody has
+// authenticated yet: test/hardening-body-budget.test.ts.
+import { afterAll, describe, expect, it } from "@jest/globals";
+import { startBroker } from "./support/broker.js";
 import { spawnBroker, type BrokerProcess } from "./support/spawn-broker.js";
+import { openRaw as open, parseAnswer, pump, until } from "./support/raw-connection.js";
 
 const MIB = 1024 * 1024;
 const WEBHOOK_SECRET = "webhook-secret-for-http-bodies";
 
-/** A raw connection: what it has received so far, whether it is closed, and how it ended. */
-interface Raw {
-  socket: Socket;
-  text: () => string;
-  closed: Promise<{ text: string; error?: string }>;
-  sent: () => number;
-  /** While set, the broker's FIN does not end this client's sending. */
-  pumping?: boolean;
-}
-
-function open(url: string, head: string): Promise<Raw> {
-  const { port } = new URL(url);
-  return new Promise((resolve, reject) => {
-    // allowHalfOpen: the broker's FIN after its answer does not stop this client's sending.
-    const socket = connect({ port: Number(port), host: "127.0.0.1", allowHalfOpen: true }, () => {
-      socket.write(head);
-      resolve(raw);
-    });
-    let text = "";
-    let sent = 0;
-    let error: string | undefined;
-    socket.on("data", (chunk) => (text += String(chunk)));
-    socket.on("error", (e: NodeJS.ErrnoException) => (error = e.code));
-    socket.on("end", () => {
-      if (!raw.pumping) socket.end();
-    });
-    const closed = new Promise<{ text: string; error?: string }>((done) => socket.on("close", () => done({ text, error })));
-    const raw: Raw = { socket, text: () => text, closed, sent: () => sent };
-    const write = socket.write.bind(socket) as (data: string | Buffer) => boolean;
-    socket.write = ((data: string | Buffer, ...rest: unknown[]) => {
-      sent += data.length;
-      return (write as (...args: unknown[]) => boolean)(data, ...rest);
-    }) as typeof socket.write;
-    socket.once("error", reject);
-  });
-}
-
-/** Keeps writing `frame` until `total` bytes are written or the socket dies, whatever comes back. */
-function pump(raw: Raw, frame: Buffer, total: number): Promise<void> {
-  raw.pumping = true;
-  return new Promise((resolve) => {
-    const next = () => {
-      while (raw.sent() < total && !raw.socket.destroyed) {
-        if (!raw.socket.write(frame)) return void raw.socket.once("drain", next);
-      }
-      if (!raw.socket.destroyed) raw.socket.end(); // all sent (the broker read and dropped it): done
-      resolve();
-    };
-    raw.socket.once("close", () => resolve());
-    next();
-  });
-}
-
-async function until(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-function parseAnswer(text: string): { status: number; headers: Record<string, string>; body: unknown } {
-  const [head, body = ""] = text.split("\r\n\r\n");
-  const [statusLine, ...lines] = head!.split("\r\n");
-  const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(":")).toLowerCase(), l.slice(l.indexOf(":") + 1).trim()]));
-  const length = Number(headers["content-length"]);
-  expect(Buffer.byteLength(body)).toBeGreaterThanOrEqual(length); // the whole answer arrived
-  return { status: Number(statusLine!.split(" ")[1]), headers, body: JSON.parse(body.slice(0, length)) };
-}
 
 describe("a refusal mid-body is read by a client that keeps sending (lingering close)", () => {
   let broker: BrokerProcess;
@@ -115,89 +45,6 @@ describe("a refusal mid-body is read by a client that keeps sending (lingering c
   });
 });
 
-describe("bodies not yet authenticated share one budget", () => {
-  let broker: TestBroker;
-  afterEach(async () => {
-    await broker.close();
-  });
-
-  const webhookHead = (length: number | "chunked") =>
-    `POST /webhook HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nX-GitHub-Event: ping\r\nX-Hub-Signature-256: sha256=${"0".repeat(64)}\r\n` +
-    (length === "chunked" ? "Transfer-Encoding: chunked\r\n\r\n" : `Content-Length: ${length}\r\n\r\n`);
-
-  it("a declared length that does not fit is refused at once with 503 server_busy and Retry-After; aborts and deadlines give every byte back", async () => {
-    broker = await startBroker({ HOST_WEBHOOK_SECRET: WEBHOOK_SECRET }, { timing: { bodyReadTimeoutMs: 3_000 } });
-    const budget = broker.app.unauthenticatedBodies;
-    const slow: Raw[] = [];
-    // Three slow 20 MiB webhooks fit (60 MiB of 64 MiB): each is admitted when its reading starts.
-    for (let i = 1; i <= 3; i++) {
-      const raw = await open(broker.url, webhookHead(20 * MIB));
-      raw.socket.write('{"zen":"');
-      await until(() => budget.held === i * 20 * MIB, `body ${i} admitted`);
-      slow.push(raw);
-    }
-    // The fourth does not fit: refused before a byte of it is buffered, while the others still hang.
-    const refused = await open(broker.url, webhookHead(20 * MIB));
-    refused.socket.write('{"zen":"');
-    await until(() => refused.text().includes("\r\n\r\n{"), "the 503");
-    const answer = parseAnswer(refused.text());
-    expect(answer.status).toBe(503);
-    expect(answer.body).toEqual({ error: "server_busy" });
-    expect(answer.headers["retry-after"]).toBe("2");
-    expect(budget.held).toBe(60 * MIB);
-    refused.socket.destroy();
-
-    // A client that goes away gives its share back...
-    slow[0]!.socket.destroy();
-    await until(() => budget.held === 40 * MIB, "the aborted body's share given back");
-    // ...and the two still trickling are cut by the body read deadline (408, connection closed).
-    for (const raw of slow.slice(1)) {
-      const { text } = await raw.closed;
-      const cut = parseAnswer(text);
-      expect(cut.status).toBe(408);
-      expect(cut.body).toEqual({ error: "request_timeout" });
-    }
-    expect(budget.held).toBe(0);
-
-    // With the budget free again, a signed delivery is served.
-    const body = JSON.stringify({ zen: "Keep it logically awesome." });
-    const signature = `sha256=${createHmac("sha256", WEBHOOK_SECRET).update(body).digest("hex")}`;
-    const ok = await fetch(`${broker.url}/webhook`, { method: "POST", headers: { "content-type": "application/json", "x-github-event": "ping", "x-hub-signature-256": signature }, body });
-    expect(ok.status).toBe(200);
-    expect(broker.logs.filter((l) => l.includes('"status":503') && l.includes('"code":"server_busy"'))).toHaveLength(1);
-  });
-
-  it("a chunked body is refused as it passes what is left of the budget; the client, still sending, reads the 503", async () => {
-    broker = await startBroker({ HOST_WEBHOOK_SECRET: WEBHOOK_SECRET }, { timing: { bodyReadTimeoutMs: 5_000 } });
-    const budget = broker.app.unauthenticatedBodies;
-    const holders: Raw[] = [];
-    for (let i = 1; i <= 3; i++) {
-      const raw = await open(broker.url, webhookHead(20 * MIB));
-      await until(() => budget.held === i * 20 * MIB, `body ${i} admitted`);
-      holders.push(raw);
-    }
-    const chunked = await open(broker.url, webhookHead("chunked"));
-    const block = Buffer.alloc(256 * 1024, "x");
-    await pump(chunked, Buffer.concat([Buffer.from(`${block.length.toString(16)}\r\n`), block, Buffer.from("\r\n")]), 12 * MIB);
-    const { text } = await chunked.closed;
-    const answer = parseAnswer(text);
-    expect(answer.status).toBe(503);
-    expect(answer.body).toEqual({ error: "server_busy" });
-    expect(budget.held).toBe(60 * MIB); // what the chunked body took is back
-    for (const raw of holders) raw.socket.destroy();
-    await until(() => budget.held === 0, "every share given back");
-  });
-
-  it("an authenticated body (/sign, after its bearer check) does not count against the budget", async () => {
-    broker = await startBroker({ PROCESS_TRIGGER_SECRET: "sign-secret-for-http-bodies" });
-    const budget = broker.app.unauthenticatedBodies;
-    const raw = await open(broker.url, `POST /sign HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer sign-secret-for-http-bodies\r\nContent-Length: ${19 * MIB}\r\n\r\n{"repo":"`);
-    await new Promise((r) => setTimeout(r, 300));
-    expect(budget.held).toBe(0);
-    raw.socket.destroy();
-  });
-});
-
 describe("a trickled body is cut", () => {
   it("a /token body arriving a byte at a time gets 408 request_timeout and the connection closes", async () => {
     const broker = await startBroker({}, { timing: { bodyReadTimeoutMs: 1_000 } });
@@ -213,7 +60,7 @@ describe("a trickled body is cut", () => {
       expect(answer.headers.connection).toBe("close");
       // Cut within seconds (the deadline, then at most the lingering close's 5 s), not node's 300 s.
       expect(Date.now() - started).toBeLessThan(20_000);
-      expect(broker.app.unauthenticatedBodies.held).toBe(0);
+      expect(broker.app.unauthenticatedBodies.token.held).toBe(0);
     } finally {
       await broker.close();
     }

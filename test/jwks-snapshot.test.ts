@@ -1,5 +1,5 @@
 // SERVICE_JWKS_CACHE: the last-known-good key set shared through Redis between broker processes.
-// Runs against the real Redis on 127.0.0.1:6379 (.ci/run starts one when none answers).
+// Runs against the real Redis the suite starts (support/redis-url.ts).
 import { generateKeyPairSync } from "node:crypto";
 import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
@@ -8,12 +8,13 @@ import { createLogger } from "../server/log.js";
 import { postJson } from "./support/broker.js";
 import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
 import { spawnBroker, type BrokerProcess } from "./support/spawn-broker.js";
+import { REDIS_URL } from "./support/redis-url.js";
 
 let fx: TokenFixture;
 let redis: KeyValueStore;
 const processes: BrokerProcess[] = [];
 const secrets: string[] = [];
-const SHARED = { SERVICE_JWKS_CACHE: "redis://127.0.0.1:6379" };
+const SHARED = { SERVICE_JWKS_CACHE: REDIS_URL };
 
 beforeAll(async () => {
   fx = await tokenFixture();
@@ -33,6 +34,14 @@ async function start(env: Record<string, string | undefined>) {
   const broker = await spawnBroker({ ...fx.env, LOG_LEVEL: "debug", ...env });
   processes.push(broker);
   return broker;
+}
+
+/**
+ * Several brokers started at once (a broker reads its key set, and the snapshot, on its first
+ * request, not at start-up): the test then uses each in turn, as if it had just been started.
+ */
+async function startAll(envs: Array<Record<string, string | undefined>>) {
+  return Promise.all(envs.map((env) => start(env)));
 }
 
 async function exchange(broker: BrokerProcess, oidcToken?: string) {
@@ -75,18 +84,16 @@ async function attackerKey() {
 describe("SERVICE_JWKS_CACHE=redis://", () => {
   it("lets a second broker process verify with the shared snapshot while the key endpoint is down", async () => {
     fx.sim.oidc.keyEndpoint = "ok";
-    const shared = { SERVICE_JWKS_CACHE: "redis://127.0.0.1:6379" };
-    const first = await start(shared);
-    expect((await exchange(first)).status).toBe(200);
+    const shared = { SERVICE_JWKS_CACHE: REDIS_URL };
+    const [first, second, unbound] = await startAll([shared, shared, {}]);
+    expect((await exchange(first!)).status).toBe(200);
 
     fx.sim.oidc.keyEndpoint = "fail";
-    const second = await start(shared);
-    const res = await exchange(second);
+    const res = await exchange(second!);
     expect(res.body).toMatchObject({ repository: "octo-org/app" });
     expect(res.status).toBe(200);
 
-    const unbound = await start({});
-    const refused = await exchange(unbound);
+    const refused = await exchange(unbound!);
     expect(refused.status).toBe(503);
     expect(refused.body).toEqual({ error: "oidc_key_fetch_failed", reason: "jwks_unavailable" });
   });
@@ -102,8 +109,8 @@ describe("SERVICE_JWKS_CACHE=redis://", () => {
   it("ignores, and logs, a planted snapshot: a forged token is not verified with the planted key", async () => {
     fx.sim.oidc.keyEndpoint = "ok";
     await redis.set(snapshotKey(), { reset: true }, 60_000);
-    const writer = await start(SHARED);
-    expect((await exchange(writer)).status).toBe(200);
+    const [writer, ...readers] = await startAll([SHARED, SHARED, SHARED, SHARED]);
+    expect((await exchange(writer!)).status).toBe(200);
     const sealed = await storedSnapshot();
     expect(Object.keys(sealed).sort()).toEqual(["fetchedAt", "issuer", "jwks", "tag", "v"]);
 
@@ -117,9 +124,10 @@ describe("SERVICE_JWKS_CACHE=redis://", () => {
       { ...sealed, jwks: JSON.stringify({ keys: [...(JSON.parse(sealed.jwks as string) as { keys: unknown[] }).keys, attacker.jwk] }) },
     ];
     fx.sim.oidc.keyEndpoint = "fail";
-    for (const planted of plants) {
+    expect(readers).toHaveLength(plants.length);
+    for (const [i, planted] of plants.entries()) {
       await redis.set(snapshotKey(), planted, 60_000);
-      const reader = await start(SHARED);
+      const reader = readers[i]!;
       const res = await exchange(reader, forged);
       expect(res.body).toEqual({ error: "oidc_key_fetch_failed", reason: "jwks_unavailable" });
       expect(res.status).toBe(503);
@@ -134,23 +142,21 @@ describe("SERVICE_JWKS_CACHE=redis://", () => {
     await redis.set(snapshotKey(), { reset: true }, 60_000);
     const old = generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey.export({ type: "pkcs8", format: "pem" }).toString();
     secrets.push(old);
-    const before = await start({ ...SHARED, HOST_APP_PRIVATE_KEY: old });
-    const verified = await exchange(before); // verified; then the simulator refuses the old App key's JWT
+    const [before, after, rewriter, last] = await startAll([{ ...SHARED, HOST_APP_PRIVATE_KEY: old }, SHARED, SHARED, SHARED]);
+    const verified = await exchange(before!); // verified; then the simulator refuses the old App key's JWT
     expect(verified.body?.error).not.toMatch(/oidc/);
     const stale = await storedSnapshot();
 
     fx.sim.oidc.keyEndpoint = "fail";
-    const after = await start(SHARED);
-    const refused = await exchange(after);
+    const refused = await exchange(after!);
     expect(refused.body).toEqual({ error: "oidc_key_fetch_failed", reason: "jwks_unavailable" });
-    expect(await linesWith(after, "key set snapshot failed its integrity check")).not.toHaveLength(0);
+    expect(await linesWith(after!, "key set snapshot failed its integrity check")).not.toHaveLength(0);
 
     fx.sim.oidc.keyEndpoint = "ok";
-    const rewriter = await start(SHARED);
-    expect((await exchange(rewriter)).status).toBe(200);
+    expect((await exchange(rewriter!)).status).toBe(200);
     await storedSnapshot(stale.tag);
     fx.sim.oidc.keyEndpoint = "fail";
-    expect((await exchange(await start(SHARED))).status).toBe(200);
+    expect((await exchange(last!)).status).toBe(200);
   });
 
   it("writes no snapshot without an App key to seal it", async () => {

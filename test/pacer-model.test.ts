@@ -1,7 +1,7 @@
 // A model-based test of the update-branch pace (server/webhook/pacer.ts): random sequences of slot
 // reservations (two installations, a platform's retry-after or none, budgets per minute and per
 // hour that an operator may change between calls) and clock moves, run against both stores at once
-// — this process's and the one in Redis (a real server at 127.0.0.1:6379, its own key prefix per
+// — this process's and the one in Redis (a real server the suite starts, its own key prefix per
 // run) — and against a model that keeps every slot ever handed out. After every reservation:
 // - both stores hand out the same slot, and it is the model's;
 // - the slot is not before now, nor before the retry-after;
@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import fc from "fast-check";
 import { Redis } from "ioredis";
 import { createPacer, HOUR_MARGIN_MS, HOUR_MS, memoryPaceStore, redisPaceStore, WAIT_STEP_MS, type PaceStore } from "../server/webhook/pacer.js";
+import { REDIS_URL } from "./support/redis-url.js";
 
 const START = 1_800_000_000_000;
 const WINDOW = HOUR_MS + HOUR_MARGIN_MS;
@@ -22,7 +23,7 @@ let redis: Redis;
 const prefixes: string[] = [];
 
 beforeAll(() => {
-  redis = new Redis("redis://127.0.0.1:6379");
+  redis = new Redis(REDIS_URL);
 });
 afterAll(async () => {
   for (const prefix of prefixes) {

@@ -288,17 +288,17 @@ describe("whose budget a call spends (the gate's description of a call)", () => 
   const gate = createUpstreamGate({ limit: () => 50, now: () => Date.parse("2026-06-01T12:00:00Z") });
   const jwt = (payload: object) => `eyJhbGciOiJSUzI1NiJ9.${Buffer.from(JSON.stringify(payload)).toString("base64url")}.c2ln`;
   const API = "https://api.github.com";
-  gate.principals.noteMint("42", { token: "ghs_minted", expires_at: "2026-06-01T13:00:00Z" });
+  gate.principals.noteMint("42", { token: "ghs_minted", expires_at: "2026-06-01T13:00:00Z" }, "app:123");
 
   it.each([
-    ["GET", `${API}/repos/o/r/installation`, `Bearer ${jwt({ iss: "123" })}`, { kind: "lookup", principal: "app:123", points: 1 }],
-    ["POST", `${API}/app/installations/42/access_tokens`, `Bearer ${jwt({ iss: 123 })}`, { kind: "mint", principal: "app:123", points: 5 }],
-    ["GET", `${API}/app/installations?per_page=100&page=2`, `Bearer ${jwt({ iss: "123" })}`, { kind: "read", principal: "app:123", points: 1 }],
-    ["GET", `${API}/installation/repositories?per_page=100`, "token ghs_minted", { kind: "read", principal: "installation:42", points: 1 }],
-    ["PUT", `${API}/repos/o/r/pulls/1/update-branch`, "token ghs_minted", { kind: "update-branch", principal: "installation:42", points: 5 }],
-    ["DELETE", `${API}/installation/token`, "Bearer ghs_minted", { kind: "write", principal: "installation:42", points: 5 }],
-    ["POST", `${API}/graphql`, "token ghs_minted", { kind: "graphql", principal: null, points: 0 }], // GraphQL's own budget
-    ["GET", `${API}/repos/o/r`, undefined, { kind: "read", principal: null, points: 0 }],
+    ["GET", `${API}/repos/o/r/installation`, `Bearer ${jwt({ iss: "123" })}`, { kind: "lookup", principal: "app:123", points: 1, caller: "app:123", app: "app:123" }],
+    ["POST", `${API}/app/installations/42/access_tokens`, `Bearer ${jwt({ iss: 123 })}`, { kind: "mint", principal: "app:123", points: 5, caller: "app:123", app: "app:123" }],
+    ["GET", `${API}/app/installations?per_page=100&page=2`, `Bearer ${jwt({ iss: "123" })}`, { kind: "read", principal: "app:123", points: 1, caller: "app:123", app: "app:123" }],
+    ["GET", `${API}/installation/repositories?per_page=100`, "token ghs_minted", { kind: "read", principal: "installation:42", points: 1, caller: "installation:42", app: "app:123" }],
+    ["PUT", `${API}/repos/o/r/pulls/1/update-branch`, "token ghs_minted", { kind: "update-branch", principal: "installation:42", points: 5, caller: "installation:42", app: "app:123" }],
+    ["DELETE", `${API}/installation/token`, "Bearer ghs_minted", { kind: "write", principal: "installation:42", points: 5, caller: "installation:42", app: "app:123" }],
+    ["POST", `${API}/graphql`, "token ghs_minted", { kind: "graphql", principal: null, points: 0, caller: "installation:42", app: "app:123" }], // GraphQL's own budget
+    ["GET", `${API}/repos/o/r`, undefined, { kind: "read", principal: null, points: 0, caller: null, app: null }],
   ])("%s %s (%s)", (method, url, authorization, expected) => {
     expect(gate.describe(method, url, authorization)).toEqual(expected);
   });

@@ -5,7 +5,7 @@ import fc from "fast-check";
 import { stringify } from "yaml";
 import { checkPolicy, DENIAL_RULES_SHOWN } from "../server/policy/check-policy.js";
 import { createPolicyCompiler } from "../server/policy/compile-policy.js";
-import { narrowPermissions } from "../server/policy/narrow-permissions.js";
+import { grantPermissions } from "../server/token/grant-permissions.js";
 
 const compiler = createPolicyCompiler();
 const KEYS = { ref: "ref", event: "event_name", actor: "actor", environment: "environment" } as const;
@@ -67,7 +67,10 @@ describe("narrowing algebra", () => {
   it("the grant never exceeds the request or any ceiling, and keeps what all of them allow", () => {
     fc.assert(
       fc.property(perms, fc.array(fc.dictionary(names, fc.constantFrom("read", "write", "admin"), { maxKeys: 5 }), { maxLength: 4 }), (requested, ceilings) => {
-        const grant = narrowPermissions(requested as Record<string, "read" | "write">, ceilings.map((permissions, i) => ({ source: `c${i}`, permissions })));
+        // TOKEN_PERMISSIONS first, then the rules' ceilings, as /token and `policy explain` pass them (no step request).
+        const result = grantPermissions({ ceilings: [{ source: "TOKEN_PERMISSIONS", permissions: requested }, ...ceilings.map((permissions, i) => ({ source: `rule c${i}`, permissions }))] });
+        if (!result.ok) throw new Error("a grant without a request is never refused");
+        const grant = result.permissions;
         for (const [name, l] of Object.entries(grant)) {
           expect(rank(l)).toBeLessThanOrEqual(rank(requested[name]));
           for (const ceiling of ceilings) expect(rank(l)).toBeLessThanOrEqual(rank(ceiling[name]));

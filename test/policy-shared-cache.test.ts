@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { randomUUID } from "node:crypto";
 import { postJson, startBroker, type TestBroker } from "./support/broker.js";
 import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
+import { REDIS_URL } from "./support/redis-url.js";
 import { signatureFor } from "../server/webhook/verify-signature.js";
 
 const SECRET = "policy-shared-secret";
@@ -36,7 +37,7 @@ const reads = () => fx.sim.requests.filter((r) => r.path === "/repos/octo-org/ap
 
 describe("shared policy cache (Redis)", () => {
   it("one read serves both instances; a push delivered to one drops it for both", async () => {
-    const shared = { SERVICE_JWKS_CACHE: "redis://127.0.0.1:6379" };
+    const shared = { SERVICE_JWKS_CACHE: REDIS_URL };
     const a = await broker(shared);
     const b = await broker(shared);
     fx.sim.clearRequests();

@@ -257,6 +257,51 @@ describe("owner policy", () => {
   });
 });
 
+describe("a policy rule and the step's own permissions: one grant, TOKEN_PERMISSIONS ∩ rule ∩ installation", () => {
+  const PR_JOB = { event_name: "pull_request", ref: "refs/pull/7/merge" };
+
+  it("asking for more than the rule allows → 403 permissions_not_granted whose detail names the rule; within it, exactly what was asked", async () => {
+    setPolicy(POLICY);
+    const denied = await mint(PR_JOB, { permissions: { contents: "write", pull_requests: "read" } });
+    expect(denied.status).toBe(403);
+    expect(denied.body).toEqual({
+      error: "permissions_not_granted",
+      detail: "contents: write withheld by rule pull-requests (read only); pull_requests: read withheld by rule pull-requests (not granted)",
+    });
+    expect(audit("token_minted")).toEqual([]);
+    const granted = await mint(PR_JOB, { permissions: { contents: "read" } });
+    expect(granted.status).toBe(200);
+    expect(granted.body.permissions).toEqual({ contents: "read" });
+    expect(tokenPermissions(granted.body.token)).toEqual({ contents: "read" });
+    expect(audit("token_minted")).toEqual([expect.objectContaining({ policy_rule: "pull-requests", requested_permissions: { contents: "read" } })]);
+  });
+
+  it("an owner rule is named `owner rule <name>`; every ceiling that withholds a permission is named", async () => {
+    setPolicy(POLICY);
+    setPolicy("rules:\n  - name: org-read\n    if: {event: push}\n    permissions: {contents: read, pull_requests: write}\n", "octo-org/.github", ".github/tokensmith-org.yml");
+    try {
+      expect((await mint(TAG_JOB, { permissions: { contents: "write" } })).body).toEqual({ error: "permissions_not_granted", detail: "contents: write withheld by owner rule org-read (read only)" });
+      expect((await mint(TAG_JOB, { permissions: { issues: "read" } })).body).toEqual({
+        error: "permissions_not_granted",
+        detail: "issues: read withheld by TOKEN_PERMISSIONS (not granted), rule release (not granted), owner rule org-read (not granted)",
+      });
+      const granted = await mint(TAG_JOB, { permissions: { pull_requests: "write" } });
+      expect(tokenPermissions(granted.body.token)).toEqual({ pull_requests: "write" });
+    } finally {
+      setPolicy(null, "octo-org/.github", ".github/tokensmith-org.yml");
+    }
+  });
+
+  it("without a request: the rule's permissions ∩ TOKEN_PERMISSIONS ∩ the installation", async () => {
+    // issues is outside TOKEN_PERMISSIONS (and read only on the installation); pull_requests read by the rule.
+    setPolicy("rules:\n  - name: wide\n    if: {event: push}\n    permissions: {contents: write, issues: write, pull_requests: read}\n");
+    const answer = await mint();
+    expect(answer.status).toBe(200);
+    expect(answer.body.permissions).toEqual({ contents: "write", pull_requests: "read" });
+    expect(tokenPermissions(answer.body.token)).toEqual({ contents: "write", pull_requests: "read" });
+  });
+});
+
 describe("cache key", () => {
   it("a re-created repository (same name, new id) never gets the old one's cached policy", async () => {
     setPolicy("rules:\n  - name: reads\n    if: {event: push}\n    permissions: {contents: read}\n");

@@ -4,7 +4,7 @@
 // .ci/run runs the same commands (with the prepack build); here `npm test` has just built, so the
 // pack skips its scripts (a second tsc would rewrite build/ under the other test workers' feet).
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -40,10 +40,28 @@ afterAll(async () => {
 function run(command: string, args: string[], cwd: string): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(command, args, { cwd, timeout: 120_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      if (error) reject(new Error(`${command} ${args.join(" ")} failed: ${stderr}`));
+      if (error) reject(new Error(`${command} ${args.join(" ")} failed: ${stderr}${stdout}`));
       else resolve(stdout);
     });
   });
+}
+
+/** The guide's pack and install, once for this file's tests: the installed project's directory. */
+let installing: Promise<string> | undefined;
+function installOnce(): Promise<string> {
+  installing ??= (async () => {
+    const [pack, install] = guideCommands("production-install");
+    const packed = join(work, "packed");
+    const app = join(work, "app");
+    await run("mkdir", ["-p", packed, app], work);
+    await run("npm", [...pack!.split(" ").slice(1), "--ignore-scripts", "--pack-destination", packed], ROOT);
+    const [tarball] = readdirSync(packed).filter((name) => /^tokensmith-.*\.tgz$/.test(name));
+    if (!tarball) throw new Error(`npm pack wrote no tarball into ${packed}`);
+    const installArgs = install!.split(" ").slice(1).map((arg) => (arg === "./tokensmith-*.tgz" ? join(packed, tarball) : arg));
+    await run("npm", [...installArgs, "--prefer-offline"], app);
+    return app;
+  })();
+  return installing;
 }
 
 it("the guide's commands: pack, install with --omit=dev in an empty directory, serve; /token and /releases answer", async () => {
@@ -56,15 +74,7 @@ it("the guide's commands: pack, install with --omit=dev in an empty directory, s
   const ci = readFileSync(join(ROOT, ".ci/run"), "utf8");
   for (const command of [pack, install, serve]) expect(ci).toContain(command!);
 
-  const packed = join(work, "packed");
-  const app = join(work, "app");
-  await run("mkdir", ["-p", packed, app], work);
-  await run("npm", [...pack!.split(" ").slice(1), "--ignore-scripts", "--pack-destination", packed], ROOT);
-  const [tarball] = readdirSync(packed).filter((name) => /^tokensmith-.*\.tgz$/.test(name));
-  expect(tarball).toBeDefined();
-  const installArgs = install!.split(" ").slice(1).map((arg) => (arg === "./tokensmith-*.tgz" ? join(packed, tarball!) : arg));
-  await run("npm", [...installArgs, "--prefer-offline"], app);
-
+  const app = await installOnce();
   const installed = join(app, "node_modules/tokensmith");
   expect(existsSync(join(installed, "build/server/main.js"))).toBe(true);
   expect(existsSync(join(installed, "app-manifest.json"))).toBe(true);
@@ -108,3 +118,72 @@ it("the guide's commands: pack, install with --omit=dev in an empty directory, s
   await exited;
   expectNoSecrets(lines, [oidcToken, token.body.token as string, fx.app.privateKeyPem, SECRET]);
 }, 180_000);
+
+// `tokensmith/testing` from the same install (--omit=dev: what `npm install tokensmith` gives a
+// user's project): a TypeScript consumer type-checked against the shipped declarations, then run.
+const CONSUMER = `import { DEFAULT_WORLD, startSandbox, type ActionRun, type Sandbox } from "tokensmith/testing";
+
+const sandbox: Sandbox = await startSandbox();
+try {
+  const run: ActionRun = await sandbox.runAction({ job: { repository: "octo-org/app", ref: "refs/tags/v1.2.0" } });
+  const minted = sandbox.platform.mints.at(-1)?.repositories;
+  const oidcToken: string = await sandbox.mintJobToken({ repository: "octo-org/docs", workflow: "release" });
+  const response = await fetch(\`\${sandbox.brokerUrl}/token\`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ oidcToken, owner: "octo-org", repo: "docs" }),
+  });
+  const answer = (await response.json()) as { repository?: string };
+  console.log(JSON.stringify({
+    world: DEFAULT_WORLD.repositories.length > 0,
+    exitCode: run.exitCode,
+    repository: run.outputs.repository,
+    minted,
+    token: [response.status, answer.repository],
+  }));
+} finally {
+  await sandbox.close();
+}
+`;
+// The declarations are real: a wrong option is a type error, not an any.
+const MISTAKE = `import { startSandbox } from "tokensmith/testing";
+await startSandbox({ notAnOption: true });
+`;
+
+it("tokensmith/testing from that install: a TypeScript consumer type-checks against the shipped declarations and runs the sandbox", async () => {
+  const app = await installOnce();
+  for (const dev of ["@octokit/openapi", "typescript", "@types/node"]) expect(existsSync(join(app, "node_modules", dev))).toBe(false);
+  const tsc = join(ROOT, "node_modules/typescript/bin/tsc");
+  const tsconfig = (files: string[]) => ({
+    compilerOptions: {
+      module: "nodenext", moduleResolution: "nodenext", target: "es2022", strict: true, skipLibCheck: false,
+      outDir: "out", types: ["node"], typeRoots: [join(ROOT, "node_modules/@types")],
+    },
+    files,
+  });
+  writeFileSync(join(app, "package.json"), JSON.stringify({ ...JSON.parse(readFileSync(join(app, "package.json"), "utf8")), type: "module" }));
+  writeFileSync(join(app, "consumer.ts"), CONSUMER);
+  writeFileSync(join(app, "mistake.ts"), MISTAKE);
+  writeFileSync(join(app, "tsconfig.json"), JSON.stringify(tsconfig(["consumer.ts"])));
+  writeFileSync(join(app, "tsconfig.mistake.json"), JSON.stringify({ ...tsconfig(["mistake.ts"]), compilerOptions: { ...tsconfig([]).compilerOptions, noEmit: true } }));
+
+  await run(process.execPath, [tsc, "-p", "tsconfig.json"], app);
+  const refused = await run(process.execPath, [tsc, "-p", "tsconfig.mistake.json"], app).then(() => "", (error: Error) => error.message);
+  expect(refused).toMatch(/mistake\.ts\(2,\d+\): error TS2353: Object literal may only specify known properties, and 'notAnOption' does not exist/);
+
+  const { stdout, stderr } = await runBoth(process.execPath, ["out/consumer.js"], app);
+  expect(JSON.parse(stdout)).toEqual({ world: true, exitCode: 0, repository: "octo-org/app", minted: ["octo-org/app"], token: [200, "octo-org/docs"] });
+  // Without the 400 MB REST description the simulator says, once, that it does not check bodies.
+  expect(stderr.match(/TOKENSMITH_SIMULATOR_NO_OPENAPI/g)).toHaveLength(1);
+  expect(stderr).toContain("@octokit/openapi is not installed (npm install --save-dev @octokit/openapi to check them)");
+  expect(stderr).not.toMatch(/ERR_MODULE_NOT_FOUND|Cannot find/);
+}, 180_000);
+
+function runBoth(command: string, args: string[], cwd: string): Promise<{ stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    execFile(command, args, { cwd, timeout: 120_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`${command} ${args.join(" ")} failed: ${stderr}${stdout}`));
+      else resolve({ stdout, stderr });
+    });
+  });
+}

@@ -1,6 +1,6 @@
 // SERVICE_JWKS_CACHE on a Redis that stops in the middle of a run and comes back: /token keeps
 // answering, key-value calls give up quickly instead of hanging requests, and the broker
-// reconnects by itself. Uses a redis-server of its own, never the shared one on 6379.
+// reconnects by itself. Uses a redis-server of its own, never the suite's shared one.
 import { afterAll, beforeAll, expect, it } from "@jest/globals";
 import { postJson, startBroker, type TestBroker } from "./support/broker.js";
 import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";

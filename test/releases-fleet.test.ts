@@ -6,8 +6,9 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from "@jest/glo
 import { expectNoSecrets } from "./support/fixtures.js";
 import { getReleases, names, releasesFixture, TRIGGER_SECRET, type ReleasesFixture } from "./support/releases-fixture.js";
 import { spawnBroker, type BrokerProcess } from "./support/spawn-broker.js";
+import { REDIS_URL } from "./support/redis-url.js";
 
-const REDIS = "redis://127.0.0.1:6379";
+const REDIS = REDIS_URL;
 
 let fx: ReleasesFixture;
 const processes: BrokerProcess[] = [];

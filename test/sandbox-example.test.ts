@@ -1,4 +1,4 @@
-// The README's sandbox example (examples/sandbox.test.mjs), run as written with `node --test`:
+// The sandbox guide's example (docs/sandbox.md: examples/sandbox.test.mjs), run as written with `node --test`:
 // it imports `tokensmith/testing` through the package's own `exports` (the built module).
 import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -9,9 +9,10 @@ import { expect, it } from "@jest/globals";
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const EXAMPLE = "examples/sandbox.test.mjs";
 
-it("the README shows the example file as it is", () => {
-  const readme = readFileSync(`${ROOT}README.md`, "utf8");
-  expect(readme).toContain(readFileSync(`${ROOT}${EXAMPLE}`, "utf8").trim());
+it("the sandbox guide (docs/sandbox.md, linked from the README) shows the example file as it is", () => {
+  expect(readFileSync(`${ROOT}README.md`, "utf8")).toContain("(docs/sandbox.md)");
+  const guide = readFileSync(`${ROOT}docs/sandbox.md`, "utf8");
+  expect(guide).toContain(readFileSync(`${ROOT}${EXAMPLE}`, "utf8").trim());
 });
 
 it("node --test examples/sandbox.test.mjs passes", async () => {

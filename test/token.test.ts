@@ -24,7 +24,7 @@ describe("POST /token success", () => {
     const { status, body, headers } = await exchange();
     expect(status).toBe(200);
     // The spec's three fields, and the two additive ones the action outputs (installation-id, app-slug).
-    expect(Object.keys(body).sort()).toEqual(["app_slug", "expires_at", "installation_id", "repository", "token"]);
+    expect(Object.keys(body).sort()).toEqual(["app_slug", "expires_at", "installation_id", "permissions", "repository", "token"]);
     expect(body.installation_id).toBe(t.fx.installationId);
     expect(body.app_slug).toBe(`tokensmith-test-${t.fx.app.id}`);
     expect(body.repository).toBe("octo-org/app");
@@ -182,7 +182,8 @@ describe("POST /token repository rules", () => {
     expect(res.body).toEqual({ error: "app_not_installed" });
     t.fx.sim.clearRequests();
     expect((await exchange(claims, body)).status).toBe(404);
-    expect(lookups()).toHaveLength(1);
+    // Neither the dropped installation (no mint) nor a lookup: "not installed" is remembered a minute.
+    expect([lookups().length, mints().length]).toEqual([0, 0]);
   });
 });
 

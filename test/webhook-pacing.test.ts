@@ -4,12 +4,13 @@
 // run of several simulated minutes takes a moment, and every assertion is a count per simulated
 // minute. Both queues: in process, and on Redis (WEBHOOK_QUEUE; the pace is then kept in Redis).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { startBroker, type TestBroker } from "./support/broker.js";
 import { expectNoSecrets, INSTALLED_PERMISSIONS, tokenFixture, type TokenFixture } from "./support/fixtures.js";
 import { signatureFor } from "../server/webhook/verify-signature.js";
 import { UPDATE_CONCURRENCY } from "../server/webhook/update-pull-requests.js";
+import { REDIS_URL } from "./support/redis-url.js";
 
 const SECRET = "webhook-pacing-secret-0123456789";
 let fx: TokenFixture;
@@ -31,7 +32,7 @@ afterEach(async () => {
   fx.sim.git.contentCreationPerHour = 500;
 });
 afterAll(async () => {
-  const redis = new Redis("redis://127.0.0.1:6379");
+  const redis = new Redis(REDIS_URL);
   for (const prefix of prefixes) {
     const keys = await redis.keys(`${prefix}:*`);
     if (keys.length > 0) await redis.del(...keys);
@@ -67,7 +68,8 @@ function installationWithPulls(pulls: number) {
 }
 
 async function deliver(url: string, repository: string, installationId: number) {
-  const raw = JSON.stringify({ ref: "refs/heads/main", deleted: false, repository: { full_name: repository }, installation: { id: installationId } });
+  // Every push its own head, as on the platform (a repeated body is a replay).
+  const raw = JSON.stringify({ ref: "refs/heads/main", after: randomBytes(20).toString("hex"), deleted: false, repository: { full_name: repository }, installation: { id: installationId } });
   const response = await fetch(`${url}/webhook`, {
     method: "POST",
     headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": randomUUID(), "x-hub-signature-256": signatureFor(SECRET, raw) },
@@ -104,7 +106,7 @@ const queues: Array<[string, () => Record<string, string>]> = [
   ["on Redis", () => {
     const prefix = `tokensmith-test-${randomUUID()}`;
     prefixes.push(prefix);
-    return { WEBHOOK_QUEUE: `redis://127.0.0.1:6379?prefix=${prefix}` };
+    return { WEBHOOK_QUEUE: `${REDIS_URL}?prefix=${prefix}` };
   }],
 ];
 

@@ -2,11 +2,12 @@
 // (in process here; test/webhook-queue.test.ts has the durable one) → update-branch on every open
 // pull request of the pushed branch, through the simulator.
 import { afterEach, describe, expect, it } from "@jest/globals";
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { startBroker, type TestBroker } from "./support/broker.js";
 import { INSTALLED_PERMISSIONS } from "./support/fixtures.js";
 import { brokerPerTest } from "./support/broker-per-test.js";
 import { signatureFor, verifySignature } from "../server/webhook/verify-signature.js";
+import { REDIS_URL } from "./support/redis-url.js";
 
 const SECRET = "webhook-secret-0123456789abcdef";
 const ACCOUNT = "hooks-org";
@@ -47,7 +48,7 @@ function pushPayload(repository: string, overrides: Record<string, unknown> = {}
   return {
     ref: "refs/heads/main",
     before: "0".repeat(40),
-    after: "1".repeat(40),
+    after: randomBytes(20).toString("hex"), // every push its own head, as on the platform (a repeated body is a replay)
     created: false,
     deleted: false,
     forced: false,
@@ -398,7 +399,7 @@ describe("push redelivery", () => {
 
   /** A second in-process broker sharing LEGACY_QUOTA_KV (Redis) with the first, and a repository with one pull request behind its base. */
   async function twoBrokersOnOneRedis() {
-    t.broker.env.LEGACY_QUOTA_KV = "redis://127.0.0.1:6379";
+    t.broker.env.LEGACY_QUOTA_KV = REDIS_URL;
     const other = await startBroker({ ...t.broker.env });
     extraBrokers.push(other);
     const { repository } = freshRepo();

@@ -31,11 +31,10 @@ export function startAdmin(options: { env: Env; metrics: Metrics; log: Logger })
   const onListening = () => {
     const address = server.address();
     const actual = typeof address === "object" && address ? address.port : settings.port;
-    log.info({ admin_port: actual }, "tokensmith admin listening");
+    log.info({ admin_host: settings.host, admin_port: actual }, "tokensmith admin listening");
     bound(actual);
   };
-  if (settings.host === undefined) server.listen(settings.port, onListening);
-  else server.listen(settings.port, settings.host, onListening);
+  server.listen(settings.port, settings.host, onListening);
   return {
     readiness,
     port,

@@ -8,8 +8,9 @@ import { parseTokenPermissions } from "../../shared/token-permissions.js";
 import { ruleFails } from "../policy/check-policy.js";
 import { createPolicyCompiler, type PolicyCompiler } from "../policy/compile-policy.js";
 import { decidePolicy } from "../policy/decide-policy.js";
-import { narrowPermissions } from "../policy/narrow-permissions.js";
 import { POLICY_FILES, type CompiledPolicy, type PolicyKind } from "../policy/policy-types.js";
+import { grantPermissions } from "../token/grant-permissions.js";
+import { CEILING_TOKEN_PERMISSIONS } from "../token/permissions-to-mint.js";
 import type { CommandIo } from "./releases-command.js";
 
 export const POLICY_USAGE = `Usage: tokensmith policy check [FILE] [--owner]
@@ -139,8 +140,9 @@ async function explain(compiler: PolicyCompiler, options: ExplainOptions, io: Co
   if (Object.keys(policies).length === 0) io.out("no policy: the spec's token (TOKEN_PERMISSIONS ∩ installation)\n");
   const rule = [decision.rule && `rule ${decision.rule}`, decision.ownerRule && `owner rule ${decision.ownerRule}`].filter(Boolean).join(" and ");
   if (rule) io.out(`applies: ${rule}\n`);
-  const grant = narrowPermissions(permissions.permissions, decision.ceilings);
-  const listed = Object.entries(grant).map(([key, level]) => `${key}: ${level}`).join(", ");
+  // The /token grant without a request and before the installation (server/token/permissions-to-mint.ts).
+  const grant = grantPermissions({ ceilings: [{ source: CEILING_TOKEN_PERMISSIONS, permissions: permissions.permissions }, ...decision.ceilings] });
+  const listed = Object.entries(grant.ok ? grant.permissions : {}).map(([key, level]) => `${key}: ${level}`).join(", ");
   io.out(`grant: ${listed || "metadata: read (nothing else)"} (TOKEN_PERMISSIONS${decision.ceilings.map((c) => ` ∩ ${c.source}`).join("")}; the installation may narrow it further)\n`);
   return 0;
 }

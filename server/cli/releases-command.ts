@@ -1,4 +1,5 @@
 import type { ReleasesResponse } from "../../shared/types.js";
+import { redactUrlCredentials } from "../redact-url.js";
 import { explainError } from "./explain-error.js";
 import { formatReleasesTable } from "./format-releases-table.js";
 
@@ -31,7 +32,11 @@ export async function releasesCommand(options: ReleasesOptions, io: CommandIo): 
   try {
     endpoint = new URL("releases", options.url.endsWith("/") ? options.url : `${options.url}/`);
   } catch {
-    io.err(`tokensmith: --url is not a URL: ${options.url}\n`);
+    io.err(`tokensmith: --url is not a URL: ${redactUrlCredentials(options.url)}\n`);
+    return 2;
+  }
+  if (endpoint.username !== "" || endpoint.password !== "") {
+    io.err("tokensmith: --url must not carry a user or password: the secret is read from TOKENSMITH_SECRET.\n");
     return 2;
   }
   let status: number;
@@ -39,8 +44,16 @@ export async function releasesCommand(options: ReleasesOptions, io: CommandIo): 
   try {
     const response = await io.fetch(endpoint, {
       headers: { authorization: `Bearer ${secret}`, accept: "application/json" },
+      // Never followed: a redirect would carry the bearer secret to wherever it points, and the
+      // broker never sends one (the dashboard's fetch does the same).
+      redirect: "manual",
       signal: AbortSignal.timeout(options.timeoutMs ?? 120_000),
     });
+    if (response.status >= 300 && response.status < 400) {
+      await response.body?.cancel();
+      io.err(`tokensmith: ${describeRedirect(endpoint, response)}\n`);
+      return 1;
+    }
     status = response.status;
     text = await response.text();
   } catch (error) {
@@ -61,6 +74,21 @@ export async function releasesCommand(options: ReleasesOptions, io: CommandIo): 
   }
   io.out(options.json ? `${text.trimEnd()}\n` : formatReleasesTable(body));
   return 0;
+}
+
+/** Where a redirect pointed (its origin only), said so that the user can decide to use it as --url. */
+function describeRedirect(endpoint: URL, response: Response): string {
+  const location = response.headers.get("location");
+  let target = "nowhere (no Location)";
+  if (location !== null) {
+    try {
+      const url = new URL(location, endpoint);
+      target = url.origin === endpoint.origin ? `${url.pathname} on the same origin` : url.origin;
+    } catch {
+      target = "an unusable Location";
+    }
+  }
+  return `the broker at ${endpoint.origin} answered a redirect (HTTP ${response.status}) to ${target}: not followed, so TOKENSMITH_SECRET was sent nowhere else. Give --url the broker's own address.`;
 }
 
 function isReleasesResponse(body: unknown): body is ReleasesResponse {

@@ -3,8 +3,8 @@ import { fetchBrokerReleases, type BrokerSource } from "./fetch-broker-releases.
 import { loadStaticFiles, type StaticFile } from "./static-files.js";
 
 export interface DashboardDeps extends BrokerSource {
-  /** Host header values accepted (lower case, with port); undefined accepts any (bound beyond loopback). */
-  allowedHosts?: ReadonlySet<string>;
+  /** Whether a `Host` header is answered; undefined answers any (bound beyond loopback). */
+  answersHost?: (host: string | undefined) => boolean;
   staticFiles?: Map<string, StaticFile>;
 }
 
@@ -31,8 +31,7 @@ export function createDashboard(deps: DashboardDeps): { listener: RequestListene
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     // A page elsewhere that rebinds its name to 127.0.0.1 would otherwise read the aggregate.
-    const host = (request.headers.host ?? "").toLowerCase();
-    if (deps.allowedHosts && !deps.allowedHosts.has(host)) {
+    if (deps.answersHost && !deps.answersHost(request.headers.host)) {
       send(response, 421, { error: "misdirected_request", sentence: "This dashboard only answers to the address it listens on." });
       return;
     }
@@ -75,9 +74,4 @@ function send(response: ServerResponse, status: number, body: unknown, headers: 
     "cache-control": "no-store",
   });
   response.end(headOnly ? undefined : text);
-}
-
-/** Host header values a browser sends for a dashboard on this loopback address and port. */
-export function loopbackHosts(port: number): Set<string> {
-  return new Set(["127.0.0.1", "localhost", "[::1]"].map((name) => `${name}:${port}`));
 }

@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import type { CommandIo } from "../cli/releases-command.js";
-import { isLoopbackHost, startDashboard } from "./start-dashboard.js";
+import { isLoopbackHost } from "../loopback-address.js";
+import { startDashboard } from "./start-dashboard.js";
 
 export const DASHBOARD_USAGE = `Usage: tokensmith dashboard --broker URL [--port 8081] [--host 127.0.0.1]
 

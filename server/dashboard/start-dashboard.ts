@@ -1,6 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { createDashboard, loopbackHosts, type DashboardDeps } from "./create-dashboard.js";
+import { isLoopbackHost, isLoopbackHostHeader } from "../loopback-address.js";
+import { createDashboard, type DashboardDeps } from "./create-dashboard.js";
 
 export interface RunningDashboard {
   /** e.g. http://127.0.0.1:8081 (no trailing slash) */
@@ -9,16 +10,13 @@ export interface RunningDashboard {
   close(): Promise<void>;
 }
 
-const LOOPBACK = /^(127(\.\d{1,3}){3}|localhost|::1)$/i;
-
-export function isLoopbackHost(host: string): boolean {
-  return LOOPBACK.test(host);
-}
-
-/** Listens on host:port (0: any free port). On a loopback address only loopback Host headers are answered. */
-export async function startDashboard(deps: Omit<DashboardDeps, "allowedHosts">, listen: { host: string; port: number }): Promise<RunningDashboard> {
-  const allowedHosts = new Set<string>();
-  const dashboard = createDashboard({ ...deps, allowedHosts: isLoopbackHost(listen.host) ? allowedHosts : undefined });
+/**
+ * Listens on host:port (0: any free port). On a loopback address (any spelling of one: `127.1`
+ * binds 127.0.0.1 too) only a `Host` naming a loopback address and this port is answered.
+ */
+export async function startDashboard(deps: Omit<DashboardDeps, "answersHost">, listen: { host: string; port: number }): Promise<RunningDashboard> {
+  let bound = -1; // no Host is answered before the port is known
+  const dashboard = createDashboard({ ...deps, answersHost: isLoopbackHost(listen.host) ? (host) => isLoopbackHostHeader(host, bound) : undefined });
   const server = createServer(dashboard.listener);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -28,7 +26,7 @@ export async function startDashboard(deps: Omit<DashboardDeps, "allowedHosts">, 
     });
   });
   const { port } = server.address() as AddressInfo;
-  for (const host of loopbackHosts(port)) allowedHosts.add(host);
+  bound = port;
   const shown = listen.host.includes(":") ? `[${listen.host}]` : listen.host;
   return {
     url: `http://${shown}:${port}`,

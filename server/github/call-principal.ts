@@ -13,8 +13,16 @@ export const MAX_NOTED_TOKENS = 20_000;
 export interface PrincipalRegistry {
   /** The principal of a call sent with this Authorization header; null: no budget (unauthenticated). */
   principalOf(authorization: string | undefined): string | null;
-  /** A mint on this installation answered 201 with `answer` (parsed): note its token's installation. */
-  noteMint(installationId: string, answer: unknown): void;
+  /**
+   * The App a principal belongs to (`app:<id>`), whose secondary limits it shares: an App JWT's
+   * own; an installation's as noted at its mint; any other principal is taken as its own.
+   */
+  appOf(principal: string): string;
+  /**
+   * A mint on this installation answered 201 with `answer` (parsed): note its token's installation,
+   * and the installation's App (`app`, the mint's principal) when known.
+   */
+  noteMint(installationId: string, answer: unknown, app?: string | null): void;
   readonly noted: number;
 }
 
@@ -23,6 +31,8 @@ export function createPrincipalRegistry(now: () => number): PrincipalRegistry {
   const tokens = new Map<string, { installationId: string; expiresAt: number }>();
   /** App JWT → its App (the JWT is reused for ~9 minutes, so this stays tiny). */
   const jwts = new Map<string, string>();
+  /** `installation:<id>` → its App, from the mints (one entry per installation the broker minted for). */
+  const apps = new Map<string, string>();
 
   const forgetExpired = () => {
     const at = now();
@@ -53,9 +63,17 @@ export function createPrincipalRegistry(now: () => number): PrincipalRegistry {
       // A token the broker did not mint (none today) is a budget of its own.
       return note ? `installation:${note.installationId}` : `token:${hash}`;
     },
-    noteMint(installationId, answer) {
+    appOf(principal) {
+      if (principal.startsWith("app:")) return principal;
+      return apps.get(principal) ?? principal;
+    },
+    noteMint(installationId, answer, app) {
       const { token, expires_at } = (answer ?? {}) as { token?: unknown; expires_at?: unknown };
       if (typeof token !== "string" || token === "") return;
+      if (app?.startsWith("app:")) {
+        if (apps.size >= MAX_NOTED_TOKENS) apps.clear(); // only past 20,000 installations: they are noted again at their next mint
+        apps.set(`installation:${installationId}`, app);
+      }
       const expiresAt = typeof expires_at === "string" ? Date.parse(expires_at) : NaN;
       tokens.set(sha256(token), { installationId: String(installationId), expiresAt: Number.isFinite(expiresAt) ? expiresAt : now() + 3_600_000 });
       forgetExpired();

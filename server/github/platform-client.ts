@@ -95,7 +95,7 @@ export function createPlatformClient(options: { apiBase: string; fetch: typeof f
     }
     // A mint's token spends its installation's points when the broker uses it (call-principal.ts).
     const minted = method === "POST" && response.status === 201 && absolute === undefined ? MINT_PATH.exec(path) : null;
-    if (minted) options.gate?.principals.noteMint(minted[1]!, data);
+    if (minted) options.gate?.principals.noteMint(minted[1]!, data, options.gate.principals.principalOf(headers.authorization));
     return new Answer(response.status, response.headers, data);
   };
 }

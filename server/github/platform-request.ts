@@ -84,7 +84,7 @@ export async function fetchText(
   let leave: (() => void) | undefined;
   try {
     if (gate && call) {
-      const refusal = gate.paused(call.kind);
+      const refusal = gate.paused(call);
       if (refusal) return localRefusal(refusal);
       const paced = gate.tryPace(call);
       if (paced !== undefined) reservation = paced;
@@ -107,7 +107,7 @@ export async function fetchText(
     timer = setTimeout(() => controller.abort(new Error(`upstream timeout after ${attemptMs} ms`)), attemptMs);
     const { signal } = controller;
     if (gate && call) {
-      const entered = gate.tryEnter(call.kind) ?? (await gate.enter(call.kind, signal));
+      const entered = gate.tryEnter(call) ?? (await gate.enter(call, signal));
       if (typeof entered !== "function") return localRefusal(entered);
       leave = entered;
     }

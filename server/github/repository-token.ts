@@ -6,6 +6,7 @@ import type { PlatformSettings } from "../settings.js";
 import type { PlatformClient } from "./platform-client.js";
 import { findInstallation, type Installation } from "./find-installation.js";
 import { mintInstallationToken, type MintedToken } from "./mint-installation-token.js";
+import type { LookupSlot } from "./owner-lookup-limiter.js";
 import { installationServes, installationSubject, mintedForScope, type RepositoryScope } from "./repository-scope.js";
 import { revokeInstallationToken } from "./revoke-installation-token.js";
 
@@ -37,7 +38,9 @@ export interface RepositoryTokenInput extends RepositoryScope {
  * repository. Anything else is 404 app_not_installed with nothing handed out: a token minted
  * anyway is revoked at once. A mint that failed other than transiently drops the cached
  * installation, which may be gone or changed (a 404/422 on a cached one is asked again once, from a fresh lookup); a 401 drops the
- * App JWT (e.g. the platform's clock disagrees with ours).
+ * App JWT (e.g. the platform's clock disagrees with ours). With the claims' ids (/token): a
+ * lookup answered "not installed" is remembered a minute (not-installed-cache.ts), and an owner's
+ * lookups that find nothing are held to its share of the App's budget (503 installation_lookups_limited).
  */
 export async function mintRepositoryToken(ctx: BrokerContext, request: RepositoryTokenInput): Promise<{ installation: Installation; minted: MintedToken }> {
   // The platform calls stop a little before the request's deadline, so the route answers its own
@@ -55,17 +58,34 @@ export async function mintRepositoryToken(ctx: BrokerContext, request: Repositor
     const outcome = await mintChecked(ctx, input, scope, { client, appJwt, cacheKey, installation: cached });
     if (!("refused" in outcome)) return outcome;
   }
+  // A repository the App is not on was answered so less than a minute ago: no lookup (anyone can
+  // replay a token of their own; docs/security.md). Only /token's, keyed by the claims' ids.
+  const ids = scope.ids;
+  if (ids && ctx.notInstalled.has(cacheKey)) throw new BrokerError("app_not_installed", { detail: "not installed (answered less than a minute ago)" });
   // Concurrent misses for one key share one lookup (README "Caches"); a failure is not cached.
   const installation = await ctx.installations.shared(cacheKey, async () => {
-    let found: Installation;
+    // One owner's lookups that find nothing stay within its share of the App's budget
+    // (owner-lookup-limiter.ts); one that finds the App installed is not counted.
+    let slot: LookupSlot | undefined;
+    if (ids) {
+      const taken = await ctx.ownerLookups.take(`${platform.apiBase}\u0000${ids.ownerId}`);
+      if (!("settle" in taken)) throw new BrokerError("installation_lookups_limited", { detail: `owner ${ids.ownerId}`, retryAfter: taken.retryAfterSeconds });
+      slot = taken;
+    }
+    const generation = ctx.notInstalled.generation;
+    let found: Installation | undefined;
     try {
       found = await findInstallation({ client, appJwt, retry: ctx.retry, installationId: platform.installationId, owner: scope.owner, repo: scope.repo, now: ctx.now, deadlineAt: input.deadlineAt });
     } catch (error) {
       ctx.appJwt.noteFailure(app, error);
+      if (ids && error instanceof BrokerError && error.code === "app_not_installed") ctx.notInstalled.add(cacheKey, ids.ownerId, generation);
       throw error;
+    } finally {
+      slot?.settle(found !== undefined && installationServes(found, scope));
     }
     if (!installationServes(found, scope)) {
       // ENT_APP_INSTALLATION_ID names another owner's installation, or the owner is not who the claims say.
+      if (ids) ctx.notInstalled.add(cacheKey, ids.ownerId, generation);
       throw new BrokerError("app_not_installed", { detail: "installation is on another account" });
     }
     ctx.installations.set(cacheKey, found);
@@ -95,7 +115,9 @@ async function mintChecked(
   from: MintFrom,
 ): Promise<{ installation: Installation; minted: MintedToken } | { refused: BrokerError }> {
   const { client, appJwt, cacheKey, installation } = from;
-  // Decided before the mint and outside its failure handling: a refusal here says nothing about the installation.
+  // Decided before the try: a refused request (403 permissions_not_granted, or a trust policy's
+  // 403/503) says nothing about the installation, so it must not drop the cached one (and cost the
+  // next call a lookup).
   const permissions = await input.permissions(installation.permissions, installation);
   let minted: MintedToken;
   try {

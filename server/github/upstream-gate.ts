@@ -6,8 +6,13 @@
 //   window; GraphQL is a budget of its own (2,000 points a minute) and spends none of these;
 // - at most `limit()` requests in flight (UPSTREAM_MAX_CONCURRENCY, read per request), more wait
 //   in a bounded queue;
-// - after the platform said "wait" for one kind of call, that kind is not sent again until the
-//   wait is over.
+// - after the platform said "wait", the calls it concerns are not sent until the wait is over:
+//   a primary limit (`x-ratelimit-remaining: 0`, until `x-ratelimit-reset`) is one principal's —
+//   the App JWT's, or one installation's — for REST or for GraphQL (each has its own), so it pauses
+//   only that principal's calls of that API; a secondary limit (`retry-after`, or GitHub's
+//   "secondary rate limit" message) is the App's, so it pauses every call of that App, its JWT and
+//   its installations alike (docs/security.md, "One installation's rate limit pauses only that
+//   installation").
 import { createPrincipalRegistry, pointsOf, type PrincipalRegistry } from "./call-principal.js";
 import { createPointsPacer, GITHUB_POINTS_PER_MINUTE, type PointsPacer, type Reservation, type SetTimer } from "./points-pacer.js";
 
@@ -29,19 +34,23 @@ export interface LocalRefusal {
 
 /** A platform call as the gate sees it. */
 export interface GatedCall {
-  /** What the rate-limit pause goes by (kindOfCall). */
+  /** What it is (kindOfCall): GraphQL's limits are its own, every other kind is REST's. */
   kind: string;
   /** Whose REST points it spends (the App, an installation); null: none. */
   principal: string | null;
   /** REST points (0 for GraphQL and unauthenticated calls). */
   points: number;
+  /** Whose primary rate limit it counts against (the App JWT's, an installation's, GraphQL included); null: unauthenticated. */
+  caller: string | null;
+  /** Whose secondary limits it counts against: the caller's App. */
+  app: string | null;
 }
 
 export interface UpstreamGate {
-  /** Kind, principal and points of a call about to be made. */
+  /** Kind, principal and points of a call about to be made, and whose rate limits it counts against (caller, App). */
   describe(method: string, url: string, authorization: string | undefined): GatedCall;
-  /** A refusal when this kind of call is paused by the platform's last "wait"; null otherwise. */
-  paused(kind: string): LocalRefusal | null;
+  /** A refusal when this call is paused by a "wait" the platform gave its caller (primary) or its App (secondary); null otherwise. */
+  paused(call: GatedCall): LocalRefusal | null;
   /**
    * Waits until the call's points fit its principal's budget and holds them (FIFO per principal);
    * null when it spends none. Rejects with `signal.reason` if the signal aborts while waiting. The
@@ -60,9 +69,9 @@ export interface UpstreamGate {
    * Wait for a slot (or be refused). Resolves with a release function to call once the answer
    * (body included) is in; rejects with `signal.reason` if the signal aborts while queued.
    */
-  enter(kind: string, signal?: AbortSignal): Promise<(() => void) | LocalRefusal>;
+  enter(call: GatedCall, signal?: AbortSignal): Promise<(() => void) | LocalRefusal>;
   /** `enter` without waiting: the release function or a refusal when either is known now; undefined when the call must queue for a slot. */
-  tryEnter(kind: string): (() => void) | LocalRefusal | undefined;
+  tryEnter(call: GatedCall): (() => void) | LocalRefusal | undefined;
   /** Tell the gate what the platform answered to this call (status, headers, body), for its pauses. */
   observe(call: GatedCall, status: number, headers: Headers, text: string): void;
   readonly inFlight: number;
@@ -93,22 +102,17 @@ interface Waiter {
 export function createUpstreamGate(options: GateOptions): UpstreamGate {
   let inFlight = 0;
   const queue: Waiter[] = [];
-  /** Kind of call → epoch ms before which it is not sent. */
-  const blockedUntil = new Map<string, number>();
   const principals = createPrincipalRegistry(options.now);
+  const pauses = createPauses(options.now);
   const points = createPointsPacer({
     budget: options.pointsPerMinute ?? (() => GITHUB_POINTS_PER_MINUTE),
     now: options.now,
     windowMs: options.pointsWindowMs,
     setTimer: options.setTimer,
   });
-  const paused = (kind: string): LocalRefusal | null => {
-    const until = blockedUntil.get(kind);
-    if (until === undefined) return null;
-    const leftMs = until - options.now();
-    if (leftMs > 0) return { refused: true, retryAfterSeconds: Math.max(1, Math.ceil(leftMs / 1000)), why: "rate limited" };
-    blockedUntil.delete(kind);
-    return null;
+  const paused = (call: GatedCall): LocalRefusal | null => {
+    const leftMs = pauses.leftMs(call);
+    return leftMs > 0 ? { refused: true, retryAfterSeconds: Math.max(1, Math.ceil(leftMs / 1000)), why: "rate limited" } : null;
   };
 
   const release = () => {
@@ -132,8 +136,8 @@ export function createUpstreamGate(options: GateOptions): UpstreamGate {
     }
   };
 
-  const tryEnter = (kind: string): (() => void) | LocalRefusal | undefined => {
-    const refusal = paused(kind);
+  const tryEnter = (call: GatedCall): (() => void) | LocalRefusal | undefined => {
+    const refusal = paused(call);
     if (refusal) return refusal;
     const limit = Math.max(1, options.limit());
     if (inFlight < limit && queue.length === 0) {
@@ -158,9 +162,10 @@ export function createUpstreamGate(options: GateOptions): UpstreamGate {
     principals,
     describe(method, url, authorization) {
       const kind = kindOfCall(method, url);
+      const caller = principals.principalOf(authorization);
       // GraphQL's points are a budget of their own (2,000 a minute, a query 1, a mutation 5), not REST's.
-      const principal = kind === "graphql" ? null : principals.principalOf(authorization);
-      return { kind, principal, points: principal === null ? 0 : pointsOf(method) };
+      const principal = kind === "graphql" ? null : caller;
+      return { kind, principal, points: principal === null ? 0 : pointsOf(method), caller, app: caller === null ? null : principals.appOf(caller) };
     },
     paused,
     pace(call, signal) {
@@ -178,11 +183,11 @@ export function createUpstreamGate(options: GateOptions): UpstreamGate {
       if (fitAt === undefined || fitAt <= deadlineAt) return null;
       return { refused: true, retryAfterSeconds: Math.max(1, Math.ceil((fitAt - options.now()) / 1000)), why: "points" };
     },
-    enter(kind, signal) {
-      const refusal = paused(kind);
+    enter(call, signal) {
+      const refusal = paused(call);
       if (refusal) return Promise.resolve(refusal);
       if (signal?.aborted) return Promise.reject(signal.reason);
-      const entered = tryEnter(kind);
+      const entered = tryEnter(call);
       if (entered !== undefined) return Promise.resolve(entered);
       return new Promise((resolve, reject) => {
         const waiter: Waiter = { resolve, reject, signal };
@@ -199,36 +204,84 @@ export function createUpstreamGate(options: GateOptions): UpstreamGate {
       });
     },
     observe(call, status, headers, text) {
-      const { kind } = call;
-      const waitMs = platformWaitMs(status, headers, text, options.now());
-      if (waitMs === null || waitMs <= 0) return;
-      const until = options.now() + waitMs;
-      if ((blockedUntil.get(kind) ?? 0) < until) blockedUntil.set(kind, until);
+      const wait = platformWait(status, headers, text, options.now());
+      if (wait === null || wait.waitMs <= 0) return;
+      pauses.pause(call, wait, headers.get("x-ratelimit-resource"));
     },
   };
 }
 
+/** A "wait" the platform gave: a secondary limit's (the App's) or a primary limit's (the caller's). */
+export interface PlatformWait {
+  limit: "secondary" | "primary";
+  waitMs: number;
+}
+
 /**
- * How long the platform said to stop sending this kind of call, or null: a secondary limit
- * (403/429 with `retry-after`, or a 403/429 whose message says "secondary rate limit", which
- * without `retry-after` means at least a minute), or `x-ratelimit-remaining: 0` on any answer
- * (until `x-ratelimit-reset`, epoch seconds). Pure.
+ * What the platform said to wait for, or null: a secondary limit (403/429 with `retry-after`, or a
+ * 403/429 whose message says "secondary rate limit", which without `retry-after` means at least a
+ * minute), or a primary one: `x-ratelimit-remaining: 0` on any answer (until `x-ratelimit-reset`,
+ * epoch seconds). Pure.
  */
-export function platformWaitMs(status: number, headers: Headers, text: string, nowMs: number): number | null {
+export function platformWait(status: number, headers: Headers, text: string, nowMs: number): PlatformWait | null {
   if (status === 403 || status === 429) {
     const retryAfter = headers.get("retry-after");
     const seconds = retryAfter === null ? NaN : Number(retryAfter);
-    if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
-    if (/secondary rate limit/i.test(text)) return 60_000;
+    if (Number.isFinite(seconds) && seconds >= 0) return { limit: "secondary", waitMs: seconds * 1000 };
+    if (/secondary rate limit/i.test(text)) return { limit: "secondary", waitMs: 60_000 };
   }
   if (headers.get("x-ratelimit-remaining") === "0") {
     const reset = Number(headers.get("x-ratelimit-reset") ?? NaN);
-    if (Number.isFinite(reset)) return reset * 1000 - nowMs;
+    if (Number.isFinite(reset)) return { limit: "primary", waitMs: reset * 1000 - nowMs };
   }
   return null;
 }
 
-/** The kind of a platform call, for the rate-limit pause: what GitHub limits separately. */
+/** The rate-limit resource a call counts against (GitHub's `x-ratelimit-resource`): GraphQL's, or REST's `core`. */
+export function resourceOf(call: GatedCall): string {
+  return call.kind === "graphql" ? "graphql" : "core";
+}
+
+/** Pauses kept at most; past it, expired ones go, then the longest set (only thousands of installations could fill it). */
+const MAX_PAUSES = 10_000;
+
+/**
+ * The platform's "waits" in force: primary ones per caller and resource, secondary ones per App.
+ * A call is held for the longest of its caller's (for its resource) and its App's.
+ */
+function createPauses(now: () => number) {
+  /** `caller \0 resource` (primary) or `secondary \0 app` → epoch ms before which no call of theirs is sent. */
+  const until = new Map<string, number>();
+  const primaryKey = (caller: string | null, resource: string) => `${caller ?? "anonymous"}\u0000${resource}`;
+  const secondaryKey = (call: GatedCall) => `secondary\u0000${call.app ?? call.caller ?? "anonymous"}`;
+  const left = (key: string, at: number): number => {
+    const end = until.get(key);
+    if (end === undefined) return 0;
+    if (end > at) return end - at;
+    until.delete(key);
+    return 0;
+  };
+  return {
+    leftMs(call: GatedCall): number {
+      if (until.size === 0) return 0;
+      const at = now();
+      const primary = left(primaryKey(call.caller, resourceOf(call)), at);
+      return Math.max(primary, left(secondaryKey(call), at));
+    },
+    /** `resource`: the answer's `x-ratelimit-resource`, when it names one. */
+    pause(call: GatedCall, wait: PlatformWait, resource: string | null): void {
+      const at = now();
+      const key = wait.limit === "secondary" ? secondaryKey(call) : primaryKey(call.caller, resource ?? resourceOf(call));
+      const end = at + wait.waitMs;
+      if ((until.get(key) ?? 0) >= end) return;
+      until.delete(key);
+      if (until.size >= MAX_PAUSES) for (const [old, oldEnd] of until) if (oldEnd <= at || until.size >= MAX_PAUSES) until.delete(old);
+      until.set(key, end);
+    },
+  };
+}
+
+/** The kind of a platform call: GraphQL's limits and points are its own; the others are REST's. */
 export function kindOfCall(method: string, url: string): string {
   const path = pathOf(url);
   const upper = method.toUpperCase();

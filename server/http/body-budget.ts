@@ -1,10 +1,10 @@
 import type { RequestHandler } from "express";
 
 /**
- * Bytes held by request bodies whose sender nobody has authenticated yet, process-wide. A body
- * with a declared length takes its whole length when its reading starts (admitted or refused
- * before a byte is buffered); a chunked body takes its bytes as they arrive. Everything a body
- * took is given back when it is consumed, refused or aborted.
+ * Bytes held by one route's request bodies whose sender nobody has authenticated yet, process-wide.
+ * A body takes its bytes as they arrive, whatever length it declares (a declared length is a
+ * promise, not memory: taking it up front let idle connections hold a budget they never filled).
+ * Everything a body took is given back when it is consumed, refused or aborted.
  */
 export interface BodyBudget {
   readonly limit: number;
@@ -35,14 +35,14 @@ export function createBodyBudget(limit: number): BodyBudget {
 
 /** What a body reader needs to know about this request (set by `bodyRules`, read by json-body.ts). */
 export interface BodyRules {
-  /** Bodies not yet authenticated count against it. */
+  /** This route's bodies not yet authenticated count against it. */
   budget: BodyBudget;
   /** The body must have arrived by then (epoch ms, on `now`). */
   readDeadlineAt: number;
   now: () => number;
 }
 
-/** Puts the request's body rules in `res.locals.bodyRules`; the read deadline runs from now. */
+/** Puts the request's body rules in `res.locals.bodyRules` (one route's budget); the read deadline runs from now. */
 export function bodyRules(options: { budget: BodyBudget; readTimeoutMs: number; now: () => number }): RequestHandler {
   return (_req, res, next) => {
     const rules: BodyRules = { budget: options.budget, readDeadlineAt: options.now() + options.readTimeoutMs, now: options.now };

@@ -9,7 +9,7 @@ export const KIB = 1024;
 export const MIB = 1024 * KIB;
 
 export interface ReadOptions {
-  /** The body counts against this budget while it is read (bodies not yet authenticated). */
+  /** The bytes received count against this budget while the body is held (bodies not yet authenticated). */
   budget?: BodyBudget;
   /** The body must have arrived by then (epoch ms on `now`), or it is refused with 408 request_timeout. */
   deadlineAt?: number;
@@ -27,9 +27,9 @@ export interface HeldBody {
  * refused before a byte is read, and a body that grows past it is refused as soon as it does:
  * nothing over the limit is ever buffered. Compressed bodies are refused (the limit would not
  * bound what they inflate to, and a webhook's signature covers the bytes as sent). With a budget,
- * a declared length is taken from it whole before reading, a chunked body's bytes as they come;
- * what does not fit is refused with 503 server_busy. The budget is given back when the body is
- * refused or aborted, and by the caller (`release`) once it has consumed the bytes.
+ * the bytes are taken from it as they arrive, never the declared length ahead of them (see
+ * body-budget.ts); a chunk that does not fit is refused with 503 server_busy. The budget is given
+ * back when the body is refused or aborted, and by the caller (`release`) once it has consumed the bytes.
  */
 export function readBody(req: IncomingMessage, limit: number, options: ReadOptions = {}): Promise<HeldBody> {
   return new Promise((resolve, reject) => {
@@ -44,10 +44,6 @@ export function readBody(req: IncomingMessage, limit: number, options: ReadOptio
       taken = 0;
     };
     const busy = () => new BrokerError("server_busy", { retryAfter: SERVER_BUSY_RETRY_AFTER_S, detail: "unauthenticated body budget full" });
-    if (budget && Number.isSafeInteger(declared) && declared > 0) {
-      if (!budget.take(declared)) return reject(busy());
-      taken = declared;
-    }
     const chunks: Buffer[] = [];
     let size = 0;
     const fail = (error: BrokerError) => {
@@ -58,9 +54,9 @@ export function readBody(req: IncomingMessage, limit: number, options: ReadOptio
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > limit) return fail(new BrokerError("payload_too_large"));
-      if (budget && size > taken) {
-        if (!budget.take(size - taken)) return fail(busy());
-        taken = size;
+      if (budget) {
+        if (!budget.take(chunk.length)) return fail(busy());
+        taken += chunk.length;
       }
       chunks.push(chunk);
     };

@@ -17,11 +17,24 @@ export const REQUEST_DEADLINE_MS = 25_000;
 export const BODY_READ_TIMEOUT_MS = 10_000;
 
 /**
- * Bytes that bodies not yet authenticated (every /webhook body before its signature is checked,
- * every /token body before its OIDC token is verified) may hold at once, process-wide. Two
- * webhooks of the platform's largest size fit; past it a body is refused with 503 server_busy.
+ * Bytes that bodies not yet authenticated may hold at once, process-wide, one budget per route so
+ * that no route's bodies can starve another's: every /webhook body before its signature is
+ * checked, every /token body before its OIDC token is verified (/sign reads its body after the
+ * bearer check, outside both). A body counts the bytes it has actually delivered, never the length
+ * it declares: a connection that declares 25 MiB and sends 300 bytes holds 300 bytes (counting
+ * declared lengths let 40 idle connections of ~300 bytes each turn every /token away). Past its
+ * route's budget a body is refused with 503 server_busy.
  */
-export const UNAUTHENTICATED_BODY_BUDGET = 64 * MIB;
+export const BODY_BUDGETS = {
+  /**
+   * 512 full bodies of 64 KiB (/token's limit): with the default MAX_CONNECTIONS, every open
+   * connection can hold a whole /token body at once, so /token's budget never refuses anyone
+   * there; only a raised MAX_CONNECTIONS can reach it.
+   */
+  token: 32 * MIB,
+  /** Two webhooks of the platform's largest size (25 MiB) fit. */
+  webhook: 64 * MIB,
+} as const;
 
 /** Sent as Retry-After with 503 server_busy: bodies in flight are gone within the body read deadline. */
 export const SERVER_BUSY_RETRY_AFTER_S = 2;
@@ -57,15 +70,16 @@ export const SERVER_TIMEOUTS = {
 
 /**
  * After refusing a body part-way (`Connection: close`), the broker keeps reading and discarding
- * what the client is still sending, up to these bounds, before it closes the socket (a lingering
- * close). Closing a socket with unread bytes makes the kernel answer with a reset, and a reset
- * makes the client's kernel drop the answer it had not read yet.
+ * what the client is still sending before it closes the socket (a lingering close). Closing a
+ * socket with unread bytes makes the kernel answer with a reset, and a reset makes the client's
+ * kernel drop the answer it had not read yet. Bounded by time only, as nginx's lingering close is
+ * (lingering_time, lingering_timeout): a bound on bytes cut a client off mid-body (a 30 MiB body
+ * to /token got EPIPE instead of its 413 once 8 MiB had been thrown away), while reading and
+ * throwing bytes away costs nothing that time does not already bound.
  */
 export const LINGER = {
-  /** At most this long in all. */
+  /** At most this long in all: a client still sending then is a trickle, not a slow network. */
   maxMs: 5_000,
   /** Closed once the client has sent nothing for this long. */
   idleMs: 1_000,
-  /** Closed once this many more bytes have been read and thrown away. */
-  maxBytes: 8 * MIB,
 };

@@ -14,7 +14,8 @@ const lingering = new WeakSet<Socket>();
  * the kernel answers them with RST, and the RST makes the client's kernel throw away the answer
  * it had not read yet: the client sees EPIPE or ECONNRESET and never the 413 (RFC 7230 6.6 asks
  * for exactly this lingering close). So this socket's `destroySoon` sends the FIN, then keeps
- * reading and discarding until the client stops sending or closes, or a bound of LINGER is reached.
+ * reading and discarding until the client stops sending or closes, or a time bound of LINGER is
+ * reached (however many bytes that takes: see LINGER).
  */
 export function closeAfterAnswer(req: IncomingMessage, res: ServerResponse, bounds: Bounds = LINGER): void {
   closeAfterResponse(req.socket, res, bounds, () => req.resume()); // whatever node:http's parser still hands over is dropped
@@ -51,8 +52,7 @@ function linger(socket: Socket, bounds: Bounds): void {
   socket.end(); // the FIN after the answer; the server's sockets are half-open, so reading goes on
   // node:http's parser reads the socket's handle itself (no 'data' events in JavaScript), so
   // progress is watched through bytesRead.
-  const startBytes = socket.bytesRead;
-  let lastBytes = startBytes;
+  let lastBytes = socket.bytesRead;
   let idleSince = Date.now();
   const startedAt = idleSince;
   const stop = () => {
@@ -66,7 +66,7 @@ function linger(socket: Socket, bounds: Bounds): void {
       lastBytes = bytes;
       idleSince = now;
     }
-    if (bytes - startBytes > bounds.maxBytes || now - idleSince >= bounds.idleMs || now - startedAt >= bounds.maxMs) stop();
+    if (now - idleSince >= bounds.idleMs || now - startedAt >= bounds.maxMs) stop();
   }, Math.min(100, bounds.idleMs));
   watch.unref();
   socket.once("end", stop); // the client has finished sending

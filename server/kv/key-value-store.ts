@@ -1,6 +1,7 @@
 import Keyv from "keyv";
 import KeyvRedis from "@keyv/redis";
 import type { Logger } from "../log.js";
+import { redactUrl } from "../redact-url.js";
 import { openLeaseLock, type LeaseLock } from "./lease-lock.js";
 
 /**
@@ -106,16 +107,6 @@ export function createStoreRegistry(options: StoreOptions) {
 }
 
 export type StoreRegistry = ReturnType<typeof createStoreRegistry>;
-
-/** A Redis URL may carry a password: log scheme, host and port only. */
-export function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.protocol}//${parsed.host}`;
-  } catch {
-    return "(unparseable url)";
-  }
-}
 
 function errorName(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message.slice(0, 200)}` : String(error);

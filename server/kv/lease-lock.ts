@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import type { Logger } from "../log.js";
-import { boundedCall, redactUrl } from "./key-value-store.js";
+import { redactUrl } from "../redact-url.js";
+import { boundedCall } from "./key-value-store.js";
 
 /**
  * A lock with a lease in Redis, so that one of several broker instances does a piece of work the

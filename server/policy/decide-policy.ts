@@ -1,8 +1,8 @@
 // Which policies apply to a job and what they allow (DESIGN.md "Who gets which token"), pure: the
 // repository policy (unless the owner policy says `repository_policies: ignore`), then the owner
 // policy as a ceiling. The caller has read both files; this only decides.
+import type { PermissionCeiling } from "../token/grant-permissions.js";
 import { checkPolicy } from "./check-policy.js";
-import type { PermissionCeiling } from "./narrow-permissions.js";
 import type { CompiledPolicy } from "./policy-types.js";
 
 export type PolicyMode = "optional" | "required" | "off";

@@ -1,14 +1,13 @@
 import type { RequestHandler } from "express";
 import type { TokenResponse } from "../../shared/types.js";
 import type { BrokerContext } from "../context.js";
-import { intersectPermissions } from "../github/intersect-permissions.js";
 import { ANSWER_RESERVE_MS, mintRepositoryToken } from "../github/repository-token.js";
 import { sendJson } from "../http/send-json.js";
 import { fingerprint } from "../log.js";
 import { verifyOidcToken } from "../oidc/verify-oidc-token.js";
 import { applyPolicies, type PolicyOutcome } from "../policy/apply-policies.js";
-import { narrowPermissions } from "../policy/narrow-permissions.js";
 import { readRuleField } from "../policy/read-rule-field.js";
+import { permissionsToMint } from "../token/permissions-to-mint.js";
 import { readTokenRequest } from "../token/read-token-request.js";
 import { checkAllowlist, matchRepository, readRepositoryIdentity, requireApp, requireTokenPermissions, trustedPlatforms } from "../token/trust.js";
 
@@ -17,7 +16,10 @@ import { checkAllowlist, matchRepository, readRepositoryIdentity, requireApp, re
  * fields → TOKEN_PERMISSIONS → OIDC verification (with the repository and owner ids) → repository
  * claim → allowlist → App configured → installation lookup (on the claims' owner id) → mint by the
  * claims' repository id (its answer must name that repository). Between lookup and mint, the trust
- * policies (server/policy/apply-policies.ts): the rule that holds narrows the grant, or nothing is minted.
+ * policies (server/policy/apply-policies.ts): a rule must hold, or nothing is minted. The
+ * permissions asked for are the grant (TOKEN_PERMISSIONS ∩ each policy rule that applies ∩
+ * installation), or exactly the body's `permissions` when it names some and the grant covers them
+ * (else 403 permissions_not_granted naming what withheld each, decided before any mint).
  */
 export function tokenRoute(ctx: BrokerContext): RequestHandler {
   return async (req, res) => {
@@ -48,13 +50,13 @@ export function tokenRoute(ctx: BrokerContext): RequestHandler {
       ids,
       requestId: res.locals.requestId as string | undefined,
       deadlineAt: res.locals.deadlineAt as number | undefined,
-      permissions: async (granted, found) => {
+      permissions: async (installed, found) => {
         policy = await applyPolicies(ctx, {
           settings, platform, app, installation: found, claims, owner: body.owner, repo: body.repo, ids, rule,
           deadlineAt: res.locals.deadlineAt === undefined ? undefined : (res.locals.deadlineAt as number) - ANSWER_RESERVE_MS,
         });
         // TOKEN_PERMISSIONS ∩ each rule that applies ∩ the installation (DESIGN.md: everything only narrows).
-        return intersectPermissions(narrowPermissions(requested, policy?.decision.ceilings ?? []), granted);
+        return permissionsToMint({ tokenPermissions: requested, policyCeilings: policy?.decision.ceilings ?? [], installation: installed, requested: body.permissions });
       },
     });
     const applied = policy as PolicyOutcome | null;
@@ -68,6 +70,7 @@ export function tokenRoute(ctx: BrokerContext): RequestHandler {
         installation_id: installation.id,
         permissions: minted.permissions,
         ...(applied ? { policy_rule: applied.decision.rule, owner_policy_rule: applied.decision.ownerRule, policy_sha: applied.repositorySha, owner_policy_sha: applied.ownerSha } : {}),
+        ...(body.permissions ? { requested_permissions: body.permissions } : {}),
         platform: platform.name,
         issuer: claims.iss,
         sub: claims.sub,
@@ -85,13 +88,15 @@ export function tokenRoute(ctx: BrokerContext): RequestHandler {
       "installation token minted",
     );
     ctx.metrics.tokensMinted.inc({ platform: platform.name });
-    // The spec's three fields, then the two additive ones the action outputs (installation-id, app-slug).
+    // The spec's three fields, then the additive ones the action outputs (installation-id, app-slug,
+    // permissions: the token's real permissions, as the mint answered them).
     const answer: TokenResponse = {
       token: minted.token,
       expires_at: minted.expires_at,
       repository,
       installation_id: installation.id,
       ...(installation.appSlug !== undefined ? { app_slug: installation.appSlug } : {}),
+      permissions: minted.permissions,
     };
     res.setHeader("Cache-Control", "no-store");
     sendJson(res, 200, answer);

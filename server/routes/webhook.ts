@@ -7,6 +7,7 @@ import { sendJson } from "../http/send-json.js";
 import { dropPoliciesOnPush, dropReadersOnInstallationChange } from "../policy/drop-on-push.js";
 import { readPolicyPullRequest, runPolicyCheck } from "../policy/policy-check-run.js";
 import { requireApp } from "../token/trust.js";
+import { bodyDigest } from "../webhook/body-digests.js";
 import { createMemoryQueue, type PushQueue } from "../webhook/memory-queue.js";
 import { readPush } from "../webhook/read-push.js";
 import { createRedisQueue } from "../webhook/redis-queue.js";
@@ -71,11 +72,13 @@ function requireWebhookSecret(ctx: BrokerContext): RequestHandler {
 }
 
 function verifyDelivery(ctx: BrokerContext): RequestHandler {
-  return (req, _res, next) => {
+  return (req, res, next) => {
     const secret = ctx.settings().webhookSecret;
     if (!secret) return next(new BrokerError("webhook_disabled"));
     const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
     if (!verifySignature(secret, raw, req.get("x-hub-signature-256"))) return next(new BrokerError("invalid_signature"));
+    // What the signature covers, to refuse a replayed push under a fresh (unsigned) delivery id.
+    res.locals.bodyDigest = bodyDigest(raw);
     try {
       req.body = parseJsonObject(raw);
     } catch (error) {
@@ -105,6 +108,8 @@ function handleDelivery(ctx: BrokerContext, queues: ReturnType<typeof createPush
     }
     if (event !== "push") {
       dropReadersOnInstallationChange(ctx, event, req.body); // internal: the answer stays `ignored`
+      // The App's installations changed: "not installed" answers of that account go (internal; the answer stays the spec's).
+      if (event === "installation" || event === "installation_repositories") ctx.notInstalled.dropOwner(installationAccountId(req.body));
       ctx.log.info({ event, delivery: deliveryId, request_id: requestId }, "webhook event ignored");
       return void answer({ ok: true, ignored: event });
     }
@@ -117,7 +122,12 @@ function handleDelivery(ctx: BrokerContext, queues: ReturnType<typeof createPush
     requireApp(settings.main);
 
     const store = ctx.stores.get(settings.releasesKvUrl, "tokensmith-deliveries");
-    const queued = await queues.get(settings.webhookQueueUrl).enqueue(push, deliveryId, store, ctx.stores.lockFor(settings.releasesKvUrl));
+    const queued = await queues.get(settings.webhookQueueUrl).enqueue(push, { id: deliveryId, bodyDigest: res.locals.bodyDigest as string }, store, ctx.stores.lockFor(settings.releasesKvUrl));
+    if (queued === "replayed") {
+      // The same signed body under another id within the day: a replay, or a copy sent twice. Answered as a duplicate (DESIGN.md's words).
+      ctx.log.warn({ event, delivery: deliveryId, repository: push.repository, request_id: requestId }, "push body already seen under another delivery id: not acted on again");
+      return void answer({ ok: true, event: "push", skipped: "duplicate_delivery", duplicate: true });
+    }
     if (queued === "duplicate") {
       ctx.log.info({ event, delivery: deliveryId, repository: push.repository, request_id: requestId }, "redelivery acknowledged, not acted on twice");
       return void answer({ ok: true, event: "push", skipped: "duplicate_delivery", duplicate: true });
@@ -125,4 +135,10 @@ function handleDelivery(ctx: BrokerContext, queues: ReturnType<typeof createPush
     ctx.log.info({ event, delivery: deliveryId, repository: push.repository, branch: push.branch, request_id: requestId }, "push queued");
     answer({ ok: true, event: "push", queued: true, repository: push.repository, branch: push.branch, delivery: deliveryId ?? null }, 202);
   };
+}
+
+/** The account id of an installation delivery (`installation.account.id`); undefined when it names none. */
+function installationAccountId(body: unknown): number | undefined {
+  const id = (body as { installation?: { account?: { id?: unknown } } } | null)?.installation?.account?.id;
+  return Number.isSafeInteger(id) ? (id as number) : undefined;
 }

@@ -15,8 +15,7 @@ export const SANDBOX_USAGE = `Usage: tokensmith sandbox [--json] [--demo] [--por
   --json     Print the broker URL, secrets and runner variables as one JSON line.
   --demo     Run one release job end to end (action, /sign, /webhook, /releases), then exit.
   --port N   The broker's port (default: a free one).
-  --world F  Seed the platform from a JSON world file (format: README, "Test your release workflow
-             against a sandbox").
+  --world F  Seed the platform from a JSON world file (format: docs/sandbox.md).
 `;
 
 const PREFIX = "[sandbox · fake tokens]";

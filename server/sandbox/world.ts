@@ -1,7 +1,6 @@
 // The sandbox's world: which organisation the App is installed on, its repositories, branches,
 // releases and open pull requests. JSON on disk (`tokensmith sandbox --world FILE`), the same
-// object from code (`startSandbox({ world })`). The format is documented in the README
-// ("Test your release workflow against a sandbox").
+// object from code (`startSandbox({ world })`). The format is documented in docs/sandbox.md.
 import type { PermissionLevel, Simulator } from "../../simulator/index.js";
 
 export interface WorldRepository {

@@ -1,6 +1,7 @@
 import { BrokerError } from "../../shared/broker-error.js";
 import type { FileAddition, FileDeletion } from "../../shared/types.js";
 import { isObject, own } from "../http/fields.js";
+import { isBase64 } from "./is-base64.js";
 
 /** A /sign body that passed every check of spec 4.2, ready for createCommitOnBranch. */
 export interface SignCommand {
@@ -19,8 +20,6 @@ export interface SignCommand {
 const NAME = /^[A-Za-z0-9_.-]+$/;
 // A commit SHA: SHA-1 (40 hex) or SHA-256 (64 hex) repositories.
 const OID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/i;
-// Standard base64 with padding, as GraphQL's Base64String takes it.
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 
 /**
  * Body of POST /sign (spec 2.3), checked in this order: required fields present
@@ -153,7 +152,7 @@ export function branchNameProblem(name: string): string | null {
 
 function readContents(item: Record<string, unknown>, at: string): string {
   const contents = own(item, "contents");
-  if (typeof contents !== "string" || !BASE64.test(contents)) throw new BrokerError("invalid_request", { detail: `${at}.contents is not base64` });
+  if (typeof contents !== "string" || !isBase64(contents)) throw new BrokerError("invalid_request", { detail: `${at}.contents is not base64` });
   return contents;
 }
 

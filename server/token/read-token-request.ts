@@ -1,11 +1,13 @@
 import { BrokerError } from "../../shared/broker-error.js";
+import { parseRequestedPermissions } from "../../shared/requested-permissions.js";
 import type { TokenRequest } from "../../shared/types.js";
 import { own } from "../http/fields.js";
 
 /**
  * Body of POST /token (spec 2.1). `oidcToken`, `owner`, `repo` absent or empty →
  * missing_required_fields; present with the wrong type → invalid_request. `ref`, `runId`, `sha`
- * are for the log only and never authorise anything.
+ * are for the log only and never authorise anything. `permissions` (optional) narrows the token:
+ * present but malformed → 400 invalid_permissions, the body's detail naming the entry at fault.
  */
 export function readTokenRequest(body: Record<string, unknown>): TokenRequest {
   const required = ["oidcToken", "owner", "repo"] as const;
@@ -20,6 +22,7 @@ export function readTokenRequest(body: Record<string, unknown>): TokenRequest {
       throw new BrokerError("invalid_request", { detail: `${field} is not a string` });
     }
   }
+  const permissions = readPermissions(own(body, "permissions"));
   const optional = (field: string) => {
     const value = own(body, field);
     return typeof value === "string" ? value.slice(0, 256) : undefined;
@@ -31,5 +34,14 @@ export function readTokenRequest(body: Record<string, unknown>): TokenRequest {
     ref: optional("ref"),
     runId: optional("runId"),
     sha: optional("sha"),
+    ...(permissions ? { permissions } : {}),
   };
+}
+
+// JSON null reads as absent, as for the optional string fields above.
+function readPermissions(value: unknown): TokenRequest["permissions"] {
+  if (value === undefined || value === null) return undefined;
+  const parsed = parseRequestedPermissions(value);
+  if (!parsed.ok) throw new BrokerError("invalid_permissions", { detail: parsed.problem, answerDetail: parsed.problem });
+  return parsed.permissions;
 }

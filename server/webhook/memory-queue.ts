@@ -2,19 +2,27 @@ import { randomUUID } from "node:crypto";
 import type { BrokerContext } from "../context.js";
 import type { KeyValueStore } from "../kv/key-value-store.js";
 import type { LeaseLock } from "../kv/lease-lock.js";
+import { createBodyDigestLog } from "./body-digests.js";
 import { createDeliveryLog } from "./deliveries.js";
 import { createPacer, memoryPaceStore } from "./pacer.js";
 import { memoryProgress, runPushJob, type PushJob } from "./push-job.js";
 import type { BranchPush } from "./read-push.js";
 
+/** One verified delivery: its `X-GitHub-Delivery` (unsigned) and the SHA-256 of its signed raw body. */
+export interface DeliveryMark {
+  id: string | undefined;
+  bodyDigest: string;
+}
+
 /** What the route needs of a push queue, in process or in Redis. */
 export interface PushQueue {
   /**
-   * Claims the delivery id (false: already claimed, within the hour, by this or — for the Redis
-   * queue — any instance) and queues the push, joining the pending job of its (repository, branch)
-   * when there is one. Throws when the queue cannot take it (the claim is then released).
+   * Claims the delivery id (already claimed within the hour: duplicate) and then its body's digest
+   * (seen within the day: replayed — under a fresh id), by this or — with Redis — any
+   * instance, and queues the push, joining the pending job of its (repository, branch) when there
+   * is one. Throws when the queue cannot take it (the claims are then released).
    */
-  enqueue(push: BranchPush, deliveryId: string | undefined, store: KeyValueStore | null, lock?: LeaseLock | null): Promise<"queued" | "duplicate">;
+  enqueue(push: BranchPush, delivery: DeliveryMark, store: KeyValueStore | null, lock?: LeaseLock | null): Promise<"queued" | "duplicate" | "replayed">;
   /** Stops taking jobs, lets running ones stop at the next pull request, closes connections. */
   close(): Promise<void>;
 }
@@ -34,6 +42,9 @@ export function coalesceKey(push: BranchPush): string {
  */
 export function createMemoryQueue(ctx: BrokerContext): PushQueue {
   const deliveries = createDeliveryLog({ now: ctx.now });
+  const bodies = createBodyDigestLog({ now: ctx.now });
+  /** The body digests of each job's pushes, handed back when the job fails before acting. */
+  const jobBodies = new Map<PushJob, string[]>();
   const pacer = createPacer({ store: memoryPaceStore(), now: ctx.now, sleep: ctx.sleep });
   const pending = new Map<string, PushJob>();
   const waiting: Array<{ key: string; job: PushJob; store: KeyValueStore | null }> = [];
@@ -52,11 +63,15 @@ export function createMemoryQueue(ctx: BrokerContext): PushQueue {
       const run = runPushJob(ctx, { pacer, stopped: () => stopping }, job, memoryProgress())
         .then(async (end) => {
           // Nothing was done: a redelivery of any of its deliveries may try again.
-          if (end.end === "failed") for (const id of job.deliveries) if (deliveries.usable(id)) await deliveries.forget(id, store);
+          if (end.end === "failed") {
+            for (const id of job.deliveries) if (deliveries.usable(id)) await deliveries.forget(id, store);
+            for (const digest of jobBodies.get(job) ?? []) await bodies.forget(digest);
+          }
           if (end.end === "interrupted") ctx.log.warn({ job: job.id, repository: job.push.repository, branch: job.push.branch, deliveries: job.deliveries, remaining: end.remaining }, "push job stopped at shutdown: its remaining pull requests are not updated");
         })
         .catch((error: unknown) => ctx.log.error({ job: job.id, err: String(error) }, "push job crashed"))
         .finally(() => {
+          jobBodies.delete(job);
           runningKeys.delete(key);
           running.delete(run);
           pump();
@@ -66,16 +81,24 @@ export function createMemoryQueue(ctx: BrokerContext): PushQueue {
   };
 
   return {
-    async enqueue(push, deliveryId, store, lock = null) {
+    async enqueue(push, delivery, store, lock = null) {
+      const deliveryId = delivery.id;
       const tracked = deliveries.usable(deliveryId);
       if (tracked && !(await deliveries.claim(deliveryId, store, lock))) return "duplicate";
+      if (!(await bodies.claim(delivery.bodyDigest, lock))) {
+        // A replayed body under a fresh id: the id is spent too, so resending it is a duplicate as well.
+        if (tracked) await deliveries.done(deliveryId, store);
+        return "replayed";
+      }
       const key = coalesceKey(push);
       const joined = pending.get(key);
       if (joined) {
         if (deliveryId !== undefined) joined.deliveries.push(deliveryId);
+        jobBodies.get(joined)?.push(delivery.bodyDigest);
       } else {
         const job: PushJob = { id: randomUUID(), push, deliveries: deliveryId === undefined ? [] : [deliveryId] };
         pending.set(key, job);
+        jobBodies.set(job, [delivery.bodyDigest]);
         waiting.push({ key, job, store });
       }
       if (tracked) await deliveries.done(deliveryId, store);
@@ -86,6 +109,7 @@ export function createMemoryQueue(ctx: BrokerContext): PushQueue {
       stopping = true;
       if (waiting.length > 0) {
         ctx.log.warn({ jobs: waiting.map(({ job }) => ({ job: job.id, repository: job.push.repository, branch: job.push.branch, deliveries: job.deliveries })) }, "pending push jobs dropped at shutdown (in-process queue)");
+        for (const { job } of waiting) jobBodies.delete(job);
         waiting.length = 0;
         pending.clear();
       }

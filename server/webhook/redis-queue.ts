@@ -2,6 +2,7 @@ import { Queue, WaitingError, Worker, type Job } from "bullmq";
 import { Redis } from "ioredis";
 import { BrokerError } from "../../shared/broker-error.js";
 import type { BrokerContext } from "../context.js";
+import { BODY_DIGEST_TTL_MS } from "./body-digests.js";
 import { DELIVERY_TTL_MS } from "./deliveries.js";
 import { coalesceKey, JOB_CONCURRENCY, type PushQueue } from "./memory-queue.js";
 import { createPacer, redisPaceStore } from "./pacer.js";
@@ -52,7 +53,10 @@ interface JobData {
 /**
  * The durable queue (`WEBHOOK_QUEUE`), on BullMQ. Any instance runs any job; a job whose instance
  * stops renewing its lease is taken over; jobs survive restarts.
- * - Delivery claim: `SET <prefix>:delivery:<id> NX PX 1h` — atomic, whichever instance receives it.
+ * - Delivery claim: `SET <prefix>:delivery:<id> <body digest> NX PX 1h`, then the body's:
+ *   `SET <prefix>:body:<sha256> <id> NX PX 24h` — each atomic, whichever instance receives it; a
+ *   signed body replayed under a fresh id finds its digest taken. A job that fails before acting
+ *   hands both back (the digest found through its deliveries' keys).
  * - Coalescing: BullMQ deduplication on (repository, branch) with `keepLastIfActive`: a push joins
  *   the waiting job; a push while the job runs leaves one follow-up job (at most one waiting, one
  *   running). The deliveries that joined are kept in a Redis list the job takes when it starts.
@@ -73,6 +77,7 @@ export function createRedisQueue(ctx: BrokerContext, raw: string): PushQueue {
   let stopping = false;
 
   const deliveryKey = (id: string) => `${prefix}:delivery:${id}`;
+  const bodyKey = (digest: string) => `${prefix}:body:${digest}`;
   const joinedKey = (key: string) => `${prefix}:push-deliveries:${encodeURIComponent(key)}`;
   const resultsKey = (jobId: string) => `${prefix}:push-results:${jobId}`;
 
@@ -108,7 +113,10 @@ export function createRedisQueue(ctx: BrokerContext, raw: string): PushQueue {
     if (end.end === "failed") {
       // Nothing was updated: a redelivery of any of its deliveries may try again.
       const ids = job.data.deliveries ?? [];
-      if (ids.length > 0) await commands.del(...ids.map(deliveryKey));
+      if (ids.length > 0) {
+        const digests = (await commands.mget(...ids.map(deliveryKey))).filter((digest): digest is string => typeof digest === "string" && /^[0-9a-f]{64}$/.test(digest));
+        await commands.del(...ids.map(deliveryKey), ...digests.map(bodyKey));
+      }
     }
     await commands.del(resultsKey(job.id!));
   };
@@ -130,16 +138,20 @@ export function createRedisQueue(ctx: BrokerContext, raw: string): PushQueue {
     Promise.race([work, new Promise<never>((_, reject) => setTimeout(() => reject(new Error("webhook queue: Redis did not answer in time")), ENQUEUE_TIMEOUT_MS).unref())]);
 
   return {
-    async enqueue(push, deliveryId) {
+    async enqueue(push, delivery) {
       const key = coalesceKey(push);
-      const id = deliveryId && /^[A-Za-z0-9-]{1,100}$/.test(deliveryId) ? deliveryId : undefined;
+      const id = delivery.id && /^[A-Za-z0-9-]{1,100}$/.test(delivery.id) ? delivery.id : undefined;
       let claimed = false;
+      let claimedBody = false;
       try {
         if (id !== undefined) {
-          claimed = (await withTimeout(commands.set(deliveryKey(id), String(ctx.now()), "PX", DELIVERY_TTL_MS, "NX"))) === "OK";
+          claimed = (await withTimeout(commands.set(deliveryKey(id), delivery.bodyDigest, "PX", DELIVERY_TTL_MS, "NX"))) === "OK";
           if (!claimed) return "duplicate";
-          await withTimeout(commands.multi().rpush(joinedKey(key), id).expire(joinedKey(key), PROGRESS_TTL_S).exec());
         }
+        claimedBody = (await withTimeout(commands.set(bodyKey(delivery.bodyDigest), id ?? "-", "PX", BODY_DIGEST_TTL_MS, "NX"))) === "OK";
+        // A replayed body under a fresh id: that id stays claimed, so resending it is a duplicate as well.
+        if (!claimedBody) return "replayed";
+        if (id !== undefined) await withTimeout(commands.multi().rpush(joinedKey(key), id).expire(joinedKey(key), PROGRESS_TTL_S).exec());
         await withTimeout(
           queue.add(QUEUE_NAME, { push }, {
             deduplication: { id: key, keepLastIfActive: true },
@@ -149,7 +161,8 @@ export function createRedisQueue(ctx: BrokerContext, raw: string): PushQueue {
         );
         return "queued";
       } catch (error) {
-        if (claimed) await commands.del(deliveryKey(id!)).catch(() => undefined);
+        const keys = [...(claimed ? [deliveryKey(id!)] : []), ...(claimedBody ? [bodyKey(delivery.bodyDigest)] : [])];
+        if (keys.length > 0) await commands.del(...keys).catch(() => undefined);
         throw new BrokerError("internal_error", { detail: "webhook queue unavailable", cause: error });
       }
     },

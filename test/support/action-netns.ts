@@ -1,56 +1,63 @@
-// A black-holed address for the bundled action, inside a network namespace this test creates and
-// deletes: the child runs in namespace A, where 10.213.7.4/30 is routed over a veth pair whose
-// other end (also in A) owns no such address and does not forward, so every SYN is dropped without
-// an answer: the kernel's ~130 s connect timeout, not a refusal. No packet leaves the namespace;
-// nothing is added to the host's own network. Needs root and `ip` (iproute2).
+// A black-holed address for the bundled action, inside a network namespace this test creates: the
+// child runs in namespace A, where 10.213.7.4/30 is routed over a veth pair whose other end (also
+// in A) owns no such address and does not forward, so every SYN is dropped without an answer: the
+// kernel's ~130 s connect timeout, not a refusal. No packet leaves the namespace; nothing is added
+// to the host's own network. The namespace belongs to an unprivileged user namespace
+// (`unshare -rn`, util-linux), so no root is needed, only `ip` (iproute2) inside it; it goes away
+// with its last process (the helper below, and the steps that `nsenter` it).
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { randomBytes } from "node:crypto";
 
 export const BLACK_HOLE = "10.213.7.6";
 
 export interface BlackHoleNamespace {
-  name: string;
-  /** `ip netns exec <name>`: what a step is run under. */
+  /** `nsenter …`: what a step is run under. */
   prefix: string[];
   /** A runner ID-token endpoint and a broker that answers, on the namespace's own loopback. */
   helperUrl: string;
   close(): Promise<void>;
 }
 
-const ip = (...args: string[]) => execFileSync("ip", args, { stdio: ["ignore", "ignore", "pipe"] });
+// Run as the namespace's root (uid 0 mapped to the caller), then replaced by the helper (exec).
+const SETUP = `set -e
+ip link set lo up
+ip link add bh0 type veth peer name bh1
+ip addr add 10.213.7.1/30 dev bh0
+ip link set bh0 up
+ip link set bh1 up
+mac=$(ip -o link show bh1 | sed -n 's/.*link\\/ether \\([0-9a-f:]*\\).*/\\1/p')
+# The next hop is the peer's MAC, fixed: no ARP, so nothing answers "unreachable" either.
+ip neigh add 10.213.7.2 lladdr "$mac" dev bh0 nud permanent
+ip route add 10.213.7.4/30 via 10.213.7.2 dev bh0
+exec "$@"`;
+
+/** One line naming what is missing, when a tool the namespace needs is not on PATH. */
+function requireTools(): void {
+  for (const [tool, pkg] of [["unshare", "util-linux"], ["nsenter", "util-linux"], ["ip", "iproute2"]] as const) {
+    try {
+      execFileSync("sh", ["-c", `command -v ${tool}`], { stdio: "ignore" });
+    } catch {
+      throw new Error(`the black-hole test needs \`${tool}\` on PATH: install ${pkg} (Debian/Ubuntu: apt-get install ${pkg})`);
+    }
+  }
+}
 
 export async function createBlackHoleNamespace(): Promise<BlackHoleNamespace> {
-  const name = `tsm-bh-${process.pid}-${randomBytes(3).toString("hex")}`;
+  requireTools();
   let helper: ChildProcess | undefined;
   const close = async () => {
-    if (helper && helper.exitCode === null) {
+    if (helper && helper.exitCode === null && helper.signalCode === null) {
       const exited = new Promise((resolve) => helper!.once("exit", resolve));
       helper.kill("SIGKILL");
       await exited;
     }
-    try {
-      ip("netns", "del", name); // takes the veth pair with it
-    } catch {
-      // already gone
-    }
   };
+  let stderr = "";
   try {
-    ip("netns", "add", name);
-    ip("-n", name, "link", "set", "lo", "up");
-    ip("-n", name, "link", "add", "bh0", "type", "veth", "peer", "name", "bh1");
-    ip("-n", name, "addr", "add", "10.213.7.1/30", "dev", "bh0");
-    ip("-n", name, "link", "set", "bh0", "up");
-    ip("-n", name, "link", "set", "bh1", "up");
-    const peerMac = /link\/ether ([0-9a-f:]+)/.exec(execFileSync("ip", ["-n", name, "link", "show", "bh1"], { encoding: "utf8" }))![1]!;
-    // The next hop is the peer's MAC, fixed: no ARP, so nothing answers "unreachable" either.
-    ip("-n", name, "neigh", "add", "10.213.7.2", "lladdr", peerMac, "dev", "bh0", "nud", "permanent");
-    ip("-n", name, "route", "add", "10.213.7.4/30", "via", "10.213.7.2", "dev", "bh0");
-  } catch (error) {
-    await close();
-    throw new Error(`could not build the black-hole network namespace (root and iproute2 needed): ${(error as Error).message}`);
-  }
-  try {
-    helper = spawn("ip", ["netns", "exec", name, process.execPath, "-e", HELPER], { stdio: ["ignore", "pipe", "inherit"] });
+    helper = spawn("unshare", ["--user", "--map-root-user", "--net", "sh", "-c", SETUP, "sh", process.execPath, "-e", HELPER], { stdio: ["ignore", "pipe", "pipe"] });
+    helper.stderr!.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString("utf8");
+      process.stderr.write(chunk);
+    });
     const port = await new Promise<string>((resolve, reject) => {
       let text = "";
       helper!.stdout!.on("data", (chunk: Buffer) => {
@@ -58,12 +65,14 @@ export async function createBlackHoleNamespace(): Promise<BlackHoleNamespace> {
         const match = /^listening (\d+)\n/.exec(text);
         if (match) resolve(match[1]!);
       });
-      helper!.once("exit", (code) => reject(new Error(`the namespace's helper exited (${code})`)));
+      helper!.once("error", reject);
+      helper!.once("exit", (code) => reject(new Error(`exited (${code})`)));
     });
-    return { name, prefix: ["ip", "netns", "exec", name], helperUrl: `http://127.0.0.1:${port}`, close };
+    const prefix = ["nsenter", "--target", String(helper.pid), "--user", "--net", "--preserve-credentials"];
+    return { prefix, helperUrl: `http://127.0.0.1:${port}`, close };
   } catch (error) {
     await close();
-    throw error;
+    throw new Error(`could not build the black-hole network namespace (unshare -rn, an unprivileged user namespace; ip from iproute2): ${(error as Error).message} ${stderr.trim()}`);
   }
 }
 

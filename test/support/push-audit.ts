@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { signatureFor } from "../../server/webhook/verify-signature.js";
 
 // A queued push's outcome is its job's audit line (`pull_requests_updated`): wait for it in a
@@ -17,7 +17,8 @@ export async function pushAudit(logs: readonly string[], repository: string, tim
 /** A signed push delivery of `refs/heads/main` of `repository` (owner/name) from `installationId`, as the platform sends it. */
 export async function sendPush(brokerUrl: string, secret: string, repository: string, installationId: number): Promise<{ status: number; body: Record<string, unknown> }> {
   const [owner, name] = repository.split("/");
-  const raw = JSON.stringify({ ref: "refs/heads/main", deleted: false, repository: { name, full_name: repository, owner: { login: owner } }, installation: { id: installationId } });
+  // Every push its own head, as on the platform (a repeated body is a replay).
+  const raw = JSON.stringify({ ref: "refs/heads/main", after: randomBytes(20).toString("hex"), deleted: false, repository: { name, full_name: repository, owner: { login: owner } }, installation: { id: installationId } });
   const response = await fetch(`${brokerUrl}/webhook`, {
     method: "POST",
     headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": randomUUID(), "x-hub-signature-256": signatureFor(secret, raw) },

@@ -1,6 +1,7 @@
 import type { AppCredentials } from "../../app-credentials.js";
 import { createAppJwtSigner } from "../../github/app-jwt.js";
 import { createPlatformClient, type PlatformClient } from "../../github/platform-client.js";
+import { redactUrl } from "../../redact-url.js";
 import type { PlatformSettings } from "../../settings.js";
 import { fail, ok, whyFailed, type CheckResult } from "./check-result.js";
 import { describePermissions, missingFrom, type Need } from "./needed-permissions.js";
@@ -20,7 +21,8 @@ interface InstallationJson {
  */
 export async function checkApp(input: { platform: PlatformSettings; app: AppCredentials; needs: Need[]; fetch: typeof fetch; timeoutMs: number }): Promise<CheckResult[]> {
   const { platform, app } = input;
-  const where = platform.name === "main" ? platform.apiBase : `${platform.apiBase} (enterprise)`;
+  const shown = redactUrl(platform.apiBase);
+  const where = platform.name === "main" ? shown : `${shown} (enterprise)`;
   const client = createPlatformClient({ apiBase: platform.apiBase, fetch: input.fetch, timeoutMs: input.timeoutMs });
   let jwt: string;
   try {

@@ -1,3 +1,5 @@
+import { redactUrlCredentials } from "../../redact-url.js";
+
 /** One line of `tokensmith doctor`: ok, FAIL, or warn (worth knowing, not a failure). Never a secret. */
 export interface CheckResult {
   status: "ok" | "FAIL" | "warn";
@@ -8,8 +10,9 @@ export const ok = (what: string): CheckResult => ({ status: "ok", what });
 export const fail = (what: string): CheckResult => ({ status: "FAIL", what });
 export const warn = (what: string): CheckResult => ({ status: "warn", what });
 
+/** The printed line; a URL's credentials never reach it, whichever check (or error message) put the URL there. */
 export function formatCheck(result: CheckResult): string {
-  return `${result.status.padEnd(4)} ${result.what}\n`;
+  return `${result.status.padEnd(4)} ${redactUrlCredentials(result.what)}\n`;
 }
 
 /** Why a call failed, in a few words: a status and the platform's message, or the network error's code. */

@@ -1,0 +1,82 @@
+// Issue 24 item 5: the built broker (`build/server/main.js`, a child process) listens where `HOST`
+// says (default 0.0.0.0) and its admin listener where `ADMIN_HOST` says (default 127.0.0.1).
+// Loopback has a whole /8: a listener bound to 127.0.0.2 refuses connections on 127.0.0.1 and the
+// other way round, which tells a bound address from every interface.
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { request } from "node:http";
+import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
+import { freePort } from "./support/redis-server.js";
+import { spawnBroker, type BrokerProcess } from "./support/spawn-broker.js";
+
+let fx: TokenFixture;
+const started: BrokerProcess[] = [];
+
+beforeAll(async () => {
+  fx = await tokenFixture();
+});
+afterAll(async () => {
+  for (const broker of started) await broker.stop();
+  expectNoSecrets(started.flatMap((b) => b.lines), [fx.app.privateKeyPem]);
+  await fx.sim.close();
+});
+
+/** Starts the built broker; resolves with its port and, when ADMIN_PORT is set, the admin's. */
+async function start(env: Record<string, string>): Promise<{ broker: BrokerProcess; port: number; adminPort?: number }> {
+  const broker = await spawnBroker({ ...fx.env, ...env });
+  started.push(broker);
+  const port = Number(new URL(broker.url).port);
+  if (env.ADMIN_PORT === undefined) return { broker, port };
+  // The admin listener is started before the broker's; wait for its line all the same.
+  for (let waited = 0; waited < 5_000; waited += 20) {
+    const line = broker.lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((entry) => entry.msg === "tokensmith admin listening");
+    if (line) return { broker, port, adminPort: line.admin_port as number };
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error(`no admin listening line: ${broker.lines.join("\n")}`);
+}
+
+/** The status of GET `path` on host:port, or the connection error's code (ECONNREFUSED). */
+function reach(host: string, port: number, path: string): Promise<number | string> {
+  return new Promise((resolve) => {
+    const req = request({ host, port, path, method: "GET", agent: false, timeout: 5_000 }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on("timeout", () => req.destroy(Object.assign(new Error("timeout"), { code: "ETIMEDOUT" })));
+    req.on("error", (error: NodeJS.ErrnoException) => resolve(error.code ?? "error"));
+    req.end();
+  });
+}
+
+describe("HOST", () => {
+  it("binds the broker to HOST only: 127.0.0.2 answers, 127.0.0.1 refuses", async () => {
+    const { broker, port } = await start({ HOST: "127.0.0.2" });
+    expect(await reach("127.0.0.2", port, "/token")).toBe(405);
+    expect(await reach("127.0.0.1", port, "/token")).toBe("ECONNREFUSED");
+    const listening = broker.lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((e) => e.msg === "tokensmith broker listening");
+    expect(listening).toMatchObject({ host: "127.0.0.2", port });
+  });
+
+  it("binds every IPv4 interface without HOST (0.0.0.0): both loopback addresses answer", async () => {
+    const { broker, port } = await start({});
+    expect(await reach("127.0.0.1", port, "/token")).toBe(405);
+    expect(await reach("127.0.0.2", port, "/token")).toBe(405);
+    expect(broker.lines.some((l) => l.includes('"host":"0.0.0.0"'))).toBe(true);
+  });
+});
+
+describe("ADMIN_HOST", () => {
+  it("binds the admin listener to 127.0.0.1 without ADMIN_HOST, while the broker binds every interface", async () => {
+    const { port, adminPort } = await start({ ADMIN_PORT: String(await freePort()) });
+    expect(adminPort).toBeGreaterThan(0);
+    expect(await reach("127.0.0.1", adminPort!, "/healthz")).toBe(200);
+    expect(await reach("127.0.0.2", adminPort!, "/healthz")).toBe("ECONNREFUSED");
+    expect(await reach("127.0.0.2", port, "/token")).toBe(405);
+  });
+
+  it("binds the admin listener to ADMIN_HOST when set", async () => {
+    const { adminPort } = await start({ ADMIN_PORT: String(await freePort()), ADMIN_HOST: "127.0.0.2" });
+    expect(await reach("127.0.0.2", adminPort!, "/healthz")).toBe(200);
+    expect(await reach("127.0.0.1", adminPort!, "/healthz")).toBe("ECONNREFUSED");
+  });
+});

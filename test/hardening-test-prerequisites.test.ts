@@ -1,0 +1,55 @@
+// `npm test`'s pretest (scripts/test-prerequisites.js): with a prerequisite missing and no way to
+// install it (no apt-get on PATH), it stops in one line per missing tool that names the package.
+// Each case runs the script with a PATH of its own: links to the tools it is meant to find.
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, describe, expect, it } from "@jest/globals";
+
+const SCRIPT = fileURLToPath(new URL("../scripts/test-prerequisites.js", import.meta.url));
+const ALL = ["sh", "redis-server", "redis-cli", "ip", "unshare", "nsenter", "tar", "git"];
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+function which(tool: string): string {
+  const found = spawnSync("sh", ["-c", `command -v ${tool}`], { encoding: "utf8" }).stdout.trim();
+  if (!found) throw new Error(`this machine has no ${tool} to link`);
+  return found;
+}
+
+function runWith(tools: string[], env: Record<string, string> = {}): { status: number | null; lines: string[] } {
+  const bin = mkdtempSync(join(tmpdir(), "tokensmith-prereq-"));
+  dirs.push(bin);
+  for (const tool of tools) symlinkSync(which(tool), join(bin, tool));
+  const run = spawnSync(process.execPath, [SCRIPT], { env: { PATH: bin, ...env }, encoding: "utf8" });
+  const lines = `${run.stdout}${run.stderr}`.split("\n").filter((line) => line !== "" && !line.includes("warning: Node.js"));
+  return { status: run.status, lines };
+}
+
+describe("npm test's prerequisites", () => {
+  it("passes silently when every tool is on PATH", () => {
+    expect(runWith(ALL)).toEqual({ status: 0, lines: [] });
+  });
+
+  it("without redis-server: one line naming the package, exit 1", () => {
+    expect(runWith(ALL.filter((tool) => tool !== "redis-server" && tool !== "redis-cli"))).toEqual({
+      status: 1,
+      lines: [expect.stringMatching(/^tokensmith tests: `redis-server` is not on PATH \(.*\): install redis-server \(Debian\/Ubuntu: (sudo )?apt-get install redis-server\)$/)],
+    });
+  });
+
+  it("without redis-server but with TOKENSMITH_TEST_REDIS_URL set: passes (that Redis is used)", () => {
+    expect(runWith(ALL.filter((tool) => !tool.startsWith("redis")), { TOKENSMITH_TEST_REDIS_URL: "redis://127.0.0.1:1" })).toEqual({ status: 0, lines: [] });
+  });
+
+  it("without ip: one line naming iproute2", () => {
+    expect(runWith(ALL.filter((tool) => tool !== "ip"))).toEqual({
+      status: 1,
+      lines: [expect.stringMatching(/^tokensmith tests: `ip` is not on PATH \(.*\): install iproute2 \(Debian\/Ubuntu: (sudo )?apt-get install iproute2\)$/)],
+    });
+  });
+});
