@@ -13,6 +13,8 @@ export interface KeyValueStore {
   readonly url: string;
   get<T>(key: string): Promise<T | undefined>;
   set<T>(key: string, value: T, ttlMs: number): Promise<boolean>;
+  /** Whether the store answers a read within the bound (/readyz asks); never throws. */
+  reachable(): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -50,6 +52,10 @@ export function openKeyValueStore(url: string, namespace: string, options: Store
     url,
     get: <T>(key: string) => bounded<T | undefined>("get", undefined, async () => (await keyv.get<T>(key)) ?? undefined),
     set: <T>(key: string, value: T, ttlMs: number) => bounded("set", false, async () => Boolean(await keyv.set(key, value, ttlMs))),
+    reachable: () => bounded("ping", false, async () => {
+      await keyv.get("readyz-probe");
+      return true;
+    }),
     close: async () => {
       await bounded("close", undefined, async () => {
         await keyv.disconnect();
