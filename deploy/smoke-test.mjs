@@ -110,6 +110,10 @@ try {
   const minted = await exchange.json();
   check(exchange.status === 200 && typeof minted.token === "string" && mints() === 1, `POST /token: ${exchange.status}, an installation token minted by the simulated platform`);
 
+  // The figure behind the Kubernetes memory request (deploy/kubernetes/deployment.yaml): memory after start and one exchange.
+  const stats = await podman(["stats", "--no-stream", "--no-reset", "--format", "{{.MemUsage}}", name], { allowFail: true });
+  console.log(`memory in use after start and one exchange: ${stats.out.split("\n").at(-1) || "(podman stats unavailable)"}`);
+
   // SIGTERM with a request in flight: it is answered, then the process exits 0 within the grace period.
   sim.latencyMs = 1500;
   const inFlight = fetch(`${broker}/token`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ oidcToken: await sim.oidc.sign(), owner: "octo-org", repo: "app" }) });
