@@ -2,6 +2,7 @@
 // answers 503 with the reasons while it cannot mint — App not configured, a configured store
 // unreachable, the key set never fetched — and 200 once it can; the reasons name settings and
 // issuers, never a store URL or a secret.
+import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
 import { sample } from "./support/metrics-text.js";
@@ -83,7 +84,7 @@ describe("/readyz on the built broker", () => {
     await redis.start();
     try {
       const url = redis.url;
-      await withAdmin({ ...fx.env, SERVICE_JWKS_CACHE: url, LEGACY_QUOTA_KV: url }, async (admin) => {
+      await withAdmin({ ...fx.env, SERVICE_JWKS_CACHE: url, LEGACY_QUOTA_KV: url, WEBHOOK_QUEUE: `${url}?prefix=readyz-${randomUUID()}`, HOST_WEBHOOK_SECRET: "readyz-webhook-secret" }, async (admin) => {
         expect((await readyzUntil(admin, 200)).status).toBe(200);
 
         await redis.stop();
@@ -94,6 +95,7 @@ describe("/readyz on the built broker", () => {
           reasons: [
             { reason: "store_unreachable", setting: "SERVICE_JWKS_CACHE" },
             { reason: "store_unreachable", setting: "LEGACY_QUOTA_KV" },
+            { reason: "store_unreachable", setting: "WEBHOOK_QUEUE" },
           ],
         });
         expect(down.text).not.toContain(String(redis.port));
