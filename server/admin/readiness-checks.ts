@@ -38,10 +38,17 @@ export function readinessChecks(ctx: BrokerContext, options: { probeWaitMs?: num
       ["LEGACY_QUOTA_KV", settings.releasesKvUrl],
       ["WEBHOOK_QUEUE", settings.webhookQueueUrl],
     ];
+    // One probe per distinct URL (one Redis often serves all three), told against each setting.
+    const reachable = new Map<string, Promise<boolean>>();
     const probes = stores.flatMap(([setting, url]) => {
       if (!url) return [];
-      const store = ctx.stores.get(url, "tokensmith-readyz"); // null: a URL the broker cannot use at all
-      return [(store ? store.reachable() : Promise.resolve(false)).then((ok) => (ok ? null : setting))];
+      let probe = reachable.get(url);
+      if (!probe) {
+        const store = ctx.stores.get(url, "tokensmith-readyz"); // null: a URL the broker cannot use at all
+        probe = store ? store.reachable() : Promise.resolve(false);
+        reachable.set(url, probe);
+      }
+      return [probe.then((ok) => (ok ? null : setting))];
     });
 
     const snapshot = ctx.jwksSnapshot(settings);
