@@ -65,7 +65,9 @@ const env = {
   TOKENSMITH_REDIS_PORT: String(ports.redis),
   TOKENSMITH_LEASE_MS: "2000", // a SIGKILLed instance's job is taken over after 2 s, not the default 30
 };
-const compose = (...args) => run("podman-compose", ["-p", project, "-f", COMPOSE, ...args], env);
+// podman-compose 1.0.3 (Debian 12) needs the shim for network_mode: host (see the script).
+const SHIM = new URL("podman-compose-host-network.sh", import.meta.url).pathname;
+const compose = (...args) => run("podman-compose", ["--podman-path", SHIM, "-p", project, "-f", COMPOSE, ...args], env);
 const brokerA = `http://127.0.0.1:${ports.a}`;
 const brokerB = `http://127.0.0.1:${ports.b}`;
 const container = (service) => `${project}_${service}_1`;
@@ -171,7 +173,8 @@ try {
   }
 } finally {
   await run("podman", ["unpause", container("broker-b")], {}, { allowFail: true });
-  await run("podman-compose", ["-p", project, "-f", COMPOSE, "down", "-t", "2"], env, { allowFail: true });
+  await run("podman-compose", ["--podman-path", SHIM, "-p", project, "-f", COMPOSE, "down", "-t", "2"], env, { allowFail: true });
+  await run("podman", ["network", "rm", "-f", `${project}_default`], {}, { allowFail: true }); // made by podman-compose, used by none
   rmSync(work, { recursive: true, force: true });
   await sim.close();
 }

@@ -3,13 +3,7 @@
 # platform simulator on the host (loopback only). Needs the image deploy/build-image.sh builds;
 # builds the Redis image on the same local base when TOKENSMITH_REDIS_IMAGE is not given.
 # The checks are in deploy/compose-test.mjs.
-#
-# NOT YET PASSING, NOT IN .ci/run: Debian 12's podman-compose 1.0.3 adds `--net <project>_default
-# --network-alias <service>` to every container even with `network_mode: host`, and podman refuses
-# that ("cannot set multiple networks without bridge network mode"), so `up` starts nothing. Host
-# networking is what lets the containers reach the simulator on the host's loopback; a bridge
-# network cannot. Needs a podman-compose that honours network_mode: host (or another way to reach
-# a loopback simulator) before it can run in CI.
+# Debian 12's podman-compose 1.0.3 needs deploy/podman-compose-host-network.sh for `network_mode: host`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CONTAINERS_CONF="$PWD/deploy/containers.conf"
