@@ -9,9 +9,9 @@ const read = (path: string) => readFileSync(new URL(`../${path}`, import.meta.ur
 const guide = readFileSync(GUIDE, "utf8");
 
 describe("docs/deploying.md, the container", () => {
-  it("leads with the container image and Kubernetes, before the package install", () => {
+  it("leads with the container image, compose and Kubernetes, before the package install", () => {
     const headings = [...guide.matchAll(/^## (.+)$/gm)].map((m) => m[1]!);
-    expect(headings.slice(0, 3)).toEqual(["The container image", "Kubernetes", "1. Register the GitHub App from the manifest"]);
+    expect(headings.slice(0, 4)).toEqual(["The container image", "Two instances with compose", "Kubernetes", "1. Register the GitHub App from the manifest"]);
   });
 
   it("its build and smoke commands are the ones .ci/run runs, as scripts that exist and are executable", () => {
@@ -23,6 +23,18 @@ describe("docs/deploying.md, the container", () => {
       expect(read(command).startsWith("#!/usr/bin/env bash\n")).toBe(true);
       expect(statSync(new URL(`../${command}`, import.meta.url)).mode & 0o111).toBe(0o111);
     }
+  });
+
+  it("its compose commands are the compose test's: the script .ci/run runs, the podman-compose arguments it passes", () => {
+    expect(guideCommands("compose")).toEqual(["deploy/compose-test.sh"]);
+    expect(read(".ci/run").split("\n").map((line) => line.trim())).toContain("deploy/compose-test.sh");
+    const [up] = guideCommands("compose-up");
+    expect(up).toBe("podman-compose --podman-path deploy/podman-compose-host-network.sh -f deploy/compose.yaml up -d");
+    const test = read("deploy/compose-test.mjs");
+    expect(test).toContain('new URL("podman-compose-host-network.sh", import.meta.url)');
+    expect(test).toContain('new URL("compose.yaml", import.meta.url)');
+    expect(test).toContain('run("podman-compose", ["--podman-path", SHIM, "-p", project, "-f", COMPOSE, ...args]');
+    expect(test).toContain('compose("up", "-d")');
   });
 
   it("its podman run is the smoke test's: every flag and the image name are what deploy/smoke-test.mjs passes", () => {
