@@ -1,3 +1,4 @@
+import { readinessChecks } from "./admin/readiness-checks.js";
 import { startAdmin } from "./admin/start-admin.js";
 import { createApp } from "./app.js";
 import { parseMaxConnections } from "./http/limits.js";
@@ -21,9 +22,13 @@ if (parseSettings(process.env).tokenPolicy === "off") log.info({ setting: "TOKEN
 const maxConnections = parseMaxConnections(process.env.MAX_CONNECTIONS);
 if (maxConnections.problem) log.warn({ setting: "MAX_CONNECTIONS" }, maxConnections.problem);
 // /healthz, /readyz, /metrics on ADMIN_PORT, when set: started first, so /readyz is 503 until the broker listens.
-const admin = startAdmin({ env: process.env, metrics: app.broker.metrics, log });
+// /readyz also says why a listening broker cannot mint (App, stores, key sets); the first check
+// runs at once, so the key set is fetched at start rather than by the first job.
+const checks = readinessChecks(app.broker);
+const admin = startAdmin({ env: process.env, metrics: app.broker.metrics, log, checks });
 const server = serve(app, port, host, () => {
   admin?.readiness.listening();
+  if (admin) void checks();
   const address = server.address();
   log.info({ host, port: typeof address === "object" && address ? address.port : port, max_connections: server.maxConnections }, "tokensmith broker listening");
 }, { maxConnections: maxConnections.value });

@@ -1,16 +1,18 @@
 import type { RequestListener, ServerResponse } from "node:http";
 import type { Metrics } from "../metrics.js";
 import type { Readiness } from "./readiness.js";
+import type { NotReadyReason } from "./readiness-checks.js";
 
 /**
  * The admin listener's three routes, on a port of their own (the spec allows no other path on the
  * broker's origin):
  *   GET /healthz  200 while the process runs (liveness)
- *   GET /readyz   200 when ready, 503 while starting or draining (load-balancer health check)
+ *   GET /readyz   200 when ready; 503 while starting or draining, or with `reasons` when the
+ *                 broker listens but cannot mint (load-balancer and orchestrator readiness check)
  *   GET /metrics  Prometheus text exposition
  * Anything else 404, another method 405. No body is read, nothing secret is served.
  */
-export function adminListener(options: { metrics: Metrics; readiness: Readiness }): RequestListener {
+export function adminListener(options: { metrics: Metrics; readiness: Readiness; checks?: () => Promise<NotReadyReason[]> }): RequestListener {
   return (req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     if (path !== "/healthz" && path !== "/readyz" && path !== "/metrics") return send(res, 404, { error: "not_found" });
@@ -21,7 +23,12 @@ export function adminListener(options: { metrics: Metrics; readiness: Readiness 
     if (path === "/healthz") return send(res, 200, { status: "ok" });
     if (path === "/readyz") {
       const state = options.readiness.state;
-      return send(res, state === "ready" ? 200 : 503, { status: state });
+      if (state !== "ready" || !options.checks) return send(res, state === "ready" ? 200 : 503, { status: state });
+      options.checks().then(
+        (reasons) => send(res, reasons.length === 0 ? 200 : 503, reasons.length === 0 ? { status: "ready" } : { status: "not_ready", reasons }),
+        () => send(res, 503, { status: "not_ready", reasons: [{ reason: "check_failed" }] }),
+      );
+      return;
     }
     options.metrics.exposition().then(
       ({ contentType, text }) => {

@@ -5,6 +5,7 @@ import type { Env } from "../settings.js";
 import { parseAdminSettings } from "./admin-settings.js";
 import { adminListener } from "./admin-listener.js";
 import { createReadiness, type Readiness } from "./readiness.js";
+import type { NotReadyReason } from "./readiness-checks.js";
 
 export interface AdminHandle {
   readiness: Readiness;
@@ -18,13 +19,13 @@ export interface AdminHandle {
  * listens, so /readyz says 503 until it does). Returns null when it is off. A port that cannot be
  * bound is logged; the broker serves on regardless.
  */
-export function startAdmin(options: { env: Env; metrics: Metrics; log: Logger }): AdminHandle | null {
+export function startAdmin(options: { env: Env; metrics: Metrics; log: Logger; checks?: () => Promise<NotReadyReason[]> }): AdminHandle | null {
   const { log } = options;
   const settings = parseAdminSettings(options.env);
   if (!settings.enabled) return null; // a malformed ADMIN_PORT is logged with the other settings' problems
   options.metrics.collectProcessDefaults();
   const readiness = createReadiness();
-  const server: Server = createServer(adminListener({ metrics: options.metrics, readiness }));
+  const server: Server = createServer(adminListener({ metrics: options.metrics, readiness, checks: options.checks }));
   server.on("error", (error: NodeJS.ErrnoException) => log.error({ code: error.code, port: settings.port, host: settings.host }, "admin listener failed: no /healthz, /readyz or /metrics"));
   let bound: (port: number) => void = () => undefined;
   const port = new Promise<number>((resolve) => (bound = resolve));

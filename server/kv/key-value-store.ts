@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import Keyv from "keyv";
 import KeyvRedis from "@keyv/redis";
 import type { Logger } from "../log.js";
@@ -13,6 +14,8 @@ export interface KeyValueStore {
   readonly url: string;
   get<T>(key: string): Promise<T | undefined>;
   set<T>(key: string, value: T, ttlMs: number): Promise<boolean>;
+  /** Whether the store answers a read within the bound (/readyz asks); never throws. */
+  reachable(): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -50,6 +53,16 @@ export function openKeyValueStore(url: string, namespace: string, options: Store
     url,
     get: <T>(key: string) => bounded<T | undefined>("get", undefined, async () => (await keyv.get<T>(key)) ?? undefined),
     set: <T>(key: string, value: T, ttlMs: number) => bounded("set", false, async () => Boolean(await keyv.set(key, value, ttlMs))),
+    // A write read back: Keyv may answer a read `undefined` without throwing while its client is
+    // still connecting, so only a value that made the round trip proves the store answers.
+    // A key of the probe's own (expiring in 10 s), so probes at once, from one instance or several
+    // on one Redis, never read each other's.
+    reachable: () => bounded("ping", false, async () => {
+      const nonce = randomUUID();
+      const key = `readyz-probe:${nonce}`;
+      if (!(await keyv.set(key, nonce, 10_000))) return false;
+      return (await keyv.get<string>(key)) === nonce;
+    }),
     close: async () => {
       await bounded("close", undefined, async () => {
         await keyv.disconnect();

@@ -184,6 +184,20 @@ export function createKeySetSource(options: KeySetSourceOptions) {
         });
     },
 
+    /** Whether a usable key set is held (fetched, or a snapshot under 24 h old): /readyz asks. */
+    held(): boolean {
+      return usable(current);
+    },
+
+    /**
+     * Obtains a key set now unless one is held, so readiness does not wait for the first job's
+     * request to fetch it. Under the same cooldown as requests: a polling probe cannot hammer the issuer.
+     */
+    async prime(binding: SnapshotBinding | null): Promise<boolean> {
+      if (!usable(current)) await obtain(binding);
+      return usable(current);
+    },
+
     /** Resolves when a snapshot write in progress has finished (for orderly shutdown and tests). */
     async settled(): Promise<void> {
       await writing;

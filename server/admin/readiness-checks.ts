@@ -1,0 +1,70 @@
+import type { BrokerContext } from "../context.js";
+import type { PlatformSettings } from "../settings.js";
+
+/**
+ * Why a listening broker still cannot mint: /readyz answers 503 with these, so an orchestrator
+ * routes no job to it. Names settings and issuers only, never a value (a store URL may hold a
+ * password).
+ */
+export type NotReadyReason =
+  | { reason: "app_not_configured"; platform: PlatformSettings["name"]; missing: string[]; problem?: string }
+  | { reason: "store_unreachable"; setting: StoreSetting }
+  | { reason: "key_set_not_fetched"; platform: PlatformSettings["name"]; issuer: string };
+
+type StoreSetting = "SERVICE_JWKS_CACHE" | "LEGACY_QUOTA_KV" | "WEBHOOK_QUEUE";
+
+/** Upper bound on a key-set fetch a probe waits for: under a Kubernetes probe's default 1 s timeout. The fetch goes on after it. */
+export const PROBE_WAIT_MS = 800;
+
+/**
+ * The checks behind /readyz, read per probe like every setting (spec 2.6): each configured App is
+ * complete, each configured store answers a read, each trusted issuer's key set is held (a probe
+ * starts the fetch when it is not, so readiness does not wait for the first job).
+ */
+export function readinessChecks(ctx: BrokerContext, options: { probeWaitMs?: number } = {}): () => Promise<NotReadyReason[]> {
+  const waitMs = options.probeWaitMs ?? PROBE_WAIT_MS;
+  return async () => {
+    const settings = ctx.settings();
+    const platforms = settings.enterprise ? [settings.main, settings.enterprise] : [settings.main];
+    const reasons: NotReadyReason[] = [];
+    for (const platform of platforms) {
+      if (platform.app.ok) continue;
+      const { missing, problem } = platform.app;
+      reasons.push({ reason: "app_not_configured", platform: platform.name, missing, ...(problem ? { problem } : {}) });
+    }
+
+    const stores: Array<[StoreSetting, string | null]> = [
+      ["SERVICE_JWKS_CACHE", settings.jwksCacheUrl],
+      ["LEGACY_QUOTA_KV", settings.releasesKvUrl],
+      ["WEBHOOK_QUEUE", settings.webhookQueueUrl],
+    ];
+    // One probe per distinct URL (one Redis often serves all three), told against each setting.
+    const reachable = new Map<string, Promise<boolean>>();
+    const probes = stores.flatMap(([setting, url]) => {
+      if (!url) return [];
+      let probe = reachable.get(url);
+      if (!probe) {
+        const store = ctx.stores.get(url, "tokensmith-readyz"); // null: a URL the broker cannot use at all
+        probe = store ? store.reachable() : Promise.resolve(false);
+        reachable.set(url, probe);
+      }
+      return [probe.then((ok) => (ok ? null : setting))];
+    });
+
+    const snapshot = ctx.jwksSnapshot(settings);
+    const keySets = platforms.map(async (platform) => {
+      const source = ctx.keySetFor(platform.issuer);
+      if (source.held()) return null;
+      const held = await Promise.race([source.prime(snapshot), delay(waitMs).then(() => false)]);
+      return held ? null : platform;
+    });
+
+    for (const setting of await Promise.all(probes)) if (setting) reasons.push({ reason: "store_unreachable", setting });
+    for (const platform of await Promise.all(keySets)) if (platform) reasons.push({ reason: "key_set_not_fetched", platform: platform.name, issuer: platform.issuer });
+    return reasons;
+  };
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}

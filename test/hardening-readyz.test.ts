@@ -1,0 +1,129 @@
+// /readyz tells the truth (issue 29): the built broker (a child process, as operators run it)
+// answers 503 with the reasons while it cannot mint — App not configured, a configured store
+// unreachable, the key set never fetched — and 200 once it can; the reasons name settings and
+// issuers, never a store URL or a secret.
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
+import { sample } from "./support/metrics-text.js";
+import { freePort, ownRedis, type OwnRedis } from "./support/redis-server.js";
+import { spawnBroker, type BrokerProcess } from "./support/spawn-broker.js";
+
+let fx: TokenFixture;
+beforeAll(async () => {
+  fx = await tokenFixture();
+});
+afterAll(async () => {
+  await fx.sim.close();
+});
+
+/** A built broker with its admin listener on a free loopback port. */
+async function withAdmin(env: Record<string, string | undefined>, run: (admin: string, broker: BrokerProcess) => Promise<void>) {
+  const port = await freePort();
+  const broker = await spawnBroker({ ...env, ADMIN_PORT: String(port), ADMIN_HOST: "127.0.0.1" });
+  try {
+    await run(`http://127.0.0.1:${port}`, broker);
+  } finally {
+    expect(await broker.stop()).toBe(0);
+  }
+}
+
+async function readyz(admin: string): Promise<{ status: number; body: Record<string, unknown>; text: string }> {
+  const response = await fetch(`${admin}/readyz`);
+  const text = await response.text();
+  return { status: response.status, body: JSON.parse(text) as Record<string, unknown>, text };
+}
+
+/** Polls /readyz until it answers `status` (each probe is an event: no fixed sleep decides). */
+async function readyzUntil(admin: string, status: number, withinMs = 20_000) {
+  const until = Date.now() + withinMs;
+  for (;;) {
+    const answer = await readyz(admin);
+    if (answer.status === status || Date.now() > until) return answer;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+describe("/readyz on the built broker", () => {
+  it("200 ready when the App, the stores and the key set are all there; the key set is fetched at start, not by the first job", async () => {
+    await withAdmin(fx.env, async (admin) => {
+      // Before any probe or request: the start-up check has fetched the issuer's key set.
+      const until = Date.now() + 10_000;
+      let fetched = 0;
+      while (fetched < 1 && Date.now() < until) {
+        fetched = sample(await (await fetch(`${admin}/metrics`)).text(), "tokensmith_oidc_key_fetches_total", { result: "ok" }) ?? 0;
+        if (fetched < 1) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(fetched).toBe(1);
+      const answer = await readyz(admin);
+      expect(answer.status).toBe(200);
+      expect(answer.body).toEqual({ status: "ready" });
+    });
+  });
+
+  it("503 app_not_configured, naming the missing settings, while HOST_APP_ID and HOST_APP_PRIVATE_KEY are unset; /healthz stays 200", async () => {
+    await withAdmin({ HOST_API_BASE: fx.env.HOST_API_BASE, HOST_OIDC_ISSUER: fx.env.HOST_OIDC_ISSUER }, async (admin) => {
+      const answer = await readyz(admin);
+      expect(answer.status).toBe(503);
+      expect(answer.body).toEqual({ status: "not_ready", reasons: [{ reason: "app_not_configured", platform: "main", missing: ["HOST_APP_ID", "HOST_APP_PRIVATE_KEY"] }] });
+      expect((await fetch(`${admin}/healthz`)).status).toBe(200);
+    });
+  });
+
+  it("503 app_not_configured with the problem when HOST_APP_ID is not a number (the key is never echoed)", async () => {
+    await withAdmin({ ...fx.env, HOST_APP_ID: "not-a-number" }, async (admin, broker) => {
+      const answer = await readyz(admin);
+      expect(answer.status).toBe(503);
+      expect(answer.body).toEqual({ status: "not_ready", reasons: [{ reason: "app_not_configured", platform: "main", missing: [], problem: "HOST_APP_ID is not a numeric App ID" }] });
+      expectNoSecrets([answer.text, ...broker.lines], [fx.app.privateKeyPem]);
+    });
+  });
+
+  it("503 store_unreachable for each configured store while its Redis is down, 200 again once it is back; no URL in the answer", async () => {
+    const redis: OwnRedis = await ownRedis();
+    await redis.start();
+    try {
+      const url = redis.url;
+      await withAdmin({ ...fx.env, SERVICE_JWKS_CACHE: url, LEGACY_QUOTA_KV: url, WEBHOOK_QUEUE: `${url}?prefix=readyz-${randomUUID()}`, HOST_WEBHOOK_SECRET: "readyz-webhook-secret" }, async (admin) => {
+        const first = await readyzUntil(admin, 200);
+        expect([first.status, first.body]).toEqual([200, { status: "ready" }]);
+
+        await redis.stop();
+        const down = await readyzUntil(admin, 503);
+        expect(down.status).toBe(503);
+        expect(down.body).toEqual({
+          status: "not_ready",
+          reasons: [
+            { reason: "store_unreachable", setting: "SERVICE_JWKS_CACHE" },
+            { reason: "store_unreachable", setting: "LEGACY_QUOTA_KV" },
+            { reason: "store_unreachable", setting: "WEBHOOK_QUEUE" },
+          ],
+        });
+        expect(down.text).not.toContain(String(redis.port));
+
+        await redis.start();
+        const back = await readyzUntil(admin, 200);
+        expect(back.body).toEqual({ status: "ready" });
+      });
+    } finally {
+      await redis.stop();
+    }
+  });
+
+  it("503 key_set_not_fetched while the issuer cannot be reached, 200 once a fetch succeeds", async () => {
+    const fault = fx.sim.faults.add({ method: "GET", path: "/oidc/.well-known/openid-configuration", respond: { status: 500, body: { message: "down" } } });
+    try {
+      await withAdmin(fx.env, async (admin) => {
+        const answer = await readyz(admin);
+        expect(answer.status).toBe(503);
+        expect(answer.body).toEqual({ status: "not_ready", reasons: [{ reason: "key_set_not_fetched", platform: "main", issuer: fx.env.HOST_OIDC_ISSUER }] });
+        fault.remove();
+        // The next fetch waits out the key set's cooldown (5 s): probes never hammer the issuer.
+        const back = await readyzUntil(admin, 200);
+        expect(back.body).toEqual({ status: "ready" });
+      });
+    } finally {
+      fault.remove();
+    }
+  });
+});
