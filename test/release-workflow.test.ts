@@ -2,7 +2,8 @@
 // simulator over loopback HTTP): the bump's shell steps (changelog, npm version, the /sign body
 // built with jq and sent with curl) make one platform-signed commit on the branch, and a stale
 // head commits nothing; each `uses: ./` step's inputs, given to the bundled action, get a token
-// with exactly the narrowed permissions the step asks for.
+// with exactly the narrowed permissions the step asks for; so do the example workflows' steps
+// (examples/workflows: the pull-request job's token reads only).
 import { spawn } from "node:child_process";
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -42,11 +43,11 @@ beforeAll(async () => {
   sandbox = await startSandbox({
     world: {
       organisation: "octo-org",
-      permissions: { contents: "write", workflows: "write", metadata: "read" },
+      permissions: { contents: "write", workflows: "write", pull_requests: "write", metadata: "read" },
       repositories: [{ name: "tokensmith", branches: { main: { "CHANGELOG.md": CHANGELOG, "package.json": `${JSON.stringify(PACKAGE, null, 2)}\n` } } }],
     },
-    // What docs/versioning.md asks of a fork's broker.
-    env: { TOKEN_PERMISSIONS: "contents=write,workflows=write" },
+    // What docs/versioning.md asks of a fork's broker, and pull requests for the examples.
+    env: { TOKEN_PERMISSIONS: "contents=write,workflows=write,pull_requests=write" },
   });
 });
 afterAll(async () => {
@@ -144,22 +145,51 @@ describe("release.yml's bump job against a sandbox", () => {
   });
 });
 
-describe("release.yml's tokensmith steps get exactly the permissions they ask for", () => {
-  const actionSteps = Object.entries(workflow.jobs).flatMap(([job, { steps }]) => steps.filter((step) => step.uses === "./").map((step) => [job, step] as const));
+/** The step's inputs as the runner hands them over: ${{ env.X }} from the workflow, the broker the sandbox's. */
+function actionInputs(step: Step, env: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(step.with!).map(([name, value]) => {
+      if (name === "broker-url") return [name, sandbox.brokerUrl];
+      return [name, String(value).replace(/^\$\{\{ env\.(\w+) \}\}$/, (_m, key: string) => env[key]!)];
+    }),
+  );
+}
 
-  it("there is one in the bump job and one in the release job", () => {
-    expect(actionSteps.map(([job]) => job)).toEqual(["bump", "github-release"]);
+/** Runs the bundled action with a step's inputs; the mint must carry exactly its permission-* levels. */
+async function expectNarrowedMint(step: Step, env: Record<string, string>, wanted: Record<string, string>) {
+  const inputs = actionInputs(step, env);
+  const asked = Object.fromEntries(Object.entries(inputs).filter(([name]) => name.startsWith("permission-")).map(([name, level]) => [name.slice("permission-".length).replace(/-/g, "_"), level]));
+  expect(asked).toEqual(wanted);
+  const run = await sandbox.runAction({ inputs, job: { repository: REPOSITORY, ref: "refs/tags/v0.2.0", workflow: "release" }, post: true });
+  expect(run.exitCode).toBe(0);
+  expect(sandbox.platform.mints.at(-1)).toMatchObject({ repositories: [REPOSITORY], permissions: wanted });
+  expect(JSON.parse(run.outputs.permissions!)).toEqual(wanted);
+}
+
+const actionStepsOf = (file: string, uses: RegExp) => {
+  const parsed = parse(readFileSync(new URL(file, root), "utf8")) as Workflow;
+  return Object.entries(parsed.jobs).flatMap(([job, { steps }]) => steps.filter((step) => uses.test(step.uses ?? "")).map((step) => ({ job, step, env: parsed.env ?? {} })));
+};
+
+describe("the tokensmith steps get exactly the permissions they ask for, from a broker that grants more", () => {
+  it.each([
+    [".github/workflows/release.yml", "bump", { contents: "write" }],
+    [".github/workflows/release.yml", "github-release", { contents: "write", workflows: "write" }],
+    ["examples/workflows/tag-release.yml", "release", { contents: "write" }],
+    ["examples/workflows/pull-request-read-only.yml", "files", { contents: "read", pull_requests: "read" }],
+    ["examples/workflows/release-two-repositories.yml", "release", { contents: "write" }],
+  ])("%s, job %s: %j", async (file, job, wanted) => {
+    const steps = actionStepsOf(file, file.startsWith("examples/") ? /^your-org\/tokensmith@/ : /^\.\/$/);
+    const step = steps.find((candidate) => candidate.job === job);
+    expect(steps.filter((candidate) => candidate.job === job)).toHaveLength(1);
+    await expectNarrowedMint(step!.step, step!.env, wanted);
   });
 
-  it.each(actionSteps)("%s: the step's inputs, against the broker, mint a token with only its permission-* levels", async (_job, step) => {
-    // The runner fills ${{ env.X }} from the workflow's env:; the broker URL is the sandbox's.
-    const inputs = Object.fromEntries(
-      Object.entries(step.with!).map(([name, value]) => [name, String(value).replace(/^\$\{\{ env\.(\w+) \}\}$/, (_m, key: string) => (key === "TOKENSMITH_BROKER_URL" ? sandbox.brokerUrl : workflow.env[key]!))]),
-    );
-    const wanted = Object.fromEntries(Object.entries(inputs).filter(([name]) => name.startsWith("permission-")).map(([name, level]) => [name.slice("permission-".length).replace(/-/g, "_"), level]));
-    const run = await sandbox.runAction({ inputs, job: { repository: REPOSITORY, ref: "refs/tags/v0.2.0", workflow: "release" }, post: true });
-    expect(run.exitCode).toBe(0);
-    expect(sandbox.platform.mints.at(-1)).toMatchObject({ repositories: [REPOSITORY], permissions: wanted });
-    expect(JSON.parse(run.outputs.permissions!)).toEqual(wanted);
+  it("every tokensmith step of those files is one of the above", () => {
+    const all = [
+      ...actionStepsOf(".github/workflows/release.yml", /^\.\/$/),
+      ...["tag-release", "pull-request-read-only", "release-two-repositories"].flatMap((name) => actionStepsOf(`examples/workflows/${name}.yml`, /^your-org\/tokensmith@/)),
+    ];
+    expect(all.map(({ job }) => job)).toEqual(["bump", "github-release", "release", "files", "release"]);
   });
 });
