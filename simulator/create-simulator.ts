@@ -113,6 +113,7 @@ export async function createSimulator(opts: SimulatorOptions = {}): Promise<Simu
     installation: (id) => state.installation(id),
     removeInstallation: (id) => state.removeInstallation(id),
     repository: (owner, name) => state.repository(owner, name),
+    findRepository: (owner, name) => state.findRepository(owner, name),
     renameAccount: (from, to) => state.renameAccount(from, to),
     deleteRepository: (owner, name) => state.deleteRepository(owner, name),
     tokens: state.tokens,

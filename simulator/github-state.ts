@@ -64,6 +64,10 @@ export class GithubState {
     return repo;
   }
 
+  findRepository(owner: string, name: string): RepositoryState | undefined {
+    return this.repositories.get(`${owner}/${name}`.toLowerCase());
+  }
+
   /**
    * The ids GitHub would put in an OIDC token for owner/name, without creating anything: the
    * repository's own when it exists, else what it would get.

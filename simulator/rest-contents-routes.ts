@@ -23,8 +23,10 @@ export function registerContentsRoutes(sim: Simulator, store: GitStore): void {
     const covered = owner.toLowerCase() === installation.account.toLowerCase()
       && (issued.repositories === "all" || issued.repositories.some((r) => r.toLowerCase() === repo.toLowerCase()));
     // GitHub hides what a token cannot read: no repository, no contents permission → 404 alike.
-    if (!covered || !issued.permissions.contents) throw githubError(404, "Not Found", DOC);
-    const repository = sim.repository(owner, repo);
+    // A repository that does not exist is a 404 too: a read never creates one (e.g. an owner's
+    // .github). One a test gave files to (git.setFile) exists.
+    const repository = sim.findRepository(owner, repo) ?? (store.head(`${owner}/${repo}`, ctx.query.ref ?? DEFAULT_BRANCH) ? sim.repository(owner, repo) : undefined);
+    if (!covered || !issued.permissions.contents || !repository) throw githubError(404, "Not Found", DOC);
     // `ref`: a branch, or a commit's full sha (a pull request's head); default: the default branch.
     const branch = ctx.query.ref ?? DEFAULT_BRANCH;
     const head = store.head(repository.fullName, branch) ?? (store.commits.get(branch)?.repository.toLowerCase() === repository.fullName.toLowerCase() ? branch : undefined);

@@ -226,6 +226,8 @@ export interface Simulator {
   removeInstallation(id: number): void;
   /** Get or create a repository (stable ids per name). */
   repository(owner: string, name: string): RepositoryState;
+  /** The repository if it exists; never creates one (a read of a missing repository is GitHub's 404). */
+  findRepository(owner: string, name: string): RepositoryState | undefined;
   /** Rename an account: same id, new login; its repositories and installations follow, the old login is free. */
   renameAccount(from: string, to: string): void;
   /** Delete a repository (it leaves installations' selections); re-creating the name gives a new id. */

@@ -65,6 +65,13 @@ describe("GET /repos/{owner}/{repo}/contents/{path}", () => {
     expect(await get("/repos/octo-org/app/contents/README.md", sim.issueToken(installationId, { permissions: { issues: "read" } }))).toMatchObject(notFound);
     expect((await get("/repos/octo-org/app/contents/README.md", token)).status).toBe(200);
   });
+
+  it("a repository that does not exist is a 404, and reading it does not create it (an owner's .github on an all-repositories installation)", async () => {
+    const everyRepository = sim.addInstallation({ appId: sim.createApp().id, account: "lone-org", permissions: { contents: "read", metadata: "read" }, repositories: "all" });
+    const token = sim.issueToken(everyRepository);
+    expect((await get("/repos/lone-org/.github/contents/.github/tokensmith-org.yml", token)).status).toBe(404);
+    expect(sim.findRepository("lone-org", ".github")).toBeUndefined();
+  });
 });
 
 describe("OIDC claims as GitHub emits them", () => {
