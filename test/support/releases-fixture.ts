@@ -27,6 +27,9 @@ export async function releasesFixture(options: { latencyMs?: number } = {}): Pro
     HOST_APP_PRIVATE_KEY: app.privateKeyPem,
     HOST_API_BASE: sim.apiBase,
     PROCESS_TRIGGER_SECRET: TRIGGER_SECRET,
+    // As in fixtures.ts: trust policies are their own tests' subject (test/policy-*.test.ts); with
+    // them on, a /token also reads policy files with the installation's token.
+    TOKEN_POLICY: "off",
   };
   return {
     sim,
