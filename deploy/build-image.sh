@@ -53,8 +53,13 @@ fi
 
 # npm in the build stages may need the host's CA bundle (a proxy's CA): a build secret, mounted
 # for the npm step only, never in a layer. An empty file when there is none.
-cafile="$(npm config get cafile 2>/dev/null || true)"
-if [ -z "$cafile" ] || [ "$cafile" = null ] || [ ! -f "$cafile" ]; then cafile="$work/no-ca"; : >"$cafile"; fi
+# npm's own setting first, then what Node and OpenSSL read (a Node from the npm registry has no
+# global npmrc, so its npm knows no cafile even where the machine's npm does).
+cafile=""
+for candidate in "$(npm config get cafile 2>/dev/null || true)" "${NODE_EXTRA_CA_CERTS:-}" "${SSL_CERT_FILE:-}"; do
+  if [ -n "$candidate" ] && [ "$candidate" != null ] && [ -f "$candidate" ]; then cafile="$candidate"; break; fi
+done
+if [ -z "$cafile" ]; then cafile="$work/no-ca"; : >"$cafile"; fi
 
 echo "== image $image on $BASE" >&2
 pull=()
