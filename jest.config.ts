@@ -16,7 +16,10 @@ const config: Config = {
   globalTeardown: "<rootDir>/test/support/log-scan.ts",
   // The default output, then the run's slowest files (issue 26: a slow file is named every run).
   reporters: ["default", "<rootDir>/test/support/slowest-reporter.js"],
-  maxWorkers: 2,
+  // Twice the cores of the 2-core machines this runs on: most test time is spent waiting on spawned
+  // brokers, the simulator and real sockets, not on the CPU. Measured on Node 24, whole suite
+  // (1,704 tests): 2 workers 161.6 s, 3 workers 126.0 s, 4 workers 106.1 s in jest, all passing.
+  maxWorkers: 4,
 };
 
 export default config;
