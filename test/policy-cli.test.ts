@@ -7,21 +7,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { EXAMPLE_POLICY } from "./support/example-policy.js";
 
 const BIN = fileURLToPath(new URL("../bin/tokensmith.js", import.meta.url));
 let dir: string;
 
-const POLICY = `rules:
-  - name: release
-    if:
-      ref: refs/tags/v*
-      event: [push, workflow_dispatch]
-      workflow: .github/workflows/release.yml
-    permissions: {contents: write, pull_requests: write}
-  - name: pull-requests
-    if: {event: [pull_request, pull_request_target]}
-    permissions: {contents: read}
-`;
+const POLICY = EXAMPLE_POLICY;
 const JOB = { repository: "octo-org/app", ref: "refs/heads/feat-x", event_name: "push", workflow_ref: "octo-org/app/.github/workflows/release.yml@refs/heads/feat-x" };
 
 beforeAll(async () => {

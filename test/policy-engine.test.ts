@@ -6,6 +6,7 @@ import { createPolicyCompiler, MAX_POLICY_BYTES } from "../server/policy/compile
 import { decidePolicy } from "../server/policy/decide-policy.js";
 import { compileGlob } from "../server/policy/policy-glob.js";
 import type { CompiledPolicy, PolicyKind } from "../server/policy/policy-types.js";
+import { EXAMPLE_POLICY } from "./support/example-policy.js";
 
 const compiler = createPolicyCompiler();
 
@@ -20,17 +21,7 @@ function problem(text: string, kind: PolicyKind = "repository"): string {
   return result.detail;
 }
 
-const POLICY = `rules:
-  - name: release
-    if:
-      ref: refs/tags/v*
-      event: [push, workflow_dispatch]
-      workflow: .github/workflows/release.yml
-    permissions: {contents: write, pull_requests: write}
-  - name: pull-requests
-    if: {event: [pull_request, pull_request_target]}
-    permissions: {contents: read}
-`;
+const POLICY = EXAMPLE_POLICY;
 
 const job = (over: Record<string, unknown> = {}) => ({
   repository: "octo-org/app",

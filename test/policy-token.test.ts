@@ -8,6 +8,7 @@ import { postJson } from "./support/broker.js";
 import { brokerPerTest } from "./support/broker-per-test.js";
 import { signatureFor } from "../server/webhook/verify-signature.js";
 import { blobSha } from "../simulator/rest-contents-routes.js";
+import { EXAMPLE_POLICY } from "./support/example-policy.js";
 
 const SECRET = "policy-webhook-secret";
 let clockOffsetMs = 0;
@@ -21,17 +22,7 @@ const t = brokerPerTest({
   },
 });
 
-const POLICY = `rules:
-  - name: release
-    if:
-      ref: refs/tags/v*
-      event: [push, workflow_dispatch]
-      workflow: .github/workflows/release.yml
-    permissions: {contents: write, pull_requests: write}
-  - name: pull-requests
-    if: {event: [pull_request, pull_request_target]}
-    permissions: {contents: read}
-`;
+const POLICY = EXAMPLE_POLICY;
 const TAG_JOB = { ref: "refs/tags/v1.2.0", workflow_ref: "octo-org/app/.github/workflows/release.yml@refs/tags/v1.2.0" };
 
 function setPolicy(text: string | null, repository = "octo-org/app", path = ".github/tokensmith.yml") {
