@@ -11,7 +11,10 @@ import { dirname, join } from "node:path";
 import { brotliDecompressSync } from "node:zlib";
 import chromium from "@sparticuz/chromium";
 
-const LIBS = join(tmpdir(), "tokensmith-chromium-al2023");
+// Per user: the package unpacks into tmpdir() and reuses what it finds there, so a browser another
+// user (root) left in /tmp would be found and fail with EACCES.
+const OWN = join(tmpdir(), `tokensmith-chromium-${process.getuid?.() ?? "user"}`);
+const LIBS = join(OWN, "al2023");
 
 function unpackLibraries(): string {
   const lib = join(LIBS, "lib");
@@ -36,7 +39,16 @@ function unpackLibraries(): string {
 
 /** The browser's path (unpacked on first use) and the environment to start it with. */
 export async function packagedChromium(): Promise<{ executablePath: string; env: Record<string, string> }> {
-  const executablePath = await chromium.executablePath();
+  mkdirSync(OWN, { recursive: true });
+  const tmp = process.env.TMPDIR;
+  process.env.TMPDIR = OWN; // read by the package's tmpdir() while it unpacks, then put back
+  let executablePath: string;
+  try {
+    executablePath = await chromium.executablePath();
+  } finally {
+    if (tmp === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = tmp;
+  }
   const lib = unpackLibraries();
   const env = Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined));
   env.LD_LIBRARY_PATH = [lib, process.env.LD_LIBRARY_PATH].filter(Boolean).join(":");
