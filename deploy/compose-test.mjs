@@ -5,10 +5,10 @@
 import { spawn } from "node:child_process";
 import { createHmac, randomBytes, randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createSimulator } from "../build/simulator/index.js";
+import { check, freePort } from "./script-helpers.mjs";
 
 const COMPOSE = new URL("compose.yaml", import.meta.url).pathname;
 const project = `tokensmith-compose-${randomBytes(3).toString("hex")}`;
@@ -29,20 +29,6 @@ function run(command, args, env = {}, { allowFail = false } = {}) {
     child.on("close", (code) => {
       if (code !== 0 && !allowFail) reject(new Error(`${command} ${args.slice(0, 4).join(" ")} exited ${code}: ${(err || out).split("\n").filter((l) => !l.startsWith("time=")).join(" | ").slice(-2000)}`));
       else resolve({ code, out: out.trim(), err: err.trim() });
-    });
-  });
-}
-function check(ok, line) {
-  console.log(`${ok ? "ok  " : "FAIL"} ${line}`);
-  if (!ok) throw new Error(line);
-}
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
     });
   });
 }

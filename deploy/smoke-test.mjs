@@ -4,10 +4,10 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createSimulator } from "../build/simulator/index.js";
+import { check, freePort } from "./script-helpers.mjs";
 
 const image = process.argv[2] ?? "localhost/tokensmith:latest";
 /** The broker's drain limit (server/main.ts forces an exit after 9 s) plus a margin: what docs/deploying.md documents. */
@@ -28,22 +28,6 @@ function podman(args, { allowFail = false } = {}) {
     child.on("close", (code) => {
       if (code !== 0 && !allowFail) reject(new Error(`podman ${args.slice(0, 2).join(" ")} exited ${code}: ${err.trim().split("\n").filter((l) => !l.startsWith("time=")).join(" | ").slice(0, 2000)}`));
       else resolve({ code, out: out.trim(), err: err.trim() });
-    });
-  });
-}
-
-function check(ok, line) {
-  console.log(`${ok ? "ok  " : "FAIL"} ${line}`);
-  if (!ok) throw new Error(line);
-}
-
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
     });
   });
 }
