@@ -2,18 +2,10 @@
 // the bundled action (dist/) with policy-rule, a denial's detail in the step's error, the owner
 // policy, and `sandbox --demo`'s narrowed token and denial.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { runDemo, type DemoStep } from "../server/sandbox/run-demo.js";
+import { DEMO_POLICY, runDemo, type DemoStep } from "../server/sandbox/run-demo.js";
 import { startSandbox, type Sandbox } from "../server/sandbox/index.js";
 
 let sandbox: Sandbox;
-const POLICY = `rules:
-  - name: release
-    if: {ref: refs/tags/v*, event: push, workflow: .github/workflows/release.yml}
-    permissions: {contents: write, pull_requests: write}
-  - name: pull-requests
-    if: {event: [pull_request, pull_request_target]}
-    permissions: {contents: read}
-`;
 
 beforeAll(async () => {
   sandbox = await startSandbox();
@@ -26,7 +18,7 @@ const permissionsOf = (token: string | undefined) => sandbox.simulator.tokens.ge
 
 describe("the bundled action against a policy", () => {
   it("a pull-request job gets contents read; a tag job naming its rule (policy-rule) gets the release grant", async () => {
-    await sandbox.setPolicy("octo-org/app", POLICY);
+    await sandbox.setPolicy("octo-org/app", DEMO_POLICY);
     const pr = await sandbox.runAction({ job: { event_name: "pull_request", ref: "refs/pull/1/merge" } });
     expect(pr.exitCode).toBe(0);
     expect(permissionsOf(pr.outputs.token)).toEqual({ contents: "read" });
@@ -36,7 +28,7 @@ describe("the bundled action against a policy", () => {
   });
 
   it("a denied job fails the step with the hint and the broker's detail, escaped on one line", async () => {
-    await sandbox.setPolicy("octo-org/app", POLICY);
+    await sandbox.setPolicy("octo-org/app", DEMO_POLICY);
     const run = await sandbox.runAction({ job: { ref: "refs/heads/feat-x", event_name: "push" } });
     expect(run.exitCode).not.toBe(0);
     const line = run.log.find((l) => l.includes("policy_denied"));
@@ -51,7 +43,7 @@ describe("the bundled action against a policy", () => {
   });
 
   it("an owner policy set through setPolicy({ owner: true }) caps every repository; removed again, the repository's own applies", async () => {
-    await sandbox.setPolicy("octo-org/app", POLICY);
+    await sandbox.setPolicy("octo-org/app", DEMO_POLICY);
     await sandbox.setPolicy("octo-org", "rules:\n  - name: org-read\n    permissions: {contents: read}\n", { owner: true });
     const capped = await sandbox.runAction({ job: { ref: "refs/tags/v2.0.0", event_name: "push" } });
     expect(permissionsOf(capped.outputs.token)).toEqual({ contents: "read" });

@@ -8,7 +8,8 @@ import type { Sandbox } from "./start-sandbox.js";
 
 export type DemoStep = { name: string; ok: boolean; detail: string };
 
-const DEMO_POLICY = `rules:
+/** The policy the demo writes into octo-org/app (test/policy-sandbox.test.ts uses it too). */
+export const DEMO_POLICY = `rules:
   - name: release
     if: {ref: refs/tags/v*, event: push, workflow: .github/workflows/release.yml}
     permissions: {contents: write, pull_requests: write}
