@@ -5,12 +5,11 @@
 // minute. Both queues: in process, and on Redis (WEBHOOK_QUEUE; the pace is then kept in Redis).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
 import { randomBytes, randomUUID } from "node:crypto";
-import { Redis } from "ioredis";
 import { startBroker, type TestBroker } from "./support/broker.js";
 import { expectNoSecrets, INSTALLED_PERMISSIONS, tokenFixture, type TokenFixture } from "./support/fixtures.js";
 import { signatureFor } from "../server/webhook/verify-signature.js";
 import { UPDATE_CONCURRENCY } from "../server/webhook/update-pull-requests.js";
-import { REDIS_URL } from "./support/redis-url.js";
+import { deleteKeysUnder, REDIS_URL } from "./support/redis-url.js";
 
 const SECRET = "webhook-pacing-secret-0123456789";
 let fx: TokenFixture;
@@ -32,12 +31,7 @@ afterEach(async () => {
   fx.sim.git.contentCreationPerHour = 500;
 });
 afterAll(async () => {
-  const redis = new Redis(REDIS_URL);
-  for (const prefix of prefixes) {
-    const keys = await redis.keys(`${prefix}:*`);
-    if (keys.length > 0) await redis.del(...keys);
-  }
-  await redis.quit();
+  await deleteKeysUnder(prefixes);
   await fx.sim.close();
   expectNoSecrets(logs, [SECRET, fx.app.privateKeyPem, ...fx.sim.tokens.keys()]);
 });

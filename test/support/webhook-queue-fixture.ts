@@ -5,11 +5,10 @@
 // run's two workers can share the waits).
 import { afterAll, afterEach, beforeAll } from "@jest/globals";
 import { randomBytes, randomUUID } from "node:crypto";
-import { Redis } from "ioredis";
 import { expectNoSecrets, INSTALLED_PERMISSIONS, tokenFixture, type TokenFixture } from "./fixtures.js";
 import { spawnBroker, type BrokerProcess } from "./spawn-broker.js";
 import { signatureFor } from "../../server/webhook/verify-signature.js";
-import { REDIS_URL } from "./redis-url.js";
+import { deleteKeysUnder, REDIS_URL } from "./redis-url.js";
 
 const SECRET = "webhook-queue-secret-0123456789";
 const ACCOUNT = "queue-org";
@@ -43,12 +42,7 @@ export function useQueueFixture(): void {
     fx.sim.clearRequests();
   });
   afterAll(async () => {
-    const redis = new Redis(REDIS_URL);
-    for (const prefix of prefixes) {
-      const keys = await redis.keys(`${prefix}:*`);
-      if (keys.length > 0) await redis.del(...keys);
-    }
-    await redis.quit();
+    await deleteKeysUnder(prefixes);
     await fx.sim.close();
     expectNoSecrets(logs, [SECRET, fx.app.privateKeyPem, ...fx.sim.tokens.keys()]);
   });
