@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createSimulator } from "../build/simulator/index.js";
-import { check, freePort } from "./script-helpers.mjs";
+import { check, freePorts } from "./script-helpers.mjs";
 
 const COMPOSE = new URL("compose.yaml", import.meta.url).pathname;
 const project = `tokensmith-compose-${randomBytes(3).toString("hex")}`;
@@ -43,7 +43,8 @@ async function until(what, condition, withinMs = 60_000) {
 }
 const status = async (url) => fetch(url, { signal: AbortSignal.timeout(2000) }).then((r) => r.status, () => 0);
 
-const ports = { a: await freePort(), b: await freePort(), adminA: await freePort(), adminB: await freePort(), redis: await freePort() };
+const portList = await freePorts(5);
+const ports = Object.fromEntries(["a", "b", "adminA", "adminB", "redis"].map((name, i) => [name, portList[i]]));
 const env = {
   TOKENSMITH_ENV_FILE: join(work, "broker.env"),
   TOKENSMITH_PORT_A: String(ports.a), TOKENSMITH_PORT_B: String(ports.b),

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createSimulator } from "../build/simulator/index.js";
-import { check, freePort } from "./script-helpers.mjs";
+import { check, freePorts } from "./script-helpers.mjs";
 
 const image = process.argv[2] ?? "localhost/tokensmith:latest";
 /** The broker's drain limit (server/main.ts forces an exit after 9 s) plus a margin: what docs/deploying.md documents. */
@@ -58,8 +58,7 @@ try {
   // (one line, `\n` escaped, as the spec allows), never on a command line.
   const app = sim.createApp({ keyFormat: "pkcs8" });
   sim.addInstallation({ appId: app.id, account: "octo-org", permissions: { contents: "write", metadata: "read" }, repositories: ["app"] });
-  const port = await freePort();
-  const adminPort = await freePort();
+  const [port, adminPort] = await freePorts(2);
   const envFile = join(work, "broker.env");
   writeFileSync(envFile, [
     `HOST_APP_ID=${app.id}`,
