@@ -227,7 +227,7 @@ function bufferedResponse(response: Response, text: string): Response {
 export function createPlatformRequest(options: PlatformRequestOptions): OctokitRequest {
   return octokitRequest.defaults({
     baseUrl: options.apiBase,
-    headers: { "user-agent": "tokensmith", "x-github-api-version": API_VERSION },
+    headers: { "user-agent": "tokensmith", "x-github-api-version": API_VERSION, "accept-encoding": "gzip" },
     request: { fetch: fetchWithTimeout(options.fetch, options.timeoutMs, options.gate) },
   });
 }
