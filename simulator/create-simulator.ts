@@ -7,6 +7,7 @@ import { registerGit } from "./git-state.js";
 import { registerReleases } from "./releases-state.js";
 import { GithubState } from "./github-state.js";
 import { startHttpServer } from "./http-server.js";
+import { startLink, type Link, type LinkOptions } from "./link.js";
 import { ensureSpareKeys } from "./key-pool.js";
 import { createOidcIssuer } from "./oidc-issuer.js";
 import { judgeAuthorization, requireApp, requireInstallation } from "./request-auth.js";
@@ -24,6 +25,11 @@ export interface SimulatorOptions {
    * bench may loosen them (it measures the broker, not the platform's budget); a test never does.
    */
   secondaryLimits?: Partial<SecondaryLimitValues>;
+  /**
+   * Put an emulated network link (link.ts: round-trip time, bandwidth, connection set-up) between
+   * every client and the simulator: its URLs (API, GraphQL, issuer) are the link's.
+   */
+  link?: LinkOptions;
 }
 
 /** Where each service lives, relative to the server URL, per flavor (github.com vs GHES). */
@@ -67,7 +73,8 @@ export async function createSimulator(opts: SimulatorOptions = {}): Promise<Simu
     latencyMs: () => latencyMs,
     sim: () => sim,
   });
-  const { url } = server;
+  const link: Link | undefined = opts.link ? await startLink({ port: Number(new URL(server.url).port) }, opts.link) : undefined;
+  const url = link?.url ?? server.url;
   const apiBase = `${url}${layout.api}`;
   const oidc = createOidcIssuer({
     issuer: `${url}${layout.issuer}`, issuerPath: layout.issuer, router, requests, now,
@@ -130,7 +137,11 @@ export async function createSimulator(opts: SimulatorOptions = {}): Promise<Simu
     routeAbsolute: (method: string, pattern: string, handler: RouteHandler) => router.add(method, pattern, handler),
     requireApp: (ctx) => requireApp(ctx, state),
     requireInstallation: (ctx) => requireInstallation(ctx, state),
-    close: () => server.close(),
+    link,
+    close: async () => {
+      await link?.close();
+      await server.close();
+    },
     graphql: undefined as unknown as Simulator["graphql"],
     git: undefined as unknown as Simulator["git"],
     releases: undefined as unknown as Simulator["releases"],

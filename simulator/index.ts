@@ -10,3 +10,4 @@ export type * from "./types.js";
 export { GraphqlTypedError, nodeId, tokenCoversRepository, tokenPermission, type GraphqlContext, type GraphqlRegistry } from "./graphql-endpoint.js";
 export { MERGE_CONFLICT, type CommitState, type GitApi, type PullRequestState, type UpdateBranchCall } from "./git-state.js";
 export type { ReleaseInput, ReleaseState, ReleasesApi } from "./releases-state.js";
+export { linkFloorMs, startLink, type Link, type LinkOptions, type LinkStats } from "./link.js";

@@ -1,6 +1,7 @@
 // Shared types for the platform simulator. Kept in one module so route files added later can
 // import the handler signature and the Simulator surface without import cycles.
 import type { IncomingHttpHeaders } from "node:http";
+import type { Link } from "./link.js";
 import type { KeyObject, webcrypto } from "node:crypto";
 import type { GraphqlRegistry } from "./graphql-endpoint.js";
 import type { GitApi } from "./git-state.js";
@@ -217,6 +218,8 @@ export interface Simulator {
   readonly apiBase: string;
   readonly graphqlUrl: string;
   latencyMs: number;
+  /** The emulated link in front of the simulator (`link` option): its settings and byte counts. */
+  readonly link: Link | undefined;
   /** Issue ~520-character installation tokens (GitHub's newer stateless format). */
   longTokens: boolean;
   /** Added to Date.now() wherever the simulated platform checks time (App JWTs, token expiry). */

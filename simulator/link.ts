@@ -1,0 +1,148 @@
+// An emulated network link in user space (this kernel has no netem): a TCP relay on loopback that
+// puts a round-trip time, a bandwidth and a connection-setup round trip between a client and a
+// server. Each direction is a queue: a chunk leaves when the link has finished sending the one
+// before it (bytes × 8 ÷ bandwidth) and arrives half a round trip later, in order. The first
+// bytes of a connection wait `setupRoundTrips` × RTT more (TCP's handshake; 2 for TCP + TLS 1.3).
+// Not modelled: slow start, loss, the receiver's window (the relay buffers what the link has not
+// yet carried). So the link is, if anything, friendlier than a real one: a floor, not a forecast.
+import { createConnection, createServer, type AddressInfo, type Socket } from "node:net";
+
+export interface LinkOptions {
+  /** Round-trip time in milliseconds (each direction gets half). */
+  rttMs: number;
+  /** Bandwidth in megabits per second, each direction. */
+  mbit: number;
+  /** Round trips before a new connection carries data (1: TCP's handshake). */
+  setupRoundTrips?: number;
+}
+
+export interface LinkStats {
+  connections: number;
+  /** Bytes carried client → server and server → client. */
+  bytesUp: number;
+  bytesDown: number;
+}
+
+export interface Link {
+  /** `http://127.0.0.1:<port>`: connect here instead of to the target. */
+  readonly url: string;
+  readonly port: number;
+  /** The link's settings; a change applies to chunks sent after it. */
+  options: LinkOptions;
+  readonly stats: LinkStats;
+  resetStats(): void;
+  close(): Promise<void>;
+}
+
+/** The least time a transfer can take on this link: its chain of round trips plus its bytes. */
+export function linkFloorMs(link: LinkOptions, transfer: { roundTrips: number; bytes: number }): number {
+  return transfer.roundTrips * link.rttMs + serializationMs(link, transfer.bytes);
+}
+
+function serializationMs(link: LinkOptions, bytes: number): number {
+  return link.mbit > 0 ? (bytes * 8) / (link.mbit * 1000) : 0;
+}
+
+/** One direction of the link: chunks in, delivered in order at their arrival times. */
+class Lane {
+  private nextFree = 0;
+  private readonly queue: { at: number; chunk: Buffer | null }[] = [];
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly link: () => LinkOptions,
+    private readonly deliver: (chunk: Buffer | null) => void,
+    private notBefore: number,
+  ) {}
+
+  send(chunk: Buffer | null): void {
+    const options = this.link();
+    const start = Math.max(performance.now(), this.nextFree, this.notBefore);
+    this.nextFree = start + (chunk ? serializationMs(options, chunk.length) : 0);
+    this.queue.push({ at: this.nextFree + options.rttMs / 2, chunk });
+    this.schedule();
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+    this.queue.length = 0;
+  }
+
+  private schedule(): void {
+    if (this.timer || this.queue.length === 0) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      const now = performance.now();
+      while (this.queue.length > 0 && this.queue[0]!.at <= now + 0.5) this.deliver(this.queue.shift()!.chunk);
+      this.schedule();
+    }, Math.max(0, this.queue[0]!.at - performance.now()));
+  }
+}
+
+/** Starts a relay on a loopback port that carries every connection to `target` over the link. */
+export async function startLink(target: { host?: string; port: number }, options: LinkOptions): Promise<Link> {
+  const stats: LinkStats = { connections: 0, bytesUp: 0, bytesDown: 0 };
+  const sockets = new Set<Socket>();
+  let current = { ...options };
+
+  const server = createServer({ noDelay: true, allowHalfOpen: true }, (client) => {
+    stats.connections += 1;
+    const upstream = createConnection({ host: target.host ?? "127.0.0.1", port: target.port, noDelay: true, allowHalfOpen: true });
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.once("close", () => sockets.delete(socket));
+    }
+    const settings = () => current;
+    // The handshake: nothing crosses until the setup round trips have passed.
+    const opensAt = performance.now() + (current.setupRoundTrips ?? 1) * current.rttMs;
+    const toServer = new Lane(settings, (chunk) => (chunk ? upstream.write(chunk) : upstream.end()), opensAt);
+    const toClient = new Lane(settings, (chunk) => (chunk ? client.write(chunk) : client.end()), opensAt);
+    client.on("data", (chunk: Buffer) => {
+      stats.bytesUp += chunk.length;
+      toServer.send(chunk);
+    });
+    upstream.on("data", (chunk: Buffer) => {
+      stats.bytesDown += chunk.length;
+      toClient.send(chunk);
+    });
+    client.on("end", () => toServer.send(null));
+    upstream.on("end", () => toClient.send(null));
+    const fail = () => {
+      toServer.stop();
+      toClient.stop();
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on("error", fail);
+    upstream.on("error", fail);
+    // A side that is gone for good takes the other with it once its queued bytes are delivered.
+    client.on("close", () => toServer.send(null));
+    upstream.on("close", () => toClient.send(null));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    get options() {
+      return current;
+    },
+    set options(next: LinkOptions) {
+      current = { ...next };
+    },
+    stats,
+    resetStats() {
+      stats.connections = 0;
+      stats.bytesUp = 0;
+      stats.bytesDown = 0;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
