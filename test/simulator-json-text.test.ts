@@ -77,13 +77,14 @@ describe("simulator answers over HTTP", () => {
     await sim.close();
   });
 
+  // Asked uncompressed (fetch asks for gzip unless told otherwise): test/simulator-gzip.test.ts has the compressed answers.
   it("sends listing pages and mint answers byte for byte as JSON.stringify of what it recorded, with a true content-length", async () => {
     const app = sim.createApp();
     const repositories = Array.from({ length: 150 }, (_, i) => `r-${i}-ü`);
     const installationId = sim.addInstallation({ appId: app.id, account: "json-org", permissions: { contents: "read", metadata: "read" }, repositories });
     const mint = await fetch(`${sim.apiBase}/app/installations/${installationId}/access_tokens`, {
       method: "POST",
-      headers: { authorization: `Bearer ${await appJwt(app)}`, "content-type": "application/json" },
+      headers: { authorization: `Bearer ${await appJwt(app)}`, "content-type": "application/json", "accept-encoding": "identity" },
       body: "{}",
     });
     const mintText = await mint.text();
@@ -95,7 +96,7 @@ describe("simulator answers over HTTP", () => {
     expect(Number(mint.headers.get("content-length"))).toBe(Buffer.byteLength(mintText));
 
     for (const page of [1, 2, 1]) {
-      const answer = await fetch(`${sim.apiBase}/installation/repositories?per_page=100&page=${page}`, { headers: { authorization: `token ${token}` } });
+      const answer = await fetch(`${sim.apiBase}/installation/repositories?per_page=100&page=${page}`, { headers: { authorization: `token ${token}`, "accept-encoding": "identity" } });
       const text = await answer.text();
       expect(answer.status).toBe(200);
       const recorded = sim.requests.at(-1)!.response!;
