@@ -60,8 +60,6 @@ export interface PointsPacer {
    * points are held until they settle, then stay a window).
    */
   earliestFit(principal: string, points: number): number | undefined;
-  /** Points of this principal in the window now, held ones included (for tests and metrics). */
-  used(principal: string): number;
   /** Calls waiting for points, every principal. */
   readonly waiting: number;
 }
@@ -195,10 +193,6 @@ export function createPointsPacer(options: PointsPacerOptions): PointsPacer {
   return {
     get waiting() {
       return waiting;
-    },
-    used(principal) {
-      const state = principals.get(principal);
-      return state ? usedAt(state, options.now()) : 0;
     },
     earliestFit(principal, points) {
       const at = options.now();

@@ -14,7 +14,7 @@
 //   its installations alike (docs/security.md, "One installation's rate limit pauses only that
 //   installation").
 import { createPrincipalRegistry, pointsOf, type PrincipalRegistry } from "./call-principal.js";
-import { createPointsPacer, GITHUB_POINTS_PER_MINUTE, type PointsPacer, type Reservation, type SetTimer } from "./points-pacer.js";
+import { createPointsPacer, GITHUB_POINTS_PER_MINUTE, type Reservation, type SetTimer } from "./points-pacer.js";
 
 /** Queue length per allowed request in flight: beyond limit × this, a request is refused at once. */
 export const QUEUE_FACTOR = 10;
@@ -74,11 +74,9 @@ export interface UpstreamGate {
   tryEnter(call: GatedCall): (() => void) | LocalRefusal | undefined;
   /** Tell the gate what the platform answered to this call (status, headers, body), for its pauses. */
   observe(call: GatedCall, status: number, headers: Headers, text: string): void;
-  readonly inFlight: number;
   readonly queued: number;
   /** Calls waiting for points. */
   readonly pacing: number;
-  readonly points: PointsPacer;
   readonly principals: PrincipalRegistry;
 }
 
@@ -149,16 +147,12 @@ export function createUpstreamGate(options: GateOptions): UpstreamGate {
   };
 
   return {
-    get inFlight() {
-      return inFlight;
-    },
     get queued() {
       return queue.length;
     },
     get pacing() {
       return points.waiting;
     },
-    points,
     principals,
     describe(method, url, authorization) {
       const kind = kindOfCall(method, url);
