@@ -10,6 +10,8 @@
 // never sent is refunded: only calls actually sent spend points. Waiters are served first in,
 // first out per principal (a cheap call never overtakes a dear one of the same principal); one
 // principal out of points never holds back another.
+// Kept for correctness: @octokit/plugin-throttling keeps no points before a call is sent (see
+// upstream-gate.ts; test/releases-points.test.ts, test/points-pacer-model.test.ts).
 
 /** GitHub's value (per App, and per installation). */
 export const GITHUB_POINTS_PER_MINUTE = 900;
