@@ -22,6 +22,8 @@ export interface CrawlResult {
   truncated: boolean;
   /** Installations that failed (their repositories are absent). */
   failedInstallations: number[];
+  /** At least one installation failed and none was crawled (suspended ones aside): nothing new was learnt. */
+  nothingCrawled: boolean;
 }
 
 export interface CrawlInput {
@@ -97,7 +99,9 @@ export async function crawlReleases(input: CrawlInput): Promise<CrawlResult> {
     },
     "releases crawl finished",
   );
-  return { repos, truncated, failedInstallations };
+  const nothingCrawled =
+    failedInstallations.length > 0 && !listing.installations.some((installation, i) => !installation.suspended && crawled[i]!.status === "ok");
+  return { repos, truncated, failedInstallations, nothingCrawled };
 }
 
 function byRepository(a: RepoReleases, b: RepoReleases): number {
