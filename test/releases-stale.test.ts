@@ -152,7 +152,7 @@ describe("a stale aggregate while the platform's budget is spent", () => {
     expect(fx.sim.requests).toHaveLength(seen);
   });
 
-  it("a refresh that fails otherwise (an outage, every installation failing) keeps the stale entry", async () => {
+  it("a refresh that fails otherwise (an outage, every installation or every lookup failing) keeps the stale entry", async () => {
     const b = await broker();
     const first = await getReleases(b.url);
     tick(61_000);
@@ -164,9 +164,13 @@ describe("a stale aggregate while the platform's budget is spent", () => {
     fx.sim.faults.add({ method: "GET", path: "/installation/repositories", respond: { status: 500, body: { message: "Server Error" } } });
     expect((await getReleases(b.url)).body).toEqual({ ...first.body, cached: true, stale: true, age_seconds: 61 });
     fx.sim.faults.clear();
+    // Every release lookup failing (GraphQL down) would report every repository without a release.
+    fx.sim.faults.add({ method: "POST", path: "/graphql", respond: { status: 502, body: { message: "Server Error" } } });
+    expect((await getReleases(b.url)).body).toEqual({ ...first.body, cached: true, stale: true, age_seconds: 61 });
+    fx.sim.faults.clear();
     const fresh = await getReleases(b.url);
     expect(fresh.body).toMatchObject({ cached: false, truncated: false, repos: first.body.repos });
-    expect(logged(b.logs, "every installation failed; the last aggregate stays")).toBe(1);
+    expect(logged(b.logs, "every installation or every release lookup failed; the last aggregate stays")).toBe(2);
   });
 
   it("a refresh slower than the grace: the stale answer goes out and the one refresh goes on (joined, not repeated)", async () => {

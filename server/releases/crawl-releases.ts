@@ -22,7 +22,10 @@ export interface CrawlResult {
   truncated: boolean;
   /** Installations that failed (their repositories are absent). */
   failedInstallations: number[];
-  /** At least one installation failed and none was crawled (suspended ones aside): nothing new was learnt. */
+  /**
+   * Nothing new was learnt: at least one installation failed and none was crawled (suspended ones
+   * aside), or every release lookup failed (a GraphQL outage or rate limit: all `latest: null`).
+   */
   nothingCrawled: boolean;
 }
 
@@ -57,6 +60,7 @@ export async function crawlReleases(input: CrawlInput): Promise<CrawlResult> {
   const queryLimit = pLimit(QUERY_CONCURRENCY);
   const pageLimit = pLimit(PAGE_CONCURRENCY);
   const tokens = { minted: 0, reused: 0 };
+  const lookups = { learnt: 0, failed: 0 };
   const crawled = await Promise.all(
     listing.installations.map((installation, index) =>
       installationLimit(async () => {
@@ -76,6 +80,10 @@ export async function crawlReleases(input: CrawlInput): Promise<CrawlResult> {
           pageLimit: (run) => pageLimit(run),
           requestId: input.requestId,
           onToken: (reused) => (reused ? (tokens.reused += 1) : (tokens.minted += 1)),
+          onLookups: (learnt, failed) => {
+            lookups.learnt += learnt;
+            lookups.failed += failed;
+          },
         });
       }),
     ),
@@ -100,7 +108,8 @@ export async function crawlReleases(input: CrawlInput): Promise<CrawlResult> {
     "releases crawl finished",
   );
   const nothingCrawled =
-    failedInstallations.length > 0 && !listing.installations.some((installation, i) => !installation.suspended && crawled[i]!.status === "ok");
+    (failedInstallations.length > 0 && !listing.installations.some((installation, i) => !installation.suspended && crawled[i]!.status === "ok")) ||
+    (lookups.failed > 0 && lookups.learnt === 0);
   return { repos, truncated, failedInstallations, nothingCrawled };
 }
 

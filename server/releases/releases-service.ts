@@ -30,10 +30,11 @@ export function createReleasesService(ctx: BrokerContext) {
     const crawl = async () => {
       const { aggregate, nothingCrawled } = await crawlAggregate(settings, app, requestId);
       if (store) {
-        // A crawl in which every installation failed (a rate limit reached mid-crawl, an outage)
-        // learnt nothing: it never replaces the last aggregate, which stays to be served stale.
+        // A crawl in which every installation, or every release lookup, failed (a rate limit
+        // reached mid-crawl, an outage) learnt nothing: it never replaces the last aggregate,
+        // which stays to be served stale.
         if (nothingCrawled && (await readLastAggregate(store, key, ctx.now(), ttl, staleSeconds))) {
-          throw new BrokerError("internal_error", { detail: "releases crawl: every installation failed; the last aggregate stays" });
+          throw new BrokerError("internal_error", { detail: "releases crawl: every installation or every release lookup failed; the last aggregate stays" });
         }
         await writeAggregate(store, key, aggregate, ttl, staleSeconds);
       }
