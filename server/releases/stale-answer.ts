@@ -107,10 +107,6 @@ export function createStaleAnswerer(options: StaleAnswererOptions) {
   };
 
   return {
-    /** Refreshes in flight (for tests). */
-    get refreshing(): number {
-      return refreshes.size;
-    },
     async answer<T>(key: string, source: StaleSource<T>, deadlineAt: number): Promise<StaleAnswer<T>> {
       const last = (await shared(reads, key, () => source.readLast())) as LastValue<T> | undefined;
       if (last?.fresh) return { value: last.value, cached: true };
