@@ -38,13 +38,13 @@ const platformCalls = () => t.fx.sim.requests.filter((r) => !r.path.startsWith("
 const contentsReads = () => t.fx.sim.requests.filter((r) => r.path.includes("/contents/"));
 const audit = (name: string) => t.broker.logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => entry.audit === name);
 
-async function sendPolicyPush(repository: string, paths: string[]) {
+async function sendPolicyPush(repository: string, paths: string[], change: "added" | "modified" = "modified") {
   const [owner, name] = repository.split("/") as [string, string];
   const repo = t.fx.sim.repository(owner, name);
   const raw = JSON.stringify({
     ref: "refs/heads/main", deleted: false, forced: false,
     repository: { id: repo.id, name, full_name: repository, default_branch: "main", owner: { login: owner, id: repo.ownerId } },
-    commits: [{ id: "c1", added: [], modified: paths, removed: [] }],
+    commits: [{ id: "c1", added: [], modified: [], removed: [], [change]: paths }],
     installation: { id: t.fx.installationId },
   });
   const response = await fetch(`${t.broker.url}/webhook`, {
@@ -196,6 +196,50 @@ describe("cost: cached policy, shared reader token, conditional reads", () => {
     const delivery = await sendPolicyPush("octo-org/app", [".github/tokensmith.yml"]);
     expect(delivery).toEqual({ status: 200, body: { ok: true, event: "push", skipped: "auto_update_disabled" } });
     expect(tokenPermissions((await mint(TAG_JOB)).body.token)).toEqual({ contents: "read" });
+  });
+
+  it("no policy file: the 404 (no ETag, so nothing to ask conditionally; counted against the installation's rate limit) is kept as 'no policy' for POLICY_CACHE_SECONDS, one read per expiry; a push that adds the file drops it at once", async () => {
+    setPolicy(null);
+    t.broker.env.POLICY_CACHE_SECONDS = "30";
+    const used = () => t.fx.sim.primaryRateLimitUsed(t.fx.installationId);
+    const PR_JOB = { event_name: "pull_request", ref: "refs/pull/7/merge" };
+    const reads = () => contentsReads().map((r) => ({ path: r.path, status: r.response?.status, ifNoneMatch: r.headers["if-none-match"], etag: r.response?.headers.etag }));
+    const absent = (path: string) => ({ path, status: 404, ifNoneMatch: undefined, etag: undefined });
+    const APP_FILE = "/repos/octo-org/app/contents/.github/tokensmith.yml";
+    const ORG_FILE = "/repos/octo-org/.github/contents/.github/tokensmith-org.yml";
+    clockOffsetMs = 0;
+    try {
+      let before = used();
+      for (let i = 0; i < 3; i += 1) expect(tokenPermissions((await mint(PR_JOB)).body.token)).toEqual({ contents: "write", pull_requests: "write" });
+      // One read per file for the three jobs: both 404, both spent the installation's rate limit.
+      expect(reads().sort((a, b) => a.path.localeCompare(b.path))).toEqual([absent(ORG_FILE), absent(APP_FILE)]);
+      expect(used() - before).toBe(2);
+      for (const offset of [31_000, 62_000]) {
+        t.fx.sim.clearRequests();
+        before = used();
+        clockOffsetMs = offset;
+        for (let i = 0; i < 3; i += 1) expect((await mint(PR_JOB)).status).toBe(200);
+        // Expired: read again, unconditionally (a 404 carries no ETag), and counted again.
+        expect(reads().sort((a, b) => a.path.localeCompare(b.path))).toEqual([absent(ORG_FILE), absent(APP_FILE)]);
+        expect(used() - before).toBe(2);
+      }
+      // The file is added: "no policy" is still cached (no read) until the push of it arrives.
+      setPolicy(POLICY);
+      t.fx.sim.clearRequests();
+      expect(tokenPermissions((await mint(PR_JOB)).body.token)).toEqual({ contents: "write", pull_requests: "write" });
+      expect(reads()).toEqual([]);
+      expect((await sendPolicyPush("octo-org/app", [".github/tokensmith.yml"], "added")).status).toBe(200);
+      expect(tokenPermissions((await mint(PR_JOB)).body.token)).toEqual({ contents: "read" });
+      // A file's revalidation is a 304, which spends no rate limit; the org's 404 still does.
+      t.fx.sim.clearRequests();
+      before = used();
+      clockOffsetMs = 93_000;
+      expect(tokenPermissions((await mint(PR_JOB)).body.token)).toEqual({ contents: "read" });
+      expect(reads().map((r) => [r.path, r.status])).toEqual(expect.arrayContaining([[APP_FILE, 304], [ORG_FILE, 404]]));
+      expect(used() - before).toBe(1);
+    } finally {
+      clockOffsetMs = 0;
+    }
   });
 
   it("a push that touches no policy file keeps the cache", async () => {
