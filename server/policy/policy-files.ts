@@ -1,7 +1,8 @@
 // The policy files as last read, per platform and repository **id** (a renamed or re-created
 // repository never inherits another's policy) or, for the owner policy, per owner id.
 // Cache (docs/policies.md "Cache"): fresh for POLICY_CACHE_SECONDS, then asked again by
-// conditional GET (a 304 renews it); dropped at once by a verified push that touches a policy file.
+// conditional GET (a 304 renews it: the file's ETag, or for "no file" the ETag of the directory
+// listing that showed it absent); dropped at once by a verified push that touches a policy file.
 // In the shared store (SERVICE_JWKS_CACHE) when configured, so every instance sees one read and one
 // drop; in process otherwise. Concurrent misses for one key share one read; a failure is not kept.
 import type { KeyValueStore } from "../kv/key-value-store.js";
