@@ -14,7 +14,7 @@ const installationId = sim.addInstallation({
   permissions: { contents: "write", pull_requests: "write", metadata: "read" },
   repositories: ["app", ".github"],
 });
-sim.git.createBranch("octo-org/app", "main", { files: { "README.md": "# app\n" } });
+sim.git.createBranch("octo-org/app", "main", { files: { "README.md": "# app\n", ".github/workflows/release.yml": "on: push\n" } });
 sim.git.createBranch("octo-org/.github", "main", { files: { "README.md": "# octo-org\n" } });
 const now = Math.floor(Date.now() / 1000);
 const tokens = [];
@@ -34,7 +34,7 @@ function stats() {
     if (r.method === "POST" && r.path.endsWith("/access_tokens")) {
       if (JSON.stringify(r.body?.permissions) === '{"contents":"read"}') readerMints += 1;
       else mints += 1;
-    } else if (r.path.includes("/contents/")) {
+    } else if (/\/contents(\/|$)/.test(r.path)) {
       policyReads += 1;
       const status = String(r.response?.status ?? "none");
       statuses[status] = (statuses[status] ?? 0) + 1;
