@@ -20,6 +20,8 @@ export interface HttpServerDeps {
   sim(): Simulator;
   /** Counts requests in flight (and their peak) and answers GitHub's secondary limits. */
   limits: SecondaryLimits;
+  /** Told of every answer sent (its record has `response`): the primary rate limit's accounting. */
+  answered?(record: RecordedRequest): void;
 }
 
 export interface RunningServer {
@@ -44,7 +46,7 @@ function readBody(req: IncomingMessage): Promise<unknown> {
   });
 }
 
-function send(res: ServerResponse, record: RecordedRequest, result: RouteResult, requestId: string): void {
+function send(res: ServerResponse, record: RecordedRequest, result: RouteResult, requestId: string, answered?: (record: RecordedRequest) => void): void {
   if (res.destroyed || res.writableEnded) return;
   const headers: Record<string, string> = { "x-github-request-id": requestId };
   let payload: Array<string | Buffer> | undefined;
@@ -58,6 +60,7 @@ function send(res: ServerResponse, record: RecordedRequest, result: RouteResult,
   for (const [name, value] of Object.entries(result.headers ?? {})) headers[name.toLowerCase()] = value;
   if (payload !== undefined) headers["content-length"] = String(payload.reduce((sum, chunk) => sum + (typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.length), 0));
   record.response = { status: result.status, headers, body: result.body };
+  answered?.(record);
   res.writeHead(result.status, headers);
   // Kept bytes go to the socket as they are (json-text.ts): one writev, no copy of the whole body.
   res.cork();
@@ -97,7 +100,7 @@ export async function startHttpServer(deps: HttpServerDeps): Promise<RunningServ
     // In flight from arrival until answered or dropped (a hang counts until the client gives up).
     const admitted = deps.limits.arrive({ method, path: record.path, body, auth: record.auth, requestId });
     res.once("close", admitted.leave);
-    if (admitted.refusal) return send(res, record, admitted.refusal, requestId);
+    if (admitted.refusal) return send(res, record, admitted.refusal, requestId, deps.answered);
 
     const latency = deps.latencyMs();
     if (latency > 0) await delay(latency);
@@ -109,8 +112,8 @@ export async function startHttpServer(deps: HttpServerDeps): Promise<RunningServ
       req.socket.destroy();
       return;
     }
-    if (fault === "garbage") return send(res, record, { status: 200, headers: { "content-type": JSON_TYPE }, body: GARBAGE_BODY }, requestId);
-    if (fault) return send(res, record, fault, requestId);
+    if (fault === "garbage") return send(res, record, { status: 200, headers: { "content-type": JSON_TYPE }, body: GARBAGE_BODY }, requestId, deps.answered);
+    if (fault) return send(res, record, fault, requestId, deps.answered);
 
     const result = await deps.router.dispatch({
       method,
@@ -121,7 +124,7 @@ export async function startHttpServer(deps: HttpServerDeps): Promise<RunningServ
       headers: record.headers,
       sim: deps.sim(),
     });
-    send(res, record, result, requestId);
+    send(res, record, result, requestId, deps.answered);
   };
 
   const server = createServer((req, res) => {
