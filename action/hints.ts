@@ -62,6 +62,7 @@ export const WORKFLOW_HINTS: Readonly<Record<ErrorCode, string>> = {
   invalid_repo: MISMATCH,
   sign_disabled: MISMATCH,
   releases_disabled: MISMATCH,
+  platform_rate_limited: MISMATCH,
   invalid_signature: MISMATCH,
   webhook_disabled: MISMATCH,
   internal_error: `The broker failed unexpectedly. ${RETRIED}, and tell the broker's operator if it persists (its log has the detail).`,

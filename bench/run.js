@@ -8,9 +8,10 @@ import * as fleet from "./scenarios/fleet.js";
 import * as releases from "./scenarios/releases.js";
 import * as releasesLarge from "./scenarios/releases-large.js";
 import * as token from "./scenarios/token.js";
+import * as tokenPolicy from "./scenarios/token-policy.js";
 import * as webhook from "./scenarios/webhook.js";
 
-const SCENARIOS = { burst, dashboard, fleet, releases, "releases-large": releasesLarge, token, webhook };
+const SCENARIOS = { burst, dashboard, fleet, releases, "releases-large": releasesLarge, token, "token-policy": tokenPolicy, webhook };
 
 const requested = process.argv.slice(2);
 const unknown = requested.filter((name) => !(name in SCENARIOS));

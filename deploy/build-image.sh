@@ -2,7 +2,7 @@
 # Builds the broker's image with podman: `deploy/build-image.sh [IMAGE]` (default localhost/tokensmith:latest).
 # BASE=<image> builds on that base (e.g. docker.io/library/node:24-bookworm-slim where a registry is
 # reachable). Without BASE, the base is built here from Debian packages and the npm registry — no
-# image registry needed — once, and reused: localhost/tokensmith-node:24.
+# image registry needed — once, and reused: localhost/tokensmith-node:24-bookworm-slim.
 # As root on Debian, installs podman and what it needs when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,12 +27,15 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 if [ -z "${BASE:-}" ]; then
-  BASE=localhost/tokensmith-node:24
-  debian=localhost/tokensmith-debian:bookworm
+  BASE=localhost/tokensmith-node:24-bookworm-slim
+  debian=localhost/tokensmith-debian:bookworm-slim
   if ! podman image exists "$debian"; then
     echo "== base: Debian bookworm minbase (mmdebstrap) as $debian" >&2
-    # As the official slim images do: no manuals, docs (copyrights kept) or translations.
+    # As the official slim images do: no manuals, docs (copyrights kept) or translations; /usr
+    # merged by mmdebstrap's hook, as debootstrap does, not by the usrmerge package (which would
+    # bring Perl: 50 MB the official image does not have).
     mmdebstrap --quiet --variant=minbase --include=ca-certificates \
+      --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
       --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
       --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/locale/locale.alias' \
       --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \

@@ -9,6 +9,7 @@ import { BODY_READ_TIMEOUT_MS, REQUEST_DEADLINE_MS } from "./http/limits.js";
 import { POINTS_WINDOW_MS } from "./github/points-pacer.js";
 import { createUpstreamGate, type UpstreamGate } from "./github/upstream-gate.js";
 import { createCrawlTokenCache } from "./releases/crawl-token-cache.js";
+import { RELEASES_STALE_GRACE_MS } from "./releases/stale-answer.js";
 import { createPolicyService } from "./policy/policy-service.js";
 import { createStoreRegistry } from "./kv/key-value-store.js";
 import { createLogger, type Logger } from "./log.js";
@@ -57,6 +58,11 @@ export interface Timing {
    * simulator's window down with it, so pacing across windows takes seconds, not minutes.
    */
   pointsWindowMs: number;
+  /**
+   * How long a /releases request with a stale aggregate waits for its refresh before it is answered
+   * with the stale one (the refresh goes on). See RELEASES_STALE_GRACE_MS.
+   */
+  releasesStaleGraceMs: number;
 }
 
 export const DEFAULT_TIMING: Timing = {
@@ -70,6 +76,7 @@ export const DEFAULT_TIMING: Timing = {
   requestDeadlineMs: REQUEST_DEADLINE_MS,
   bodyReadTimeoutMs: BODY_READ_TIMEOUT_MS,
   pointsWindowMs: POINTS_WINDOW_MS,
+  releasesStaleGraceMs: RELEASES_STALE_GRACE_MS,
 };
 
 export function createContext(deps: BrokerDeps = {}) {

@@ -19,6 +19,7 @@ export interface SettingProblem {
  */
 export const WHOLE_NUMBER_SETTINGS: ReadonlyArray<readonly [string, number]> = [
   ["RELEASES_CACHE_TTL_SECONDS", 300],
+  ["RELEASES_STALE_SECONDS", 86_400],
   ["RELEASES_MAX_INSTALLATIONS", 100],
   ["RELEASES_MAX_REPOSITORIES", 2000],
   ["RELEASES_CRAWL_LEASE_SECONDS", 10],

@@ -10,6 +10,8 @@ export type Env = Readonly<Record<string, string | undefined>>;
 export const DEFAULT_AUDIENCES = ["tokensmith", "release-runner"] as const;
 export const DEFAULT_API_BASE = "https://api.github.com";
 export const DEFAULT_OIDC_ISSUER = "https://token.actions.githubusercontent.com";
+/** RELEASES_STALE_SECONDS' default: a day, so a dashboard shows yesterday's list through a long platform outage or rate limit. */
+export const DEFAULT_RELEASES_STALE_SECONDS = 86_400;
 const TRUE_WORDS = new Set(["1", "true", "yes", "on"]);
 
 /** One platform the broker can mint on: the main one, or the enterprise tenant. */
@@ -39,6 +41,8 @@ export interface Settings {
   jwksCacheUrl: string | null;
   releasesKvUrl: string | null;
   releasesCacheTtlSeconds: number;
+  /** RELEASES_STALE_SECONDS: how long past its lifetime the last aggregate may still be served (marked stale). */
+  releasesStaleSeconds: number;
   releasesMaxInstallations: number;
   releasesMaxRepositories: number;
   /** Lease of the fleet-wide /releases crawl lock in Redis (renewed while the crawl runs). */
@@ -67,7 +71,7 @@ export const SETTING_NAMES = [
   "ALLOWED_REPOSITORIES", "TOKEN_PERMISSIONS", "PROCESS_TRIGGER_SECRET", "HOST_WEBHOOK_SECRET",
   "AUTO_UPDATE_BRANCHES", "ENT_OIDC_ISSUER", "ENT_API_BASE", "ENT_APP_ID", "ENT_APP_PRIVATE_KEY",
   "ENT_APP_INSTALLATION_ID", "SERVICE_JWKS_CACHE", "LEGACY_QUOTA_KV", "RELEASES_CACHE_TTL_SECONDS",
-  "RELEASES_MAX_INSTALLATIONS", "RELEASES_MAX_REPOSITORIES", "SIGN_ALLOWED_REPOSITORIES",
+  "RELEASES_STALE_SECONDS", "RELEASES_MAX_INSTALLATIONS", "RELEASES_MAX_REPOSITORIES", "SIGN_ALLOWED_REPOSITORIES",
   "RELEASES_CRAWL_LEASE_SECONDS",
   "WEBHOOK_QUEUE", "UPDATE_BRANCH_PER_MINUTE", "UPDATE_BRANCH_PER_HOUR",
   "UPSTREAM_MAX_CONCURRENCY", "UPSTREAM_POINTS_PER_MINUTE", "TOKEN_POLICY", "POLICY_CACHE_SECONDS", "POLICY_CHECK_RUNS",
@@ -112,6 +116,7 @@ export function parseSettings(env: Env): Settings {
     jwksCacheUrl: nonEmpty(env.SERVICE_JWKS_CACHE?.trim()),
     releasesKvUrl: nonEmpty(env.LEGACY_QUOTA_KV?.trim()),
     releasesCacheTtlSeconds: positiveInteger(env.RELEASES_CACHE_TTL_SECONDS) ?? 300,
+    releasesStaleSeconds: positiveInteger(env.RELEASES_STALE_SECONDS) ?? DEFAULT_RELEASES_STALE_SECONDS,
     releasesMaxInstallations: positiveInteger(env.RELEASES_MAX_INSTALLATIONS) ?? 100,
     releasesMaxRepositories: positiveInteger(env.RELEASES_MAX_REPOSITORIES) ?? 2000,
     releasesCrawlLeaseSeconds: positiveInteger(env.RELEASES_CRAWL_LEASE_SECONDS) ?? 10,

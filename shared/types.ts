@@ -85,6 +85,13 @@ export interface ReleasesResponse {
   repos: RepoReleases[];
   truncated: boolean;
   cached: boolean;
+  /**
+   * Added to the spec's shape: present (true) only when the aggregate is past its lifetime and
+   * served while a refresh runs or the platform's budget is spent; absent on a fresh answer.
+   */
+  stale?: true;
+  /** With `stale`: whole seconds since `generated_at`. */
+  age_seconds?: number;
 }
 
 /** 200 of POST /webhook for an event other than push. */

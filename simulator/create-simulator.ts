@@ -64,8 +64,18 @@ export async function createSimulator(opts: SimulatorOptions = {}): Promise<Simu
     },
     opts.secondaryLimits,
   );
+  // GitHub's primary rate limit, counted (not enforced): every answer to an installation token
+  // spends one request of that installation's hourly limit, a 404 included, except a 304 to a
+  // conditional request ("does not count against your primary rate limit if a 304 response is
+  // returned"): https://docs.github.com/rest/using-the-rest-api/best-practices-for-using-the-rest-api#use-conditional-requests-if-appropriate
+  const primaryUsed = new Map<number, number>();
   const server = await startHttpServer({
     limits,
+    answered: (record) => {
+      if (record.auth.kind !== "installation" || record.response?.status === 304) return;
+      const installationId = state.tokens.get(record.auth.token)?.installationId;
+      if (installationId !== undefined) primaryUsed.set(installationId, (primaryUsed.get(installationId) ?? 0) + 1);
+    },
     router,
     faults,
     requests,
@@ -107,6 +117,7 @@ export async function createSimulator(opts: SimulatorOptions = {}): Promise<Simu
     },
     requests,
     limits,
+    primaryRateLimitUsed: (installationId) => primaryUsed.get(installationId) ?? 0,
     clearRequests: () => {
       requests.length = 0; // same array: callers holding sim.requests keep seeing the live log
     },

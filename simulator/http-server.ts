@@ -21,6 +21,8 @@ export interface HttpServerDeps {
   sim(): Simulator;
   /** Counts requests in flight (and their peak) and answers GitHub's secondary limits. */
   limits: SecondaryLimits;
+  /** Told of every answer sent (its record has `response`): the primary rate limit's accounting. */
+  answered?(record: RecordedRequest): void;
 }
 
 export interface RunningServer {
@@ -65,6 +67,12 @@ function readBody(req: IncomingMessage): Promise<unknown> {
   });
 }
 
+/** Told of each answer: `answered` once it is recorded, `count` its bytes on the wire once they are all written. */
+interface Outlets {
+  answered?: (record: RecordedRequest) => void;
+  count: (bytes: number) => void;
+}
+
 /** How an answer goes out: as asked, or (the "truncated-gzip" fault) its gzip cut in half. */
 type Delivery = "asked" | "truncated-gzip";
 
@@ -75,7 +83,7 @@ type Delivery = "asked" | "truncated-gzip";
  * counted into `record.response.wireBytes` and `count` once the last one is handed to the socket
  * (before the client can have read it).
  */
-function send(res: ServerResponse, record: RecordedRequest, result: RouteResult, requestId: string, count: (bytes: number) => void, delivery: Delivery = "asked"): void {
+function send(res: ServerResponse, record: RecordedRequest, result: RouteResult, requestId: string, out: Outlets, delivery: Delivery = "asked"): void {
   if (res.destroyed || res.writableEnded) return;
   const headers: Record<string, string> = { "x-github-request-id": requestId };
   let payload: Array<string | Buffer> | undefined;
@@ -93,10 +101,11 @@ function send(res: ServerResponse, record: RecordedRequest, result: RouteResult,
   const before = socket?.bytesWritten ?? 0;
   const response: NonNullable<RecordedRequest["response"]> = { status: result.status, headers, body: result.body, wireBytes: 0 };
   record.response = response;
+  out.answered?.(record);
   const finish = () => {
     res.end(); // uncorks
     response.wireBytes = (socket?.bytesWritten ?? before) - before;
-    count(response.wireBytes);
+    out.count(response.wireBytes);
   };
   if (json && payload !== undefined && delivery === "truncated-gzip") {
     const whole = gzipSync(Buffer.concat(payload.map((chunk) => (typeof chunk === "string" ? Buffer.from(chunk) : chunk))));
@@ -134,8 +143,11 @@ export async function startHttpServer(deps: HttpServerDeps): Promise<RunningServ
   let closed = false;
   let counter = 0;
   let wireBytes = 0;
-  const count = (bytes: number) => {
-    wireBytes += bytes;
+  const outlets: Outlets = {
+    answered: deps.answered,
+    count: (bytes) => {
+      wireBytes += bytes;
+    },
   };
 
   const delay = (ms: number) =>
@@ -165,7 +177,7 @@ export async function startHttpServer(deps: HttpServerDeps): Promise<RunningServ
     // In flight from arrival until answered or dropped (a hang counts until the client gives up).
     const admitted = deps.limits.arrive({ method, path: record.path, body, auth: record.auth, requestId });
     res.once("close", admitted.leave);
-    if (admitted.refusal) return send(res, record, admitted.refusal, requestId, count);
+    if (admitted.refusal) return send(res, record, admitted.refusal, requestId, outlets);
 
     const latency = deps.latencyMs();
     if (latency > 0) await delay(latency);
@@ -177,8 +189,8 @@ export async function startHttpServer(deps: HttpServerDeps): Promise<RunningServ
       req.socket.destroy();
       return;
     }
-    if (fault === "garbage") return send(res, record, { status: 200, headers: { "content-type": JSON_TYPE }, body: GARBAGE_BODY }, requestId, count);
-    if (fault && fault !== "truncated-gzip") return send(res, record, fault, requestId, count);
+    if (fault === "garbage") return send(res, record, { status: 200, headers: { "content-type": JSON_TYPE }, body: GARBAGE_BODY }, requestId, outlets);
+    if (fault && fault !== "truncated-gzip") return send(res, record, fault, requestId, outlets);
 
     const result = await deps.router.dispatch({
       method,
@@ -189,7 +201,7 @@ export async function startHttpServer(deps: HttpServerDeps): Promise<RunningServ
       headers: record.headers,
       sim: deps.sim(),
     });
-    send(res, record, result, requestId, count, fault === "truncated-gzip" ? fault : "asked");
+    send(res, record, result, requestId, outlets, fault === "truncated-gzip" ? fault : "asked");
   };
 
   const server = createServer((req, res) => {

@@ -227,6 +227,11 @@ export interface Simulator {
   readonly requests: RecordedRequest[];
   /** GitHub's secondary limits (values in force), requests in flight now and their peak: see secondary-limits.ts. */
   readonly limits: SecondaryLimits;
+  /**
+   * Requests counted against an installation's primary (hourly) rate limit since the simulator
+   * started: every answer to one of its tokens but a 304 (a 404 counts). Counted, not enforced.
+   */
+  primaryRateLimitUsed(installationId: number): number;
   clearRequests(): void;
   /**
    * Bytes written to clients for every answer since the simulator started (status lines, headers,

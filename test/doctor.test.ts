@@ -1,11 +1,13 @@
 // `tokensmith doctor` (bin/tokensmith.js → build/server/cli) as a child process against the
 // platform simulator: a good configuration passes; a wrong App key, an unreachable issuer, Redis
-// down and TOKEN_PERMISSIONS beyond the installation's grant each fail with their own line.
+// down and TOKEN_PERMISSIONS beyond the installation's grant each fail with their own line; with
+// trust policies on, each installation says whether the App can read its owner's `.github`.
 import { execFile } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
+import { blobSha } from "../simulator/rest-contents-routes.js";
+import { expectNoSecrets, INSTALLED_PERMISSIONS, tokenFixture, type TokenFixture } from "./support/fixtures.js";
 import { guideCommands } from "./support/guide-commands.js";
 import { freePort } from "./support/redis-server.js";
 import { REDIS_URL } from "./support/redis-url.js";
@@ -22,6 +24,10 @@ const runs: Record<string, Promise<Run>> = {};
 const other = generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey.export({ type: "pkcs1", format: "pem" }).toString();
 let deadIssuer: string;
 let deadRedisPort: number;
+// A second App for the owner-policy checks: one installation per case.
+const OWNER_POLICY = "rules:\n  - name: everyone\n    permissions: {contents: read}\n";
+let policyApp: { id: number; privateKeyPem: string };
+const policyInstallations: Record<string, number> = {};
 
 beforeAll(async () => {
   fx = await tokenFixture();
@@ -35,6 +41,18 @@ beforeAll(async () => {
   runs.deadIssuer = doctor({ ...good, HOST_OIDC_ISSUER: deadIssuer });
   runs.redisDown = doctor({ ...good, LEGACY_QUOTA_KV: `redis://:hunter2@127.0.0.1:${deadRedisPort}` });
   runs.beyondGrant = doctor({ ...good, TOKEN_PERMISSIONS: "contents:write,issues:write", AUTO_UPDATE_BRANCHES: "true" });
+  policyApp = fx.sim.createApp();
+  const add = (account: string, repositories: string[] | "all", permissions: Record<string, "read" | "write"> = { ...INSTALLED_PERMISSIONS }) =>
+    (policyInstallations[account] = fx.sim.addInstallation({ appId: policyApp.id, account, permissions, repositories }));
+  fx.sim.git.createBranch("policy-org/.github", "main", { files: { ".github/tokensmith-org.yml": OWNER_POLICY } });
+  fx.sim.git.createBranch("open-org/.github", "main", { files: { "README.md": "# open-org\n" } });
+  add("policy-org", ["app", ".github"]); // reads its owner policy
+  add("lone-org", ["app"]); // selected repositories without .github: an owner policy would be ignored
+  add("open-org", "all"); // a .github without tokensmith-org.yml
+  add("bare-org", "all", { metadata: "read", issues: "read" }); // no contents: no policy at all
+  const policyEnv = { ...good, HOST_APP_ID: String(policyApp.id), HOST_APP_PRIVATE_KEY: policyApp.privateKeyPem, TOKEN_PERMISSIONS: "issues:read" };
+  runs.ownerPolicy = doctor({ ...policyEnv, TOKEN_POLICY: "optional" });
+  runs.ownerPolicyRequired = doctor({ ...policyEnv, TOKEN_POLICY: "required" });
   runs.unparsable = doctor({ ...good, TOKEN_PERMISSIONS: "contents:own", HOST_APP_ID: undefined, ADMIN_PORT: "eighty", UPSTREAM_POINTS_PER_MINUTE: "450/min", UPDATE_BRANCH_PER_HOUR: "lots" });
   // Settled before the tests read them, so no process outlives a failed test's file.
   await Promise.all(Object.values(runs));
@@ -116,5 +134,34 @@ describe("tokensmith doctor", () => {
     expect(lines).toContain("FAIL UPSTREAM_POINTS_PER_MINUTE is not a whole number from 5: using GitHub's 900 in this process");
     expect(lines).toContain("FAIL UPDATE_BRANCH_PER_HOUR is not a positive whole number: using the default, 500");
     expect(code).toBe(1);
+  });
+
+  it("trust policies on: per installation, whether the owner policy in <owner>/.github is readable; a warning (not a failure) where it is not", async () => {
+    const { stdout } = await runs.ownerPolicy!;
+    const lines = linesOf(stdout);
+    const [policyOrg, loneOrg, openOrg, bareOrg] = ["policy-org", "lone-org", "open-org", "bare-org"].map((account) => `installation ${policyInstallations[account]} (${account})`);
+    expect(lines).toContain(`ok   ${policyOrg}: owner policy policy-org/.github/.github/tokensmith-org.yml readable (blob ${blobSha(Buffer.from(OWNER_POLICY)).slice(0, 12)})`);
+    expect(lines).toContain(`ok   ${openOrg}: open-org/.github readable; no owner policy in it (.github/tokensmith-org.yml absent)`);
+    expect(lines).toContain(
+      `warn ${loneOrg}: the App cannot read lone-org/.github (not among the installation's selected repositories): an owner policy lone-org/.github/.github/tokensmith-org.yml there is ignored; add the .github repository to the App's installation on lone-org (Repository access), or ignore this if lone-org has none`,
+    );
+    expect(lines).toContain(
+      `warn ${bareOrg}: no contents permission, so the broker can read no policy here (neither bare-org/.github/.github/tokensmith-org.yml nor any repository's .github/tokensmith.yml): every repository gets the spec's token; grant the App contents: read`,
+    );
+    // The only failure is /sign's contents: write on bare-org, which is not about policies.
+    expect(lines.filter((line) => line.startsWith("FAIL"))).toEqual([expect.stringContaining(`FAIL ${bareOrg}: /sign needs contents: write`)]);
+    // Each check's token (narrowed to .github, contents: read) was revoked at once.
+    const checkTokens = [...fx.sim.tokens].map(([token, issued]) => ({ token, ...issued })).filter((issued) => issued.permissions.contents === "read" && JSON.stringify(issued.repositories) === JSON.stringify([".github"]));
+    expect(checkTokens.length).toBeGreaterThanOrEqual(4); // policy-org and open-org, in each of the two runs
+    expect(checkTokens.every((issued) => issued.revoked)).toBe(true);
+    expectNoSecrets([stdout], [policyApp.privateKeyPem, ...checkTokens.map((issued) => issued.token)]);
+  });
+
+  it("TOKEN_POLICY=required: an installation without contents is told every token is denied; TOKEN_POLICY=off (the other runs): no owner-policy line", async () => {
+    const { stdout } = await runs.ownerPolicyRequired!;
+    expect(linesOf(stdout)).toContain(
+      `warn installation ${policyInstallations["bare-org"]} (bare-org): no contents permission, so the broker can read no policy here (neither bare-org/.github/.github/tokensmith-org.yml nor any repository's .github/tokensmith.yml): TOKEN_POLICY=required denies every token; grant the App contents: read`,
+    );
+    expect((await runs.good!).stdout).not.toMatch(/owner policy|\.github/);
   });
 });

@@ -35,16 +35,16 @@ async function mint(claims: Record<string, unknown> = {}, extra: Record<string, 
 }
 const tokenPermissions = (token: unknown) => t.fx.sim.tokens.get(String(token))?.permissions;
 const platformCalls = () => t.fx.sim.requests.filter((r) => !r.path.startsWith("/oidc"));
-const contentsReads = () => t.fx.sim.requests.filter((r) => r.path.includes("/contents/"));
+const contentsReads = () => t.fx.sim.requests.filter((r) => /\/contents(\/|$)/.test(r.path));
 const audit = (name: string) => t.broker.logs.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => entry.audit === name);
 
-async function sendPolicyPush(repository: string, paths: string[]) {
+async function sendPolicyPush(repository: string, paths: string[], change: "added" | "modified" = "modified") {
   const [owner, name] = repository.split("/") as [string, string];
   const repo = t.fx.sim.repository(owner, name);
   const raw = JSON.stringify({
     ref: "refs/heads/main", deleted: false, forced: false,
     repository: { id: repo.id, name, full_name: repository, default_branch: "main", owner: { login: owner, id: repo.ownerId } },
-    commits: [{ id: "c1", added: [], modified: paths, removed: [] }],
+    commits: [{ id: "c1", added: [], modified: [], removed: [], [change]: paths }],
     installation: { id: t.fx.installationId },
   });
   const response = await fetch(`${t.broker.url}/webhook`, {
@@ -165,7 +165,13 @@ describe("cost: cached policy, shared reader token, conditional reads", () => {
     expect(answers.map((a) => a.status)).toEqual(Array(8).fill(200));
     const readerMints = t.fx.sim.requests.filter((r) => r.method === "POST" && r.path.endsWith("/access_tokens") && JSON.stringify((r.body as { permissions: unknown }).permissions) === '{"contents":"read"}');
     expect(readerMints).toHaveLength(1);
-    expect(contentsReads().map((r) => r.path).sort()).toEqual(["/repos/octo-org/.github/contents/.github/tokensmith-org.yml", "/repos/octo-org/app/contents/.github/tokensmith.yml"]);
+    // The org has no policy file: its 404 is followed by the listings that show it absent (one each).
+    expect(contentsReads().map((r) => r.path).sort()).toEqual([
+      "/repos/octo-org/.github/contents",
+      "/repos/octo-org/.github/contents/.github",
+      "/repos/octo-org/.github/contents/.github/tokensmith-org.yml",
+      "/repos/octo-org/app/contents/.github/tokensmith.yml",
+    ]);
   });
 
   it("after POLICY_CACHE_SECONDS the read is conditional: If-None-Match with the ETag, answered 304", async () => {
@@ -196,6 +202,60 @@ describe("cost: cached policy, shared reader token, conditional reads", () => {
     const delivery = await sendPolicyPush("octo-org/app", [".github/tokensmith.yml"]);
     expect(delivery).toEqual({ status: 200, body: { ok: true, event: "push", skipped: "auto_update_disabled" } });
     expect(tokenPermissions((await mint(TAG_JOB)).body.token)).toEqual({ contents: "read" });
+  });
+
+  it("no policy file: the 404 (no ETag; counted against the installation's rate limit) is followed once by the directory's listing, whose ETag makes each expiry's re-check a 304 that costs no rate limit", async () => {
+    setPolicy(null);
+    t.fx.sim.git.setFile("octo-org/app", ".github/workflows/ci.yml", "on: push\n");
+    t.broker.env.POLICY_CACHE_SECONDS = "30";
+    const used = () => t.fx.sim.primaryRateLimitUsed(t.fx.installationId);
+    const PR_JOB = { event_name: "pull_request", ref: "refs/pull/7/merge" };
+    const reads = () => contentsReads().map((r) => `${r.path} ${r.response?.status}${r.headers["if-none-match"] ? " (conditional)" : ""}`).sort();
+    const APP = "/repos/octo-org/app/contents";
+    const ORG = "/repos/octo-org/.github/contents";
+    const mintAt = async (offset: number, times = 1) => {
+      t.fx.sim.clearRequests();
+      clockOffsetMs = offset;
+      const before = used();
+      const tokens = [];
+      for (let i = 0; i < times; i += 1) tokens.push(tokenPermissions((await mint(PR_JOB)).body.token));
+      return { tokens, reads: reads(), spent: used() - before };
+    };
+    const FULL = { contents: "write", pull_requests: "write" };
+    try {
+      // Cold, three jobs: each file 404 (no ETag), then the listing that shows it absent: the app's
+      // .github; the org's .github repository has no .github directory (404), so its root.
+      expect(await mintAt(0, 3)).toEqual({
+        tokens: [FULL, FULL, FULL],
+        reads: [`${APP}/.github 200`, `${APP}/.github/tokensmith.yml 404`, `${ORG} 200`, `${ORG}/.github 404`, `${ORG}/.github/tokensmith-org.yml 404`].sort(),
+        spent: 5,
+      });
+      expect(contentsReads().every((r) => r.response?.status !== 404 || r.response.headers.etag === undefined)).toBe(true);
+      // Each expiry: one conditional listing per file, 304, no rate limit.
+      for (const offset of [31_000, 62_000]) {
+        expect(await mintAt(offset, 3)).toEqual({ tokens: [FULL, FULL, FULL], reads: [`${APP}/.github 304 (conditional)`, `${ORG} 304 (conditional)`].sort(), spent: 0 });
+      }
+      // Something else in .github changed: a new listing (one request), still no policy.
+      t.fx.sim.git.setFile("octo-org/app", ".github/workflows/ci.yml", "on: [push, pull_request]\n");
+      expect(await mintAt(93_000)).toEqual({ tokens: [FULL], reads: [`${APP}/.github 200 (conditional)`, `${ORG} 304 (conditional)`].sort(), spent: 1 });
+      // The file is added: "no policy" holds until the push of it arrives, which drops it at once.
+      setPolicy(POLICY);
+      expect(await mintAt(94_000)).toEqual({ tokens: [FULL], reads: [], spent: 0 });
+      expect((await sendPolicyPush("octo-org/app", [".github/tokensmith.yml"], "added")).status).toBe(200);
+      expect((await mintAt(95_000)).tokens).toEqual([{ contents: "read" }]);
+      // Removed, then added again with no push delivered: the next expiry's listing names it, so it is read.
+      setPolicy(null);
+      expect((await sendPolicyPush("octo-org/app", [".github/tokensmith.yml"], "modified")).status).toBe(200);
+      expect((await mintAt(96_000)).tokens).toEqual([FULL]);
+      setPolicy(POLICY);
+      expect(await mintAt(127_000)).toEqual({
+        tokens: [{ contents: "read" }],
+        reads: [`${APP}/.github 200 (conditional)`, `${APP}/.github/tokensmith.yml 200`, `${ORG} 304 (conditional)`].sort(),
+        spent: 2,
+      });
+    } finally {
+      clockOffsetMs = 0;
+    }
   });
 
   it("a push that touches no policy file keeps the cache", async () => {

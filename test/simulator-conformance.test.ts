@@ -102,6 +102,15 @@ const cases: Case[] = [
     const number = sim.git.addPullRequest("octo-org/app", { base: "main", head: "topic" });
     return call("PUT", `/repos/octo-org/app/pulls/${number}/update-branch`, installation({ permissions: { pull_requests: "read" } }));
   } },
+  { name: "repository content, a file", route: ["GET", "/repos/:owner/:repo/contents/:path"], status: 200, request: async () => {
+    sim.git.setFile("octo-org/app", ".github/workflows/ci.yml", "on: push\n");
+    return call("GET", "/repos/octo-org/app/contents/.github/workflows/ci.yml", installation());
+  } },
+  { name: "repository content, a directory", route: ["GET", "/repos/:owner/:repo/contents/:path"], status: 200, request: async () => {
+    sim.git.setFile("octo-org/app", ".github/tokensmith.yml", "rules: []\n");
+    return call("GET", "/repos/octo-org/app/contents/.github", installation());
+  } },
+  { name: "repository content, none", route: ["GET", "/repos/:owner/:repo/contents/:path"], status: 404, request: async () => call("GET", "/repos/octo-org/app/contents/.github/absent.yml", installation()) },
   { name: "revoke", route: ["DELETE", "/installation/token"], status: 204, request: async () => call("DELETE", "/installation/token", installation()) },
 ];
 

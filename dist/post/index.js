@@ -31933,6 +31933,11 @@ const ERROR_CODES = {
         meaning: "PROCESS_TRIGGER_SECRET is not set.",
         hint: "The broker's operator must set PROCESS_TRIGGER_SECRET to enable /releases.",
     },
+    platform_rate_limited: {
+        status: 503, routes: ["/releases"], retryable: true,
+        meaning: "The App's platform budget is spent (a rate limit the platform announced, or the App's UPSTREAM_POINTS_PER_MINUTE cannot fit a call before the request's deadline) and there is no aggregate, fresh or within RELEASES_STALE_SECONDS, to answer with; `Retry-After` says when the budget resets.",
+        hint: "The broker's platform budget is spent and it has no list to show yet; retry after the Retry-After delay.",
+    },
     invalid_signature: {
         status: 401, routes: ["/webhook"], retryable: false,
         meaning: "The X-Hub-Signature-256 HMAC is missing or does not match.",

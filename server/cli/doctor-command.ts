@@ -29,7 +29,7 @@ export async function doctorCommand(io: CommandIo): Promise<number> {
   const needs = neededPermissions(settings.tokenPermissions.ok ? settings.tokenPermissions.permissions : null, settings.autoUpdateBranches);
   for (const platform of [settings.main, settings.enterprise]) {
     if (!platform?.app.ok) continue; // said by checkSettings
-    report(await checkApp({ platform, app: platform.app.credentials, needs, fetch: io.fetch, timeoutMs: TIMEOUT_MS }));
+    report(await checkApp({ platform, app: platform.app.credentials, needs, tokenPolicy: settings.tokenPolicy, fetch: io.fetch, timeoutMs: TIMEOUT_MS }));
   }
   for (const issuer of [settings.main.issuer, settings.enterprise?.issuer].filter((i): i is string => Boolean(i))) {
     report([await checkIssuer(issuer, io.fetch, TIMEOUT_MS)]);

@@ -16,6 +16,7 @@ export function formatReleasesTable(answer: ReleasesResponse): string {
   const footer = [
     `${answer.repos.length} ${answer.repos.length === 1 ? "repository" : "repositories"}; generated at ${answer.generated_at}${answer.cached ? " (from the broker's cache)" : ""}.`,
   ];
+  if (answer.stale) footer.push(`Stale (${answer.age_seconds ?? "?"} s old): the broker is refreshing it or waiting out the platform's rate limit.`);
   if (answer.truncated) footer.push("Incomplete: the broker reached a traversal cap or could not read an installation (see its log).");
   return [line(header), ...rows.map(line), "", ...footer].join("\n") + "\n";
 }

@@ -12,7 +12,8 @@ const USAGE = `Usage: tokensmith serve
 
   serve      Run the broker (settings from the environment; PORT, default 8080).
   doctor     Check the settings in the environment as the broker reads them: the App key, each
-             installation's permissions, the OIDC issuers, the Redis bindings. Exit 1 if any fails.
+             installation's permissions (and whether it can read its owner's policy in .github),
+             the OIDC issuers, the Redis bindings. Exit 1 if any fails.
   releases   The latest release of every repository the broker's App is installed on.
              The bearer secret is read from TOKENSMITH_SECRET.
   dashboard  Serve a web page of those releases (tokensmith dashboard --help); the secret, from

@@ -10,6 +10,8 @@
 // never sent is refunded: only calls actually sent spend points. Waiters are served first in,
 // first out per principal (a cheap call never overtakes a dear one of the same principal); one
 // principal out of points never holds back another.
+// Kept for correctness: @octokit/plugin-throttling keeps no points before a call is sent (see
+// upstream-gate.ts; test/releases-points.test.ts, test/points-pacer-model.test.ts).
 
 /** GitHub's value (per App, and per installation). */
 export const GITHUB_POINTS_PER_MINUTE = 900;
@@ -60,8 +62,6 @@ export interface PointsPacer {
    * points are held until they settle, then stay a window).
    */
   earliestFit(principal: string, points: number): number | undefined;
-  /** Points of this principal in the window now, held ones included (for tests and metrics). */
-  used(principal: string): number;
   /** Calls waiting for points, every principal. */
   readonly waiting: number;
 }
@@ -152,8 +152,9 @@ export function createPointsPacer(options: PointsPacerOptions): PointsPacer {
       const state = principals.get(name)!;
       while (state.queue.length > 0) {
         const head = state.queue[0]!;
-        if (usedAt(state, at) + head.points > limit) {
-          const freeAt = whenFits(state, head.points, limit, at);
+        const need = usedAt(state, at) + head.points;
+        if (need > limit) {
+          const freeAt = fitsAt(state, need, limit);
           if (freeAt !== undefined && (next === undefined || freeAt < next)) next = freeAt;
           break;
         }
@@ -168,14 +169,14 @@ export function createPointsPacer(options: PointsPacerOptions): PointsPacer {
     sweep(at);
   };
   /**
-   * When the head of this queue fits, as far as the settled calls tell (entries leaving the
-   * window); undefined when held points block it even then (their settling pumps).
+   * When `need` points (what is in the window now plus what is asked) fit `limit`, as far as the
+   * settled calls tell (entries leaving the window); undefined when held points block it even then
+   * (their settling pumps).
    */
-  const whenFits = (state: Principal, points: number, limit: number, at: number): number | undefined => {
-    let used = usedAt(state, at);
+  const fitsAt = (state: Principal, need: number, limit: number): number | undefined => {
     for (const entry of state.spent) {
-      used -= entry.points;
-      if (used + points <= limit) return entry.at + windowMs;
+      need -= entry.points;
+      if (need <= limit) return entry.at + windowMs;
     }
     return undefined;
   };
@@ -192,13 +193,14 @@ export function createPointsPacer(options: PointsPacerOptions): PointsPacer {
     }, Math.max(0, next - at));
   };
 
+  const tryReserve = (principal: string, points: number): Reservation | undefined => {
+    const state = stateOf(principal);
+    return state.queue.length === 0 && usedAt(state, options.now()) + points <= budget() ? reservationFor(state, points) : undefined;
+  };
+
   return {
     get waiting() {
       return waiting;
-    },
-    used(principal) {
-      const state = principals.get(principal);
-      return state ? usedAt(state, options.now()) : 0;
     },
     earliestFit(principal, points) {
       const at = options.now();
@@ -207,23 +209,14 @@ export function createPointsPacer(options: PointsPacerOptions): PointsPacer {
       const limit = budget();
       let need = usedAt(state, at) + points;
       for (const waiter of state.queue) need += waiter.points;
-      if (need <= limit) return at;
-      for (const entry of state.spent) {
-        need -= entry.points;
-        if (need <= limit) return entry.at + windowMs;
-      }
-      return undefined;
+      return need <= limit ? at : fitsAt(state, need, limit);
     },
-    tryReserve(principal, points) {
-      const state = stateOf(principal);
-      return state.queue.length === 0 && usedAt(state, options.now()) + points <= budget() ? reservationFor(state, points) : undefined;
-    },
+    tryReserve,
     reserve(principal, points, signal) {
       if (signal?.aborted) return Promise.reject(signal.reason);
+      const now = tryReserve(principal, points);
+      if (now) return Promise.resolve(now);
       const state = stateOf(principal);
-      if (state.queue.length === 0 && usedAt(state, options.now()) + points <= budget()) {
-        return Promise.resolve(reservationFor(state, points));
-      }
       return new Promise<Reservation>((resolve, reject) => {
         const waiter: Waiter = { points, resolve, reject, signal };
         if (signal) {

@@ -13,8 +13,21 @@
 //   "secondary rate limit" message) is the App's, so it pauses every call of that App, its JWT and
 //   its installations alike (docs/security.md, "One installation's rate limit pauses only that
 //   installation").
+//
+// Kept for correctness, not speed (issue 28; docs/operations.md, "Fast paths"). @octokit/plugin-throttling
+// 11.0.5 + plugin-retry 8.1.1 do not cover, each case proved by the test named:
+// - points kept before a call is sent; the plugins only react to a 403/429 once it has come
+//   (test/releases-points.test.ts: a crawl over a window's points, "the platform refuses nothing");
+// - a primary limit pausing its principal only, a secondary one the whole App; the plugins retry
+//   the refused call alone (test/hardening-principal-limits.test.ts and its model test);
+// - refusing at once, with Retry-After, what cannot get points or a slot before the request's
+//   deadline; the plugins sleep out the wait (test/token-limits.test.ts, "points that cannot come
+//   before the deadline", "beyond the bounded queue").
+// Their defaults would also cost speed: one mint in flight per App (their "auth" group), 28.8
+// mints/s against 82 to 111 without them on a 40 ms link; GraphQL at one query a second (their
+// "write" group), a crawl's 20 queries in 19.2 s against 0.88 s.
 import { createPrincipalRegistry, pointsOf, type PrincipalRegistry } from "./call-principal.js";
-import { createPointsPacer, GITHUB_POINTS_PER_MINUTE, type PointsPacer, type Reservation, type SetTimer } from "./points-pacer.js";
+import { createPointsPacer, GITHUB_POINTS_PER_MINUTE, type Reservation, type SetTimer } from "./points-pacer.js";
 
 /** Queue length per allowed request in flight: beyond limit × this, a request is refused at once. */
 export const QUEUE_FACTOR = 10;
@@ -74,11 +87,9 @@ export interface UpstreamGate {
   tryEnter(call: GatedCall): (() => void) | LocalRefusal | undefined;
   /** Tell the gate what the platform answered to this call (status, headers, body), for its pauses. */
   observe(call: GatedCall, status: number, headers: Headers, text: string): void;
-  readonly inFlight: number;
   readonly queued: number;
   /** Calls waiting for points. */
   readonly pacing: number;
-  readonly points: PointsPacer;
   readonly principals: PrincipalRegistry;
 }
 
@@ -149,16 +160,12 @@ export function createUpstreamGate(options: GateOptions): UpstreamGate {
   };
 
   return {
-    get inFlight() {
-      return inFlight;
-    },
     get queued() {
       return queue.length;
     },
     get pacing() {
       return points.waiting;
     },
-    points,
     principals,
     describe(method, url, authorization) {
       const kind = kindOfCall(method, url);
@@ -184,10 +191,8 @@ export function createUpstreamGate(options: GateOptions): UpstreamGate {
       return { refused: true, retryAfterSeconds: Math.max(1, Math.ceil((fitAt - options.now()) / 1000)), why: "points" };
     },
     enter(call, signal) {
-      const refusal = paused(call);
-      if (refusal) return Promise.resolve(refusal);
       if (signal?.aborted) return Promise.reject(signal.reason);
-      const entered = tryEnter(call);
+      const entered = tryEnter(call); // a pause's refusal included
       if (entered !== undefined) return Promise.resolve(entered);
       return new Promise((resolve, reject) => {
         const waiter: Waiter = { resolve, reject, signal };
@@ -204,7 +209,7 @@ export function createUpstreamGate(options: GateOptions): UpstreamGate {
       });
     },
     observe(call, status, headers, text) {
-      const wait = platformWait(status, headers, text, options.now());
+      const wait = platformWait(status, (name) => headers.get(name), text, options.now());
       if (wait === null || wait.waitMs <= 0) return;
       pauses.pause(call, wait, headers.get("x-ratelimit-resource"));
     },
@@ -221,17 +226,18 @@ export interface PlatformWait {
  * What the platform said to wait for, or null: a secondary limit (403/429 with `retry-after`, or a
  * 403/429 whose message says "secondary rate limit", which without `retry-after` means at least a
  * minute), or a primary one: `x-ratelimit-remaining: 0` on any answer (until `x-ratelimit-reset`,
- * epoch seconds). Pure.
+ * epoch seconds). Pure; the one reading of these answers (transient-failure.ts reads it too).
  */
-export function platformWait(status: number, headers: Headers, text: string, nowMs: number): PlatformWait | null {
+export function platformWait(status: number, header: (name: string) => string | null | undefined, text: string, nowMs: number): PlatformWait | null {
   if (status === 403 || status === 429) {
-    const retryAfter = headers.get("retry-after");
-    const seconds = retryAfter === null ? NaN : Number(retryAfter);
+    const seconds = Number(header("retry-after") ?? NaN);
     if (Number.isFinite(seconds) && seconds >= 0) return { limit: "secondary", waitMs: seconds * 1000 };
+    // GitHub: a rate limit that names no wait means "wait at least one minute" (best practices:
+    // https://docs.github.com/rest/using-the-rest-api/best-practices-for-using-the-rest-api#handle-rate-limit-errors-appropriately).
     if (/secondary rate limit/i.test(text)) return { limit: "secondary", waitMs: 60_000 };
   }
-  if (headers.get("x-ratelimit-remaining") === "0") {
-    const reset = Number(headers.get("x-ratelimit-reset") ?? NaN);
+  if (header("x-ratelimit-remaining") === "0") {
+    const reset = Number(header("x-ratelimit-reset") ?? NaN);
     if (Number.isFinite(reset)) return { limit: "primary", waitMs: reset * 1000 - nowMs };
   }
   return null;

@@ -12,13 +12,15 @@ export interface DirectRoute {
 
 /**
  * The server's request listener: one route runs its own handler chain directly, everything else
- * goes to Express. Express's per-request set-up (swapping the prototypes of `req` and `res`, the
- * router's layer walk, a final handler per request) held /token, the route every release job
- * calls, to 0.62 of the floor's throughput in `npm run bench -- token`; without it, 0.72 to 0.76
- * in the same conditions (a bare Express app spent about 7x the CPU per request of a
- * bare node:http handler on this machine). The handlers are the same functions Express runs for
- * that route, so the answers are the same; they read only Node's request and response plus the
- * two things Express would have added, `req.path` and `res.locals`.
+ * goes to Express. Kept for speed, not correctness (issue 28; docs/operations.md, "Fast paths"):
+ * Express's per-request set-up (swapping the prototypes of `req` and `res`, the router's layer
+ * walk, a final handler per request) costs /token, the route every release job calls, 28 to 40 %
+ * more CPU. Measured against Express alone (the same build with `listener = app`) under the
+ * token scenario's load: CPU per request 0.66 ms direct vs 0.93 ms in Express on loopback (-28 %),
+ * 1.01 vs 1.29 ms with the simulator behind a 40 ms / 100 Mbit link (-22 %). The handlers are the
+ * same functions Express runs for that route (body budget and read timeout included), so the
+ * answers are the same (test/routing.test.ts compares them); they read only Node's request and
+ * response plus the two things Express would have added, `req.path` and `res.locals`.
  */
 export function createRequestListener(app: Express, route: DirectRoute): RequestListener {
   return (req, res) => {

@@ -11,7 +11,7 @@ import { mintInstallationToken } from "../github/mint-installation-token.js";
 import { transientRetryAfter } from "../github/transient-failure.js";
 import type { PlatformSettings, Settings } from "../settings.js";
 import { decidePolicy, type PolicyDecision } from "./decide-policy.js";
-import { fetchPolicyFile, PolicyReadFailure } from "./fetch-policy-file.js";
+import { PolicyReadFailure, readPolicyFile } from "./fetch-policy-file.js";
 import { policyFileKey, type FileState } from "./policy-files.js";
 import { POLICY_FILES, type CompiledPolicy, type PolicyKind } from "./policy-types.js";
 
@@ -70,10 +70,10 @@ async function load(ctx: BrokerContext, step: PolicyStep, kind: PolicyKind): Pro
   const readerKey = ctx.policies.readers.key(step.platform.apiBase, step.app.appId, step.installation.id);
   let state: FileState;
   try {
-    state = await ctx.policies.files.read(key, step.settings.policyCacheSeconds * 1000, store, async (etag) => {
+    state = await ctx.policies.files.read(key, step.settings.policyCacheSeconds * 1000, store, async (etag, known) => {
       const reader = await ctx.policies.readers.get(readerKey, () => mintReader(ctx, step));
       try {
-        return await fetchPolicyFile({ client, token: reader.token, ...where, path, etag, deadlineAt: step.deadlineAt });
+        return await readPolicyFile({ client, token: reader.token, ...where, path, etag, known, deadlineAt: step.deadlineAt });
       } catch (error) {
         // A reader token the platform no longer takes (revoked, the installation's permissions changed): the next read mints another.
         if (error instanceof PolicyReadFailure && error.status === 401) ctx.policies.readers.drop(readerKey, reader.token);

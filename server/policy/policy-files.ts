@@ -1,11 +1,12 @@
 // The policy files as last read, per platform and repository **id** (a renamed or re-created
 // repository never inherits another's policy) or, for the owner policy, per owner id.
 // Cache (docs/policies.md "Cache"): fresh for POLICY_CACHE_SECONDS, then asked again by
-// conditional GET (a 304 renews it); dropped at once by a verified push that touches a policy file.
+// conditional GET (a 304 renews it: the file's ETag, or for "no file" the ETag of the directory
+// listing that showed it absent); dropped at once by a verified push that touches a policy file.
 // In the shared store (SERVICE_JWKS_CACHE) when configured, so every instance sees one read and one
 // drop; in process otherwise. Concurrent misses for one key share one read; a failure is not kept.
 import type { KeyValueStore } from "../kv/key-value-store.js";
-import type { FileRead } from "./fetch-policy-file.js";
+import type { DirectoryEtag, FileRead } from "./fetch-policy-file.js";
 
 /** A file as last read: `text` when it exists and is readable, `absent` on 404, `problem` otherwise. */
 export interface FileState {
@@ -14,6 +15,8 @@ export interface FileState {
   sha?: string;
   text?: string;
   absent?: true;
+  /** With `absent`: the directory listing that showed it absent, and its ETag (re-checked by it, conditionally). */
+  listing?: DirectoryEtag;
   problem?: string;
 }
 
@@ -44,7 +47,7 @@ export function createPolicyFiles(options: { now: () => number; maxEntries?: num
      * The file's state, read through `fetch(etag)` when nothing fresh is kept. `store`: the shared
      * store of this request's settings, or null.
      */
-    async read(key: string, ttlMs: number, store: KeyValueStore | null, fetch: (etag: string | undefined) => Promise<FileRead>): Promise<FileState> {
+    async read(key: string, ttlMs: number, store: KeyValueStore | null, fetch: (etag: string | undefined, known: FileState | undefined) => Promise<FileRead>): Promise<FileState> {
       const now = options.now();
       let known: FileState | undefined;
       if (store) {
@@ -58,13 +61,13 @@ export function createPolicyFiles(options: { now: () => number; maxEntries?: num
       if (!running) {
         const generation = drops.get(key) ?? 0;
         running = (async () => {
-          const read = await fetch(known?.etag);
+          const read = await fetch(known?.etag, known);
           const at = options.now();
           const state: FileState =
             read.kind === "unchanged" && known ? { ...known, at }
             : read.kind === "file" ? { at, sha: read.sha, text: read.text, ...(read.etag ? { etag: read.etag } : {}) }
             : read.kind === "unreadable" ? { at, problem: read.problem, ...(read.sha ? { sha: read.sha } : {}), ...(read.etag ? { etag: read.etag } : {}) }
-            : { at, absent: true };
+            : { at, absent: true, ...(read.kind === "absent" && read.listing ? { listing: read.listing } : {}) };
           if ((drops.get(key) ?? 0) !== generation) return state; // used once by its own callers, never kept
           if (store) await store.set(key, state, Math.max(ttlMs * 10, 60_000));
           else keep(key, state);

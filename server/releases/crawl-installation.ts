@@ -38,6 +38,8 @@ export interface InstallationCrawlInput {
   requestId?: string;
   /** Told whether the installation's token was reused or minted. */
   onToken?: (reused: boolean) => void;
+  /** Told of every answered chunk of lookups: how many repositories' releases it learnt, how many failed. */
+  onLookups?: (learnt: number, failed: number) => void;
   /** The kept token a first attempt found refused (dropped before the second). */
   staleToken?: string;
 }
@@ -83,6 +85,7 @@ export async function crawlInstallation(input: InstallationCrawlInput): Promise<
   const queryChunk = async (chunk: readonly CrawlRepository[], bearer: string) => {
     const outcomes = await fetchLatestReleases({ client: ctx.clientFor(platform), graphqlUrl: platform.graphqlUrl, token: bearer, repositories: chunk, retry: ctx.retry });
     const failed = chunk.flatMap((repository, i) => (outcomes[i]!.ok ? [] : [{ repo: repository.fullName, problem: (outcomes[i] as { problem: string }).problem }]));
+    input.onLookups?.(chunk.length - failed.length, failed.length);
     const repos = chunk.map((repository, i): RepoReleases => {
       const outcome = outcomes[i]!;
       return { repo: repository.fullName, latest: outcome.ok ? outcome.latest : null };

@@ -22,6 +22,11 @@ export interface CrawlResult {
   truncated: boolean;
   /** Installations that failed (their repositories are absent). */
   failedInstallations: number[];
+  /**
+   * Nothing new was learnt: at least one installation failed and none was crawled (suspended ones
+   * aside), or every release lookup failed (a GraphQL outage or rate limit: all `latest: null`).
+   */
+  nothingCrawled: boolean;
 }
 
 export interface CrawlInput {
@@ -55,6 +60,7 @@ export async function crawlReleases(input: CrawlInput): Promise<CrawlResult> {
   const queryLimit = pLimit(QUERY_CONCURRENCY);
   const pageLimit = pLimit(PAGE_CONCURRENCY);
   const tokens = { minted: 0, reused: 0 };
+  const lookups = { learnt: 0, failed: 0 };
   const crawled = await Promise.all(
     listing.installations.map((installation, index) =>
       installationLimit(async () => {
@@ -74,6 +80,10 @@ export async function crawlReleases(input: CrawlInput): Promise<CrawlResult> {
           pageLimit: (run) => pageLimit(run),
           requestId: input.requestId,
           onToken: (reused) => (reused ? (tokens.reused += 1) : (tokens.minted += 1)),
+          onLookups: (learnt, failed) => {
+            lookups.learnt += learnt;
+            lookups.failed += failed;
+          },
         });
       }),
     ),
@@ -97,7 +107,10 @@ export async function crawlReleases(input: CrawlInput): Promise<CrawlResult> {
     },
     "releases crawl finished",
   );
-  return { repos, truncated, failedInstallations };
+  const nothingCrawled =
+    (failedInstallations.length > 0 && !listing.installations.some((installation, i) => !installation.suspended && crawled[i]!.status === "ok")) ||
+    (lookups.failed > 0 && lookups.learnt === 0);
+  return { repos, truncated, failedInstallations, nothingCrawled };
 }
 
 function byRepository(a: RepoReleases, b: RepoReleases): number {

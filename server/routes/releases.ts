@@ -8,7 +8,8 @@ import { requireApp } from "../token/trust.js";
 
 /**
  * GET /releases: the spec's ladder, top to bottom (DESIGN.md order of checks):
- * method (app.ts) → secret configured → bearer → App configured → cached aggregate or one crawl.
+ * method (app.ts) → secret configured → bearer → App configured → cached aggregate (fresh, or stale
+ * while a refresh runs or the platform's budget is spent) or one crawl.
  */
 export function releasesRoute(ctx: BrokerContext): RequestHandler[] {
   const service = createReleasesService(ctx);
@@ -17,7 +18,7 @@ export function releasesRoute(ctx: BrokerContext): RequestHandler[] {
     async (_req, res) => {
       const settings = ctx.settings();
       const app = requireApp(settings.main);
-      const answer = await service.releases(settings, app, res.locals.requestId as string | undefined);
+      const answer = await service.releases(settings, app, res.locals.requestId as string | undefined, res.locals.deadlineAt as number | undefined);
       res.setHeader("Cache-Control", "no-store");
       sendJsonText(res, 200, releasesJson(answer));
     },
@@ -32,12 +33,12 @@ export function releasesRoute(ctx: BrokerContext): RequestHandler[] {
  */
 const reposJson = new WeakMap<readonly RepoReleases[], string>();
 
-/** Exactly JSON.stringify(answer), the repositories taken from the memo. */
+/** Exactly JSON.stringify(answer), the repositories taken from the memo (`stale` and `age_seconds` only when set). */
 export function releasesJson(answer: ReleasesResponse): string {
   let repos = reposJson.get(answer.repos);
   if (repos === undefined) {
     repos = JSON.stringify(answer.repos);
     reposJson.set(answer.repos, repos);
   }
-  return `{"generated_at":${JSON.stringify(answer.generated_at)},"repos":${repos},"truncated":${JSON.stringify(answer.truncated)},"cached":${JSON.stringify(answer.cached)}}`;
+  return `{"generated_at":${JSON.stringify(answer.generated_at)},"repos":${repos},"truncated":${JSON.stringify(answer.truncated)},"cached":${JSON.stringify(answer.cached)}${answer.stale ? `,"stale":true,"age_seconds":${JSON.stringify(answer.age_seconds ?? 0)}` : ""}}`;
 }

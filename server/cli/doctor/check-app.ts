@@ -3,23 +3,23 @@ import { createAppJwtSigner } from "../../github/app-jwt.js";
 import { createPlatformClient, type PlatformClient } from "../../github/platform-client.js";
 import { redactUrl } from "../../redact-url.js";
 import type { PlatformSettings } from "../../settings.js";
-import { fail, ok, whyFailed, type CheckResult } from "./check-result.js";
+import type { PolicyMode } from "../../policy/decide-policy.js";
+import { fail, ok, warn, whyFailed, type CheckResult } from "./check-result.js";
+import { checkOwnerPolicy, type PolicyInstallation } from "./check-owner-policy.js";
 import { describePermissions, missingFrom, type Need } from "./needed-permissions.js";
 
 const MAX_PAGES = 10;
+/** Installations whose owner-policy read doctor checks (three requests each); the rest are named in one line. */
+const MAX_POLICY_CHECKS = 100;
 
-interface InstallationJson {
-  id: number;
-  account?: { login?: string } | null;
-  permissions?: Record<string, string>;
-}
+type InstallationJson = PolicyInstallation;
 
 /**
  * The App key signs a JWT and the platform accepts it (`GET /app`: the App's slug and
  * permissions), then every installation's grant against what the broker asks for.
  * https://docs.github.com/rest/apps/apps#get-the-authenticated-app
  */
-export async function checkApp(input: { platform: PlatformSettings; app: AppCredentials; needs: Need[]; fetch: typeof fetch; timeoutMs: number }): Promise<CheckResult[]> {
+export async function checkApp(input: { platform: PlatformSettings; app: AppCredentials; needs: Need[]; tokenPolicy: PolicyMode; fetch: typeof fetch; timeoutMs: number }): Promise<CheckResult[]> {
   const { platform, app } = input;
   const shown = redactUrl(platform.apiBase);
   const where = platform.name === "main" ? shown : `${shown} (enterprise)`;
@@ -44,7 +44,7 @@ export async function checkApp(input: { platform: PlatformSettings; app: AppCred
     return [...results, fail(`App ${app.appId}: GET /app/installations failed (${whyFailed(error)})`)];
   }
   if (installations.length === 0) return [...results, fail(`App ${String(about.slug)} is installed nowhere: install it on the repositories it serves`)];
-  for (const installation of installations) {
+  for (const [index, installation] of installations.entries()) {
     const granted = installation.permissions ?? {};
     const name = `installation ${installation.id} (${installation.account?.login ?? "?"})`;
     const gaps = input.needs
@@ -56,6 +56,14 @@ export async function checkApp(input: { platform: PlatformSettings; app: AppCred
         ? fail(`${name}: ${gaps.join("; ")}; it grants ${describePermissions(granted)}`)
         : ok(`${name}: grants ${describePermissions(granted)}; covers ${input.needs.map((n) => n.feature).join(", ")}`),
     );
+    // Trust policies (TOKEN_POLICY optional or required): can the installation read its owner's `.github`?
+    if (input.tokenPolicy !== "off" && index < MAX_POLICY_CHECKS) {
+      results.push(await checkOwnerPolicy({ client, jwt, installation, required: input.tokenPolicy === "required" }));
+    }
+  }
+  if (input.tokenPolicy !== "off") {
+    const unchecked = installations.length - MAX_POLICY_CHECKS;
+    if (unchecked > 0) results.push(warn(`owner policy read not checked for ${unchecked} more installation${unchecked === 1 ? "" : "s"} (doctor checks the first ${MAX_POLICY_CHECKS})`));
   }
   return results;
 }

@@ -154,6 +154,8 @@
     const line = document.createDocumentFragment();
     line.append(`${parts.join("")} · generated `, timeElement(answer.generated_at, Date.now()));
     line.append(answer.cached ? " · from the broker's cache" : " · fresh crawl");
+    // Past its lifetime, served while the broker refreshes it or waits out a rate limit.
+    if (answer.stale === true) line.append(" · stale: the broker is refreshing it or waiting out GitHub's rate limit");
     el.status.replaceChildren(line);
   }
 
