@@ -206,7 +206,7 @@ describe("item 5: expires_at must be an ISO 8601 UTC time, in the future, at mos
     expect(step.exitCode).toBe(0);
     expect(commands(step)).toEqual(["add-mask", "add-mask"]); // the job's OIDC token, then the installation token
     expectMaskedFirst(step, answer.token as string);
-    expect(step.outputs).toEqual({ token: answer.token, "expires-at": answer.expires_at, repository: "octo-org/app", "installation-id": "4242", "app-slug": "tokensmith-release" });
+    expect(step.outputs).toEqual({ token: answer.token, "expires-at": answer.expires_at, repository: "octo-org/app", repositories: "octo-org/app", "installation-id": "4242", "app-slug": "tokensmith-release" });
     expect(step.state).toEqual({ token: answer.token, "expires-at": answer.expires_at });
     expect(broker.revocations()).toHaveLength(0);
   });
