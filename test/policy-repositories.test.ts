@@ -89,6 +89,15 @@ describe("repositories: one token for the caller's repository and others that co
     ]);
   });
 
+  it("steady state: a second request reads nothing again (the target's id and policy come from the caches the caller's policy uses): one platform request, the mint", async () => {
+    clearPolicies();
+    setPolicy("octo-org/docs", DOCS_CONSENT);
+    expect((await mint(TAG_JOB, { repositories: ["docs"] })).status).toBe(200);
+    t.fx.sim.clearRequests();
+    expect((await mint(TAG_JOB, { repositories: ["docs"] })).status).toBe(200);
+    expect(t.fx.sim.requests.filter((r) => !r.path.startsWith("/oidc")).map((r) => `${r.method} ${r.path}`)).toEqual([`POST /app/installations/${t.fx.installationId}/access_tokens`]);
+  });
+
   it("one target alone: the token gets that target's grant ∩ TOKEN_PERMISSIONS ∩ installation; a request beyond it is 403 permissions_not_granted naming the target", async () => {
     clearPolicies();
     setPolicy("octo-org/docs", DOCS_CONSENT);
@@ -164,6 +173,26 @@ describe("a target that does not consent → 403 policy_denied naming it, and no
     expect(t.fx.sim.requests.filter((r) => !r.path.startsWith("/oidc"))).toEqual([]);
     t.broker.env.ALLOWED_REPOSITORIES = "octo-org/app,octo-org/docs";
     expect((await mint(TAG_JOB, { repositories: ["docs"] })).status).toBe(200);
+  });
+});
+
+describe("a target known by id", () => {
+  it("deleted and re-created under the same name: the old one's consent (still cached) does not carry over; the mint by the old id is refused and the new one, asked again, has not consented", async () => {
+    clearPolicies();
+    setPolicy("octo-org/website", WEBSITE_CONSENT);
+    expect((await mint(TAG_JOB, { repositories: ["website"] })).status).toBe(200);
+    const oldId = t.fx.sim.repository("octo-org", "website").id;
+    t.fx.sim.deleteRepository("octo-org", "website");
+    const newId = t.fx.sim.repository("octo-org", "website").id;
+    t.fx.sim.installation(t.fx.installationId).repositories = ["app", "docs", "website", "private", ".github"];
+    setPolicy("octo-org/website", null); // the new repository's files: no policy
+    expect(newId).not.toBe(oldId);
+    t.fx.sim.clearRequests();
+    const answer = await mint(TAG_JOB, { repositories: ["website"] });
+    expect(answer.body).toMatchObject({ error: "policy_denied", detail: expect.stringContaining("repository octo-org/website does not consent") });
+    // The mint by the old id was refused (422), and nothing was handed out.
+    expect(jobTokenMints().map((r) => (r.body as { repository_ids: number[] }).repository_ids)).toEqual([[t.fx.sim.repository("octo-org", "app").id, oldId]]);
+    expect(t.fx.sim.requests.filter((r) => r.path === "/repos/octo-org/website").length).toBe(1);
   });
 });
 
