@@ -211,12 +211,12 @@ describe("item 5: expires_at must be an ISO 8601 UTC time, in the future, at mos
     expect(broker.revocations()).toHaveLength(0);
   });
 
-  it("an older broker's answer (no installation_id, no app_slug): the two outputs are left unset", async () => {
+  it("an older broker's answer (no installation_id, no app_slug): the two outputs are left unset (repositories, the job's own, is the action's)", async () => {
     const { installation_id: _id, app_slug: _slug, ...older } = goodAnswer();
     const broker = await canned(() => ({ status: 200, body: older }));
     const step = await main(broker);
     expect(step.exitCode).toBe(0);
-    expect(Object.keys(step.outputs)).toEqual(["token", "expires-at", "repository"]);
+    expect(Object.keys(step.outputs)).toEqual(["token", "expires-at", "repository", "repositories"]);
   });
 });
 
