@@ -145,6 +145,9 @@ describe("a target that does not consent → 403 policy_denied naming it, and no
     const missing = await mint(TAG_JOB, { repositories: ["no-such-repo"] });
     expect(outside.body).toEqual(denied("outside"));
     expect(missing.body).toEqual(denied("no-such-repo"));
+    // Named as asked, not as the platform spells it: `PRIVATE` exists (as `private`), `NO-SUCH` does not.
+    expect((await mint(TAG_JOB, { repositories: ["PRIVATE"] })).body).toEqual(denied("PRIVATE"));
+    expect((await mint(TAG_JOB, { repositories: ["NO-SUCH"] })).body).toEqual(denied("NO-SUCH"));
     expect(jobTokenMints()).toEqual([]);
   });
 

@@ -89,14 +89,17 @@ export async function applyPolicies(ctx: BrokerContext, step: PolicyStep): Promi
   const consented: ConsentedTarget[] = [];
   for (const [index, name] of targets.entries()) {
     const seen = consulted[index] ?? null;
-    const fullName = seen?.target ? `${step.owner}/${seen.target.name}` : `${step.owner}/${name}`;
+    // A denial names the repository as the request spelled it: the platform's spelling would tell
+    // an existing repository (`Website` answered as `website`) from one that does not exist.
+    const asked = `${step.owner}/${name}`;
+    const fullName = seen?.target ? `${step.owner}/${seen.target.name}` : asked;
     const why = !canRead ? "the App's installation has no contents permission"
       : !seen?.target ? "the App cannot see it (no such repository, or not in the installation)"
       : seen.target.ownerId !== step.ids.ownerId ? "another owner"
       : seen.problem ?? undefined;
     const decision = why === undefined ? decideConsent({ repository: seen!.policy?.policy ?? null, owner: owner?.policy ?? null, claims: step.claims, targetName: seen!.target!.name }) : { ok: false as const, why };
     if (!decision.ok) {
-      deny(ctx, step, consentDenied(fullName, caller), { target: fullName, target_id: seen?.target?.id, consent: decision.why, target_policy_sha: seen?.policy?.sha, owner_policy_sha: owner?.sha });
+      deny(ctx, step, consentDenied(asked, caller), { target: fullName, target_id: seen?.target?.id, consent: decision.why, target_policy_sha: seen?.policy?.sha, owner_policy_sha: owner?.sha });
     }
     consented.push({
       target: seen!.target!,
