@@ -133,10 +133,23 @@ async function loadTarget(ctx: BrokerContext, step: PolicyStep, name: string): P
   const key = ctx.policies.targets.key(step.platform.apiBase, step.installation.id, step.owner, name);
   let target: TargetRepository | null;
   try {
-    target = await ctx.policies.targets.get(key, step.settings.policyCacheSeconds * 1000, () =>
-      withReader(ctx, step, (token) => fetchTargetRepository({ client: ctx.clientFor(step.platform), token, owner: step.owner, repo: name, deadlineAt: step.deadlineAt })),
-    );
+    target = await ctx.policies.targets.get(key, step.settings.policyCacheSeconds * 1000, async () => {
+      // A lookup that finds nothing counts against the owner's share of the App's budget, as an
+      // installation lookup that finds nothing does (owner-lookup-limiter.ts): a job naming 20
+      // made-up repositories per request cannot spend everyone's rate limit.
+      const taken = await ctx.ownerLookups.take(`${step.platform.apiBase}\u0000${step.ids.ownerId}`);
+      if (!("settle" in taken)) throw new BrokerError("installation_lookups_limited", { detail: `owner ${step.ids.ownerId} (repositories)`, retryAfter: taken.retryAfterSeconds });
+      let found = false;
+      try {
+        const seen = await withReader(ctx, step, (token) => fetchTargetRepository({ client: ctx.clientFor(step.platform), token, owner: step.owner, repo: name, deadlineAt: step.deadlineAt }));
+        found = seen !== null;
+        return seen;
+      } finally {
+        taken.settle(found);
+      }
+    });
   } catch (error) {
+    if (error instanceof BrokerError && error.code === "installation_lookups_limited") throw error;
     throw unavailable(ctx, error, "repository lookup");
   }
   if (!target || target.ownerId !== step.ids.ownerId) return { target };
