@@ -11,7 +11,7 @@ import { mintInstallationToken } from "../github/mint-installation-token.js";
 import { transientRetryAfter } from "../github/transient-failure.js";
 import type { PlatformSettings, Settings } from "../settings.js";
 import type { PermissionCeiling } from "../token/grant-permissions.js";
-import { decideConsent } from "./decide-consent.js";
+import { consentDenied, decideConsent } from "./decide-consent.js";
 import { decidePolicy, type PolicyDecision } from "./decide-policy.js";
 import { fetchPolicyFile, PolicyReadFailure } from "./fetch-policy-file.js";
 import { fetchTargetRepository, type TargetRepository } from "./target-repositories.js";
@@ -57,10 +57,6 @@ export interface PolicyOutcome {
   targets?: ConsentedTarget[];
 }
 
-/** The denial a non-consenting target gets, whatever the cause (no policy, no rule, not visible to the App): its name only. */
-export function consentDenied(fullName: string, caller: string): string {
-  return `repository ${fullName} does not consent to a token for ${caller} from this job (a rule of its own .github/tokensmith.yml with a repository condition must hold)`;
-}
 
 export async function applyPolicies(ctx: BrokerContext, step: PolicyStep): Promise<PolicyOutcome | null> {
   const mode = step.settings.tokenPolicy;

@@ -25,6 +25,11 @@ export type ConsentDecision =
   /** `why`: for the broker's log only; the caller is told the target's name and nothing of its rules. */
   | { ok: false; why: string };
 
+/** The denial a non-consenting target gets, whatever the cause (no policy, no rule, not visible to the App): its name only. */
+export function consentDenied(fullName: string, caller: string): string {
+  return `repository ${fullName} does not consent to a token for ${caller} from this job (a rule of its own .github/tokensmith.yml with a repository condition must hold)`;
+}
+
 /** A rule consents only when its `if` names the calling repository. */
 export const consents = (rule: CompiledRule): boolean => rule.conditions.some((condition) => condition.key === "repository");
 
