@@ -24,7 +24,7 @@ const LEVEL_RANK: Readonly<Record<string, number>> = { read: 1, write: 2, admin:
 export const MAX_ANSWER_PERMISSIONS = 200;
 
 export type AnswerCheck =
-  | { ok: true; answer: Required<Pick<TokenResponse, "token" | "expires_at" | "repository">> & Pick<TokenResponse, "installation_id" | "app_slug" | "permissions"> }
+  | { ok: true; answer: Required<Pick<TokenResponse, "token" | "expires_at" | "repository" | "repositories">> & Pick<TokenResponse, "installation_id" | "app_slug" | "permissions"> }
   /** `token` is set when the answer carried a usable token: it must be masked and revoked. */
   | { ok: false; problem: string; token?: string };
 
@@ -39,7 +39,7 @@ export function usableToken(body: unknown): string | undefined {
  * with the trust-policy work, the ones the step's `repositories` input names); `permissions` what
  * the step's permission-<name> inputs asked for, when any is set.
  */
-export function checkAnswer(body: unknown, expected: { repositories: readonly string[]; now: number; permissions?: Permissions }): AnswerCheck {
+export function checkAnswer(body: unknown, expected: { repositories: readonly string[]; now: number; permissions?: Permissions; others?: readonly string[] }): AnswerCheck {
   if (typeof body !== "object" || body === null || Array.isArray(body)) return { ok: false, problem: "the answer is not a JSON object" };
   const token = usableToken(body);
   if (token === undefined) {
@@ -73,6 +73,9 @@ export function checkAnswer(body: unknown, expected: { repositories: readonly st
   const permissions = readAnswerPermissions(field(body, "permissions"), expected.permissions);
   if (typeof permissions === "string") return refuse(permissions);
 
+  const covered = readAnswerRepositories(field(body, "repositories"), repository, expected.others);
+  if (typeof covered === "string") return refuse(covered);
+
   return {
     ok: true,
     answer: {
@@ -82,8 +85,34 @@ export function checkAnswer(body: unknown, expected: { repositories: readonly st
       ...(installationId !== undefined ? { installation_id: installationId as number } : {}),
       ...(appSlug !== undefined ? { app_slug: appSlug as string } : {}),
       ...(permissions !== undefined ? { permissions } : {}),
+      repositories: covered,
     },
   };
+}
+
+/** More than a request may name (shared/repository-names.ts), with room: a longer list is not this token's. */
+const MAX_ANSWER_REPOSITORIES = 100;
+
+/**
+ * Every repository the token covers (owner/name), the job's own first. A step that named others
+ * (`others`, owner/name) must get exactly those and its own, in any order, compared
+ * case-insensitively as the platform names repositories: fewer, and the step would fail later on a
+ * repository it thought covered; more, and the broker gave what nobody asked for. Without others,
+ * the list is the job's own repository (a broker sends `repositories` only when asked).
+ */
+function readAnswerRepositories(value: unknown, repository: string, others: readonly string[] | undefined): string[] | string {
+  if (others === undefined || others.length === 0) return [repository];
+  if (value === undefined) return "the answer does not list the repositories the token covers, though the step's repositories input named some (a broker too old for it ignores it)";
+  if (!Array.isArray(value) || value.length > MAX_ANSWER_REPOSITORIES || !value.every((entry) => typeof entry === "string" && /^[\x21-\x7e]{1,201}$/.test(entry))) {
+    return `repositories ${shown(value)} is not a list of repository names`;
+  }
+  const listed = value as string[];
+  const wanted = [repository, ...others].map((name) => name.toLowerCase()).sort();
+  const got = listed.map((name) => name.toLowerCase()).sort();
+  if (listed[0] !== repository || wanted.length !== got.length || wanted.some((name, i) => name !== got[i])) {
+    return `the token covers ${listed.map((name) => shown(name)).join(", ")}, not ${[repository, ...others].join(", ")} as the step asked`;
+  }
+  return [...listed];
 }
 
 /**

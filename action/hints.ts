@@ -40,13 +40,15 @@ export const WORKFLOW_HINTS: Readonly<Record<ErrorCode, string>> = {
   invalid_token_permissions: "The broker is misconfigured (its TOKEN_PERMISSIONS setting is unusable): nothing in this workflow can fix it; tell the broker's operator.",
   invalid_permissions:
     "The broker refused the step's permission-<name> inputs as malformed, though this action checked them against its own catalogue of the platform's permissions: the action's and the broker's versions differ; use a permission both know, or ask the broker's operator to update it.",
+  invalid_repositories:
+    "The broker refused the step's repositories input, though this action checked it: the action's and the broker's versions differ; name at most 20 repositories of the job's own owner, each once.",
   invalid_oidc_token: "The broker refused the job's OIDC token.",
   repo_mismatch: "The job's OIDC token is for another repository than {repository}: a job can only get a token for its own repository.",
   repo_not_allowed: "{repository} is not in the broker's ALLOWED_REPOSITORIES: the broker's operator must add it.",
   permissions_not_granted:
     "The step's permission-<name> inputs ask for more than the broker grants {repository}: ask for less, or have the grant widened where the detail says (TOKEN_PERMISSIONS: the broker's operator; installation: an owner of the account must grant the App that permission; rule <name> or owner rule <name>: the trust policy's rule, in .github/tokensmith.yml or the owner's .github/tokensmith-org.yml).",
   app_not_installed: "The broker's GitHub App is not installed on {repository}: install it on {repository} (organisation or repository settings → GitHub Apps).",
-  policy_denied: "No rule of the trust policy that applies to {repository} holds for this job (.github/tokensmith.yml on the default branch, or the owner's .github/tokensmith-org.yml): change the job or the policy; the broker's detail names the rule, the condition and the claim's value.",
+  policy_denied: "No rule of the trust policy that applies to {repository} holds for this job (.github/tokensmith.yml on the default branch, or the owner's .github/tokensmith-org.yml): change the job or the policy; the broker's detail names the rule, the condition and the claim's value. When the detail names another repository of the repositories input, that repository's own .github/tokensmith.yml must consent: a rule with a repository condition matching {repository} that holds for this job (docs/policies.md, \"Other repositories\").",
   policy_invalid: "The trust policy of {repository} (or of its owner) does not parse or validate, so the broker refuses every token for it: fix the file on the default branch (`tokensmith policy check FILE` shows the line).",
   policy_unavailable: `The broker could not read the trust policy from GitHub. ${RETRIED}, and tell the broker's operator if it persists.`,
   github_installation_lookup_failed: `GitHub gave the broker an unusable answer about the App's installation. ${RETRIED}, and tell the broker's operator if it persists.`,

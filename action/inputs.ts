@@ -1,6 +1,7 @@
 // The step's inputs (action.yml) and the job's default variables, checked once, up front.
 import { ActionFailure } from "./action-failure.js";
 import type { Permissions } from "../shared/token-permissions.js";
+import { MAX_OTHER_REPOSITORIES, readRepositoryName } from "../shared/repository-names.js";
 import { readPermissionInputs } from "./permission-inputs.js";
 import type { Env, Toolkit } from "./toolkit.js";
 
@@ -24,13 +25,16 @@ export interface Inputs {
   owner: string;
   repo: string;
   /**
-   * The repositories (owner/name) the answer's `repository` may name: the job's own today. The
-   * answer check (check-answer.ts) reads a list so the trust-policy work's `repositories` input
-   * (read here, next to this) can widen what the step asks for without touching it; DESIGN.md has
-   * that answer keep `repository` as the caller's and list the rest in `repositories`, which gets
-   * its own check then.
+   * The repositories (owner/name) the answer's `repository` may name: the job's own. The answer
+   * keeps `repository` as the caller's and lists the others in `repositories` (check-answer.ts).
    */
   repositories: string[];
+  /**
+   * The `repositories` input: other repositories of the job's owner (names, the job's own left
+   * out) the one token should also cover, each consenting in its own trust policy (the body's
+   * `repositories`); undefined when the input is empty.
+   */
+  otherRepositories?: string[];
   /** `policy-rule`: the trust-policy rule the job asks for by name (the body's `rule`). */
   rule?: string;
   /** The `permission-<name>` inputs (permission-inputs.ts); undefined when none is set: the broker's whole grant. */
@@ -56,6 +60,7 @@ export function readInputs(core: Pick<Toolkit, "getInput">, env: Env): Inputs {
   if (!match) throw new ActionFailure(`tokensmith: GITHUB_REPOSITORY is "${repository}", not owner/name; run this step in a GitHub Actions job.`);
 
   const permissions = readPermissionInputs(core);
+  const otherRepositories = readRepositories(core.getInput("repositories"), match[1]!, match[2]!);
   return {
     authMode,
     brokerUrl,
@@ -66,12 +71,34 @@ export function readInputs(core: Pick<Toolkit, "getInput">, env: Env): Inputs {
     owner: match[1]!,
     repo: match[2]!,
     repositories: [repository],
+    ...(otherRepositories.length > 0 ? { otherRepositories } : {}),
     ...readRule(core.getInput("policy-rule")),
     ...(permissions ? { permissions } : {}),
     ...optional("ref", env.GITHUB_REF),
     ...optional("runId", env.GITHUB_RUN_ID),
     ...optional("sha", env.GITHUB_SHA),
   };
+}
+
+/**
+ * `repositories`: names (or owner/name of the job's own owner) separated by commas or new lines, as
+ * actions/create-github-app-token reads its input of that name; blanks ignored, the job's own
+ * repository left out (it is always covered), each other one at most once, at most
+ * MAX_OTHER_REPOSITORIES. The broker checks the same (400 invalid_repositories).
+ */
+export function readRepositories(raw: string, owner: string, repo: string): string[] {
+  const names: string[] = [];
+  const seen = new Set<string>([repo.toLowerCase()]);
+  for (const entry of raw.split(/[,\n]/).map((part) => part.trim()).filter((part) => part !== "")) {
+    const read = readRepositoryName(entry, owner);
+    if (!read.ok) throw new ActionFailure(`tokensmith: repositories: ${read.problem}.`);
+    const key = read.name.toLowerCase();
+    if (seen.has(key)) continue;
+    seen.add(key);
+    names.push(read.name);
+  }
+  if (names.length > MAX_OTHER_REPOSITORIES) throw new ActionFailure(`tokensmith: repositories names ${names.length} other repositories; at most ${MAX_OTHER_REPOSITORIES}.`);
+  return names;
 }
 
 /** `policy-rule`: a rule name as policies spell them ([a-z0-9-]+), or empty. */

@@ -58,6 +58,8 @@ export async function requestToken(deps: RequestTokenDeps, inputs: Inputs): Prom
           ...(inputs.sha ? { sha: inputs.sha } : {}),
           // Only when a permission input is set: a body without it asks for the whole grant.
           ...(inputs.permissions ? { permissions: inputs.permissions } : {}),
+          // Only when the repositories input names others: each must consent in its own policy.
+          ...(inputs.otherRepositories ? { repositories: inputs.otherRepositories } : {}),
         },
         { timeoutMs: left() },
       );

@@ -39,7 +39,12 @@ export async function run(deps: RunDeps): Promise<void> {
     // Masked before the answer is even checked: a refused answer's token is still a live token.
     const token = usableToken(body);
     if (token !== undefined) core.setSecret(token);
-    const check = checkAnswer(body, { repositories: inputs.repositories, now: now(), ...(inputs.permissions ? { permissions: inputs.permissions } : {}) });
+    const check = checkAnswer(body, {
+      repositories: inputs.repositories,
+      now: now(),
+      ...(inputs.permissions ? { permissions: inputs.permissions } : {}),
+      ...(inputs.otherRepositories ? { others: inputs.otherRepositories.map((name) => `${inputs.owner}/${name}`) } : {}),
+    });
     if (!check.ok) {
       const revoked = check.token === undefined ? "" : await revokeRefused(deps, check.token);
       throw new ActionFailure(`tokensmith: refused the answer from ${brokerUrl}: ${check.problem}.${revoked} Check broker-url: a tokensmith broker never answers this.`);
@@ -49,6 +54,8 @@ export async function run(deps: RunDeps): Promise<void> {
     core.setOutput("token", answer.token);
     core.setOutput("expires-at", answer.expires_at);
     core.setOutput("repository", answer.repository);
+    // Every repository the token covers (owner/name, comma-separated): the job's own, then those of the repositories input.
+    core.setOutput("repositories", answer.repositories.join(","));
     // Brokers before these two fields leave the outputs empty, as an unset output reads.
     if (answer.installation_id !== undefined) core.setOutput("installation-id", String(answer.installation_id));
     if (answer.app_slug !== undefined) core.setOutput("app-slug", answer.app_slug);
@@ -58,7 +65,7 @@ export async function run(deps: RunDeps): Promise<void> {
       core.saveState(STATE.token, answer.token);
       core.saveState(STATE.expiresAt, answer.expires_at);
     }
-    core.info(`tokensmith: got a token for ${answer.repository}, expires at ${answer.expires_at}`);
+    core.info(`tokensmith: got a token for ${answer.repositories.join(", ")}, expires at ${answer.expires_at}`);
   } catch (error) {
     core.setFailed(error instanceof ActionFailure ? error.message : `tokensmith: ${error instanceof Error ? error.message : String(error)}`);
   }

@@ -65,6 +65,11 @@ export const ERROR_CODES = {
     meaning: "The request's optional `permissions` is not a non-empty object of the platform's App permission names to `read` or `write`; `detail` names the entry.",
     hint: "Send `permissions` as an object such as {\"contents\": \"read\"}: catalogue names, values exactly read or write.",
   },
+  invalid_repositories: {
+    status: 400, routes: ["/token"], retryable: false,
+    meaning: "The request's optional `repositories` is not an array of 1 to 20 distinct repository names of the caller's owner (`name` or `owner/name`); `detail` names the entry.",
+    hint: "Send `repositories` as an array of repository names of your own owner, such as [\"docs\", \"website\"]: at most 20, each once.",
+  },
   invalid_oidc_token: {
     status: 401, routes: ["/token"], retryable: false,
     meaning: "The OIDC token failed verification; `reason` says which check.",
@@ -92,7 +97,7 @@ export const ERROR_CODES = {
   },
   policy_denied: {
     status: 403, routes: ["/token"], retryable: false,
-    meaning: "A trust policy applies and none of its rules holds for this job (or the request's `rule` does not), or TOKEN_POLICY=required and no policy applies; `detail` names, per rule, the first failed condition and the claim's value.",
+    meaning: "A trust policy applies and none of its rules holds for this job (or the request's `rule` does not), or TOKEN_POLICY=required and no policy applies; `detail` names, per rule, the first failed condition and the claim's value. With `repositories`: a repository named there does not consent (no rule of its policy with a `repository` condition holds for this job, it has no policy, or the App cannot see it); `detail` names that repository only, never its rules.",
     hint: "Change the job (event, ref, workflow, environment) or the policy file (.github/tokensmith.yml on the default branch) so that a rule holds; see detail.",
   },
   policy_invalid: {
@@ -112,7 +117,7 @@ export const ERROR_CODES = {
   },
   installation_lookups_limited: {
     status: 503, routes: ["/token"], retryable: true,
-    meaning: "The repository's owner (the OIDC token's `repository_owner_id`) has used its share of the App's platform budget on installation lookups that found no installation (a tenth of `UPSTREAM_POINTS_PER_MINUTE` a minute); `Retry-After` says when to try again.",
+    meaning: "The repository's owner (the OIDC token's `repository_owner_id`) has used its share of the App's platform budget on installation lookups that found no installation, or lookups of `repositories` the App cannot see (a tenth of `UPSTREAM_POINTS_PER_MINUTE` a minute); `Retry-After` says when to try again.",
     hint: "The broker is holding back installation lookups for this repository's owner; retry after the Retry-After delay.",
   },
   installation_token_failed: {

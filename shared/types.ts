@@ -16,6 +16,11 @@ export interface TokenRequest {
    * answer is 403 permissions_not_granted. Absent: the grant (TOKEN_PERMISSIONS ∩ installation).
    */
   permissions?: Permissions;
+  /**
+   * Other repositories of the same owner the one token should also cover (DESIGN.md "Other
+   * repositories"): names, each consenting in its own trust policy, or the answer is 403 policy_denied.
+   */
+  repositories?: string[];
 }
 
 /** 200 of POST /token (spec 2.2). */
@@ -34,6 +39,8 @@ export interface TokenResponse {
   app_slug?: string;
   /** The token's real permissions, as the platform's mint answered them (additive, like the two above). */
   permissions?: Record<string, string>;
+  /** Only when the request named other `repositories`: every repository the token covers (owner/name), the caller's first. */
+  repositories?: string[];
 }
 
 export interface FileAddition {

@@ -67,10 +67,11 @@ describe("main: a token for the job's repository", () => {
     const { core } = await runAction();
     expect(core.failed()).toBeUndefined();
     const outputs = core.outputs();
-    expect(Object.keys(outputs)).toEqual(["token", "expires-at", "repository", "installation-id", "app-slug", "permissions"]);
+    expect(Object.keys(outputs)).toEqual(["token", "expires-at", "repository", "repositories", "installation-id", "app-slug", "permissions"]);
     expect(outputs["installation-id"]).toBe(String(t.fx.installationId));
     expect(outputs["app-slug"]).toBe(`tokensmith-test-${t.fx.app.id}`);
     expect(outputs.repository).toBe("octo-org/app");
+    expect(outputs.repositories).toBe("octo-org/app");
     expect(outputs["expires-at"]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
     const issued = t.fx.sim.tokens.get(outputs.token!);
     expect(issued?.repositories).toEqual(["app"]);

@@ -206,17 +206,17 @@ describe("item 5: expires_at must be an ISO 8601 UTC time, in the future, at mos
     expect(step.exitCode).toBe(0);
     expect(commands(step)).toEqual(["add-mask", "add-mask"]); // the job's OIDC token, then the installation token
     expectMaskedFirst(step, answer.token as string);
-    expect(step.outputs).toEqual({ token: answer.token, "expires-at": answer.expires_at, repository: "octo-org/app", "installation-id": "4242", "app-slug": "tokensmith-release" });
+    expect(step.outputs).toEqual({ token: answer.token, "expires-at": answer.expires_at, repository: "octo-org/app", repositories: "octo-org/app", "installation-id": "4242", "app-slug": "tokensmith-release" });
     expect(step.state).toEqual({ token: answer.token, "expires-at": answer.expires_at });
     expect(broker.revocations()).toHaveLength(0);
   });
 
-  it("an older broker's answer (no installation_id, no app_slug): the two outputs are left unset", async () => {
+  it("an older broker's answer (no installation_id, no app_slug): the two outputs are left unset (repositories, the job's own, is the action's)", async () => {
     const { installation_id: _id, app_slug: _slug, ...older } = goodAnswer();
     const broker = await canned(() => ({ status: 200, body: older }));
     const step = await main(broker);
     expect(step.exitCode).toBe(0);
-    expect(Object.keys(step.outputs)).toEqual(["token", "expires-at", "repository"]);
+    expect(Object.keys(step.outputs)).toEqual(["token", "expires-at", "repository", "repositories"]);
   });
 });
 

@@ -23,6 +23,7 @@ beforeAll(async () => {
   await writeFile(join(dir, "warn.yml"), "rules:\n  - name: main\n    if: {ref: refs/heads/main}\n    permissions: {contents: write}\n");
   await writeFile(join(dir, "tokensmith-org.yml"), "repository_policies: ignore\nrules:\n  - name: reads\n    permissions: {contents: read}\n");
   await writeFile(join(dir, "denied.json"), JSON.stringify(JOB));
+  await writeFile(join(dir, "website.yml"), "rules:\n  - name: own-ci\n    if: {event: push}\n    permissions: {contents: write}\n  - name: from-app\n    if: {repository: octo-org/app, ref: refs/tags/v*}\n    permissions: {contents: write, issues: read}\n");
   const payload = Buffer.from(JSON.stringify({ ...JOB, ref: "refs/tags/v2.0.0" })).toString("base64url");
   await writeFile(join(dir, "tag.jwt"), `eyJhbGciOiJSUzI1NiJ9.${payload}.c2ln\n`);
 });
@@ -89,6 +90,26 @@ describe("tokensmith policy explain", () => {
     expect(result.code).toBe(0);
     expect(result.stdout).toContain("repository policy: ignored (the owner policy says repository_policies: ignore)\n");
     expect(result.stdout).toContain("grant: contents: read (TOKEN_PERMISSIONS ∩ owner rule reads; the installation may narrow it further)\n");
+  });
+
+  it("--consent NAME: whether another repository's policy consents to the job (only rules with a repository condition do), and what it lends", async () => {
+    const denied = await cli(["explain", "--claims", "denied.json", "--consent", "website", "--policy", "website.yml"]);
+    expect(denied).toEqual({
+      code: 1,
+      stderr: "",
+      stdout: [
+        "repository policy of octo-org/website:",
+        "  rule own-ci (line 2): has no repository condition (only such rules consent)",
+        "  rule from-app (line 5): ref is refs/heads/feat-x, wants refs/tags/v*",
+        "refused: 403 policy_denied: repository octo-org/website does not consent to a token for octo-org/app from this job (a rule of its own .github/tokensmith.yml with a repository condition must hold) (here: no rule with a repository condition holds)",
+        "",
+      ].join("\n"),
+    });
+    const tag = await cli(["explain", "--claims", "tag.jwt", "--consent", "octo-org/website", "--policy", "website.yml"]);
+    expect(tag.code).toBe(0);
+    expect(tag.stdout).toContain("  rule from-app (line 5): consents\n");
+    expect(tag.stdout).toContain("consents: rule from-app\nlends: contents: write, issues: read (the token for octo-org/app and octo-org/website gets no more than this ∩ its own grant)\n");
+    expect((await cli(["explain", "--claims", "tag.jwt", "--consent", "other-org/website", "--policy", "website.yml"])).code).toBe(2);
   });
 
   it("an invalid policy is what the broker would answer: policy_invalid with the line", async () => {

@@ -5,7 +5,11 @@ import fc from "fast-check";
 import { stringify } from "yaml";
 import { checkPolicy, DENIAL_RULES_SHOWN } from "../server/policy/check-policy.js";
 import { createPolicyCompiler } from "../server/policy/compile-policy.js";
-import { grantPermissions } from "../server/token/grant-permissions.js";
+import type { BrokerError } from "../shared/broker-error.js";
+import type { Permissions } from "../shared/token-permissions.js";
+import { decideConsent } from "../server/policy/decide-consent.js";
+import { grantPermissions, type PermissionCeiling } from "../server/token/grant-permissions.js";
+import { permissionsToMint } from "../server/token/permissions-to-mint.js";
 
 const compiler = createPolicyCompiler();
 const KEYS = { ref: "ref", event: "event_name", actor: "actor", environment: "environment" } as const;
@@ -78,6 +82,81 @@ describe("narrowing algebra", () => {
         for (const name of Object.keys(requested)) {
           const expected = Math.min(rank(requested[name]), ...ceilings.map((c) => rank(c[name])));
           expect(rank(grant[name])).toBe(expected);
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
+describe("other repositories (repositories): consent and the narrowing across targets", () => {
+  const level = fc.constantFrom("read", "write");
+  const names = fc.constantFrom("contents", "pull_requests", "issues", "checks");
+  const perms = fc.dictionary(names, level, { maxKeys: 4 });
+  // What a policy rule grants names at least one permission (the schema's rule).
+  const granted = fc.dictionary(names, level, { minKeys: 1, maxKeys: 4 });
+  const rank = (l: string | undefined) => (l === "write" || l === "admin" ? 2 : l === "read" ? 1 : 0);
+  // A target's rule: with or without a `repository` condition (matching the caller or not), an
+  // event condition that holds or not, and what it lends.
+  const targetRule = fc.record({ repository: fc.constantFrom("none", "caller", "glob", "other"), eventHolds: fc.boolean(), permissions: granted });
+  const target = fc.record({ rules: fc.option(fc.array(targetRule, { minLength: 1, maxLength: 4 }), { nil: undefined }), owner: fc.option(granted, { nil: undefined }) });
+  const REPOSITORY = { caller: "octo-org/app", glob: "octo-org/*", other: "octo-org/lib" } as const;
+  const job = { repository: "octo-org/app", event_name: "push" };
+
+  const compileTarget = (rules: Array<{ repository: string; eventHolds: boolean; permissions: Record<string, string> }>) => {
+    const text = stringify({
+      rules: rules.map((rule, i) => ({
+        name: `t${i}`,
+        if: { ...(rule.repository === "none" ? {} : { repository: REPOSITORY[rule.repository as keyof typeof REPOSITORY] }), event: rule.eventHolds ? "push" : "pull_request" },
+        permissions: rule.permissions,
+      })),
+    });
+    const compiled = compiler.compile(text, "repository", "target.yml");
+    if (!compiled.ok) throw new Error(compiled.detail);
+    return compiled.policy;
+  };
+  const ownerPolicy = (permissions: Record<string, string>) => {
+    const compiled = compiler.compile(stringify({ rules: [{ name: "all", permissions }] }), "owner", "org.yml");
+    if (!compiled.ok) throw new Error(compiled.detail);
+    return compiled.policy;
+  };
+
+  it("a target consents exactly when the model's first rule with a repository condition holds; the token is never more than TOKEN_PERMISSIONS ∩ installation ∩ the caller's rule ∩ each target's grant", () => {
+    fc.assert(
+      fc.property(perms, perms, perms, fc.array(target, { minLength: 1, maxLength: 3 }), fc.option(perms, { nil: undefined }), (tokenPermissions, installation, callerRule, targets, request) => {
+        const ceilings: PermissionCeiling[] = [{ source: "rule caller", permissions: callerRule }];
+        const lent: Array<Record<string, string>> = [];
+        let everyConsents = true;
+        for (const [i, t] of targets.entries()) {
+          const owner = t.owner === undefined ? null : ownerPolicy(t.owner);
+          const decision = decideConsent({ repository: t.rules ? compileTarget(t.rules) : null, owner, claims: job, targetName: `t${i}` });
+          const consenting = t.rules?.find((rule) => rule.repository !== "none" && rule.repository !== "other" && rule.eventHolds);
+          expect(decision.ok).toBe(consenting !== undefined);
+          if (!decision.ok || !consenting) {
+            everyConsents = false;
+            continue;
+          }
+          // What it lends: its consenting rule ∩ the owner rule, never more than either.
+          for (const [name, l] of Object.entries(decision.permissions)) {
+            expect(rank(l)).toBeLessThanOrEqual(rank(consenting.permissions[name]));
+            if (t.owner) expect(rank(l)).toBeLessThanOrEqual(rank(t.owner[name]));
+          }
+          lent.push(decision.permissions);
+          ceilings.push({ source: `repository octo-org/t${i}`, permissions: decision.permissions });
+        }
+        if (!everyConsents) return; // /token denies before any mint
+        let minted: Record<string, string>;
+        try {
+          minted = permissionsToMint({ tokenPermissions: tokenPermissions as Permissions, policyCeilings: ceilings, installation, ...(request ? { requested: request as Permissions } : {}) });
+        } catch (error) {
+          expect((error as BrokerError).code).toBe("permissions_not_granted");
+          expect(request).toBeDefined();
+          return;
+        }
+        for (const [name, l] of Object.entries(minted)) {
+          if (name === "metadata" && l === "read" && Object.keys(minted).length === 1) continue; // the empty grant's stand-in
+          for (const bound of [tokenPermissions, installation, callerRule, ...lent]) expect(rank(l)).toBeLessThanOrEqual(rank(bound[name]));
+          if (request) expect(rank(l)).toBeLessThanOrEqual(rank(request[name]));
         }
       }),
       { numRuns: 500 },

@@ -1,6 +1,7 @@
 // Trust policies end to end in the sandbox (`tokensmith/testing`): setPolicy on the default branch,
 // the bundled action (dist/) with policy-rule, a denial's detail in the step's error, the owner
-// policy, and `sandbox --demo`'s narrowed token and denial.
+// policy, another repository's consent (the repositories input), and `sandbox --demo`'s narrowed
+// token and denial.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { DEMO_POLICY, runDemo, type DemoStep } from "../server/sandbox/run-demo.js";
 import { startSandbox, type Sandbox } from "../server/sandbox/index.js";
@@ -51,6 +52,23 @@ describe("the bundled action against a policy", () => {
     const full = await sandbox.runAction({ job: { ref: "refs/tags/v2.0.0", event_name: "push" } });
     expect(permissionsOf(full.outputs.token)).toEqual({ contents: "write", pull_requests: "write" });
     await sandbox.setPolicy("octo-org/app", null);
+  });
+});
+
+describe("other repositories (the repositories input) in the sandbox", () => {
+  it("docs consents through setPolicy: one token for app and docs; without its consent the step fails naming docs", async () => {
+    await sandbox.setPolicy("octo-org/docs", "rules:\n  - name: from-app\n    if: {repository: octo-org/app, event: push, ref: refs/tags/v*}\n    permissions: {contents: write}\n");
+    const run = await sandbox.runAction({ job: { ref: "refs/tags/v1.2.0", event_name: "push" }, inputs: { repositories: "docs" } });
+    expect(run.exitCode).toBe(0);
+    expect(run.outputs.repositories).toBe("octo-org/app,octo-org/docs");
+    expect(sandbox.platform.mints.at(-1)).toMatchObject({ repositories: ["octo-org/app", "octo-org/docs"], permissions: { contents: "write" } });
+    expect(permissionsOf(run.outputs.token)).toEqual({ contents: "write" });
+
+    await sandbox.setPolicy("octo-org/docs", null);
+    const denied = await sandbox.runAction({ job: { ref: "refs/tags/v1.2.0", event_name: "push" }, inputs: { repositories: "docs" } });
+    expect(denied.exitCode).not.toBe(0);
+    const line = denied.log.find((l) => l.includes("policy_denied"));
+    expect(line).toContain('The broker says: "repository octo-org/docs does not consent to a token for octo-org/app from this job');
   });
 });
 

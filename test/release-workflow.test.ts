@@ -44,7 +44,11 @@ beforeAll(async () => {
     world: {
       organisation: "octo-org",
       permissions: { contents: "write", workflows: "write", pull_requests: "write", metadata: "read" },
-      repositories: [{ name: "tokensmith", branches: { main: { "CHANGELOG.md": CHANGELOG, "package.json": `${JSON.stringify(PACKAGE, null, 2)}\n` } } }],
+      repositories: [
+        { name: "tokensmith", branches: { main: { "CHANGELOG.md": CHANGELOG, "package.json": `${JSON.stringify(PACKAGE, null, 2)}\n` } } },
+        // release-two-repositories.yml's second repository (its consent is set where that example runs).
+        { name: "website" },
+      ],
     },
     // What docs/versioning.md asks of a fork's broker, and pull requests for the examples.
     env: { TOKEN_PERMISSIONS: "contents=write,workflows=write,pull_requests=write" },
@@ -160,9 +164,17 @@ async function expectNarrowedMint(step: Step, env: Record<string, string>, wante
   const inputs = actionInputs(step, env);
   const asked = Object.fromEntries(Object.entries(inputs).filter(([name]) => name.startsWith("permission-")).map(([name, level]) => [name.slice("permission-".length).replace(/-/g, "_"), level]));
   expect(asked).toEqual(wanted);
+  // The example's repositories input (release-two-repositories.yml): each one consents in its own
+  // policy, as that file's comment shows, else the step fails with policy_denied.
+  const others = (inputs.repositories ?? "").split(",").map((name) => name.trim()).filter((name) => name !== "");
+  for (const name of others) {
+    await sandbox.setPolicy(`octo-org/${name}`, `rules:\n  - name: releases\n    if: {repository: ${REPOSITORY}, event: push, ref: "refs/tags/v*"}\n    permissions: {contents: write}\n`);
+  }
   const run = await sandbox.runAction({ inputs, job: { repository: REPOSITORY, ref: "refs/tags/v0.2.0", workflow: "release" }, post: true });
+  for (const name of others) await sandbox.setPolicy(`octo-org/${name}`, null);
   expect(run.exitCode).toBe(0);
-  expect(sandbox.platform.mints.at(-1)).toMatchObject({ repositories: [REPOSITORY], permissions: wanted });
+  expect(sandbox.platform.mints.at(-1)).toMatchObject({ repositories: [REPOSITORY, ...others.map((name) => `octo-org/${name}`)], permissions: wanted });
+  expect(run.outputs.repositories).toBe([REPOSITORY, ...others.map((name) => `octo-org/${name}`)].join(","));
   expect(JSON.parse(run.outputs.permissions!)).toEqual(wanted);
 }
 

@@ -7,7 +7,7 @@ import { RequestError } from "@octokit/request-error";
 import { BrokerError } from "../shared/broker-error.js";
 import type { Installation } from "../server/github/find-installation.js";
 import type { MintedRepository } from "../server/github/mint-installation-token.js";
-import { installationServes, mintedForScope, type RepositoryScope } from "../server/github/repository-scope.js";
+import { installationServes, mintedForScope, mintedForScopes, type RepositoryScope } from "../server/github/repository-scope.js";
 import { transientRetryAfter } from "../server/github/transient-failure.js";
 import { readRepositoryIdentity } from "../server/token/trust.js";
 import { postJson } from "./support/broker.js";
@@ -368,6 +368,22 @@ describe("the trust decisions, as tables", () => {
     [byName, [entry(5, "acme-2/widgets", 6)], false],
   ])("mintedForScope(%j, %j) → %s", (scope, repositories, expected) => {
     expect(mintedForScope(repositories, scope)).toBe(expected);
+  });
+
+  // With other repositories (/token's `repositories`): each by id, under the name asked for.
+  const gadgets = { id: 12, name: "gadgets" };
+  it.each([
+    [[entry(11, "acme/widgets", 22), entry(12, "acme/gadgets", 22)], { ok: true, stale: [] }],
+    [[entry(12, "Acme/Gadgets", 22), entry(11, "acme/widgets", 22)], { ok: true, stale: [] }], // any order, names case-insensitive
+    [[entry(11, "acme/widgets", 22), entry(12, "acme/gizmos", 22)], { ok: false, stale: [gadgets] }], // renamed since its lookup
+    [[entry(11, "acme/widgets", 22), entry(12, "acme/gadgets", 23)], { ok: false, stale: [gadgets] }], // another owner
+    [[entry(11, "acme/widgets", 22)], { ok: false, stale: [gadgets] }],
+    [[entry(11, "acme/widgets", 22), entry(12, "acme/gadgets", 22), entry(13, "acme/secrets", 22)], { ok: false, stale: [] }], // more than asked
+    [[entry(11, "acme/widgets", 22), entry(12, "acme/gadgets", 22), entry(12, "acme/gadgets", 22)], { ok: false, stale: [] }],
+    [[entry(12, "acme/gadgets", 22), entry(14, "acme/widgets", 22)], { ok: false, stale: [] }], // the caller's id is not there
+    [null, { ok: false, stale: [gadgets] }],
+  ])("mintedForScopes(byId, %j, [gadgets]) → %j", (repositories, expected) => {
+    expect(mintedForScopes(repositories, { owner: "acme", repo: "widgets", ids: { repositoryId: 11, ownerId: 22 } }, [gadgets])).toEqual(expected);
   });
 
   const platformError = (status: number, headers: Record<string, string> = {}) =>

@@ -31871,6 +31871,9 @@ function checkAnswer(body, expected) {
     const permissions = readAnswerPermissions(field(body, "permissions"), expected.permissions);
     if (typeof permissions === "string")
         return refuse(permissions);
+    const covered = readAnswerRepositories(field(body, "repositories"), repository, expected.others);
+    if (typeof covered === "string")
+        return refuse(covered);
     return {
         ok: true,
         answer: {
@@ -31880,8 +31883,34 @@ function checkAnswer(body, expected) {
             ...(installationId !== undefined ? { installation_id: installationId } : {}),
             ...(appSlug !== undefined ? { app_slug: appSlug } : {}),
             ...(permissions !== undefined ? { permissions } : {}),
+            repositories: covered,
         },
     };
+}
+/** More than a request may name (shared/repository-names.ts), with room: a longer list is not this token's. */
+const MAX_ANSWER_REPOSITORIES = 100;
+/**
+ * Every repository the token covers (owner/name), the job's own first. A step that named others
+ * (`others`, owner/name) must get exactly those and its own, in any order, compared
+ * case-insensitively as the platform names repositories: fewer, and the step would fail later on a
+ * repository it thought covered; more, and the broker gave what nobody asked for. Without others,
+ * the list is the job's own repository (a broker sends `repositories` only when asked).
+ */
+function readAnswerRepositories(value, repository, others) {
+    if (others === undefined || others.length === 0)
+        return [repository];
+    if (value === undefined)
+        return "the answer does not list the repositories the token covers, though the step's repositories input named some (a broker too old for it ignores it)";
+    if (!Array.isArray(value) || value.length > MAX_ANSWER_REPOSITORIES || !value.every((entry) => typeof entry === "string" && /^[\x21-\x7e]{1,201}$/.test(entry))) {
+        return `repositories ${shown(value)} is not a list of repository names`;
+    }
+    const listed = value;
+    const wanted = [repository, ...others].map((name) => name.toLowerCase()).sort();
+    const got = listed.map((name) => name.toLowerCase()).sort();
+    if (listed[0] !== repository || wanted.length !== got.length || wanted.some((name, i) => name !== got[i])) {
+        return `the token covers ${listed.map((name) => shown(name)).join(", ")}, not ${[repository, ...others].join(", ")} as the step asked`;
+    }
+    return [...listed];
 }
 /**
  * The answer's `permissions` (additive: a broker before it sends none), or the problem with it. A
@@ -31920,6 +31949,62 @@ const describe = (permissions) => Object.entries(permissions)
 /** An own property only: `__proto__` or `constructor` in a hostile body read nothing from Object.prototype. */
 function field(body, name) {
     return typeof body === "object" && body !== null && Object.hasOwn(body, name) ? body[name] : undefined;
+}
+
+;// CONCATENATED MODULE: ./build/shared/repository-names.js
+// The optional `repositories` of a POST /token body (DESIGN.md "Who gets which token", "Other
+// repositories"): other repositories of the caller's owner the one token should also cover, each of
+// which must consent in its own trust policy. Names only (the platform's mint takes names), or
+// `owner/name` with the caller's own owner. The broker parses the body's array here; the action
+// splits its `repositories` input (comma- or newline-separated, as actions/create-github-app-token
+// spells it) and checks each name the same way.
+/** The most other repositories one request may name (each costs a consent check). */
+const MAX_OTHER_REPOSITORIES = 20;
+// The platform's repository names: ASCII letters, digits, `.`, `-`, `_`, at most 100 characters;
+// `.` and `..` are not names.
+const NAME = /^[A-Za-z0-9._-]{1,100}$/;
+const quoted = (text) => JSON.stringify(text.length > 64 ? `${text.slice(0, 64)}…` : text);
+/** One entry: a repository name, or `owner/name` with the caller's owner (case-insensitive). */
+function readRepositoryName(entry, owner) {
+    const text = entry.trim();
+    const slash = text.indexOf("/");
+    const name = slash === -1 ? text : text.slice(slash + 1);
+    if (slash !== -1 && text.slice(0, slash).toLowerCase() !== owner.toLowerCase()) {
+        return { ok: false, problem: `repository ${quoted(text)} is not of the owner ${owner} (a token covers repositories of one owner)` };
+    }
+    if (!NAME.test(name) || name === "." || name === "..")
+        return { ok: false, problem: `repository ${quoted(text)} is not a repository name (letters, digits, ., - and _)` };
+    return { ok: true, name };
+}
+/**
+ * A JSON array of 1 to MAX_OTHER_REPOSITORIES distinct repository names (compared
+ * case-insensitively, as the platform does), each a name or `owner/name` of the caller's owner.
+ * The caller's own repository may be listed (as create-github-app-token users write it) and is
+ * left out of `names`. Anything else is a problem naming the first entry at fault.
+ */
+function parseRepositoryNames(value, caller) {
+    if (!Array.isArray(value))
+        return { ok: false, problem: "repositories is not a JSON array of repository names" };
+    if (value.length === 0)
+        return { ok: false, problem: "repositories names no repository" };
+    if (value.length > MAX_OTHER_REPOSITORIES)
+        return { ok: false, problem: `repositories names more than ${MAX_OTHER_REPOSITORIES} repositories` };
+    const seen = new Set();
+    const names = [];
+    for (const entry of value) {
+        if (typeof entry !== "string")
+            return { ok: false, problem: "repositories has an entry that is not a string" };
+        const read = readRepositoryName(entry, caller.owner);
+        if (!read.ok)
+            return read;
+        const key = read.name.toLowerCase();
+        if (seen.has(key))
+            return { ok: false, problem: `repository ${quoted(read.name)} is named twice` };
+        seen.add(key);
+        if (key !== caller.repo.toLowerCase())
+            names.push(read.name);
+    }
+    return { ok: true, names };
 }
 
 ;// CONCATENATED MODULE: ./build/shared/app-permissions.js
@@ -32101,6 +32186,7 @@ function readPermissionInputs(core) {
 // The step's inputs (action.yml) and the job's default variables, checked once, up front.
 
 
+
 const SUPPORTED_AUTH_MODES = ["public-app"];
 const DEFAULT_AUDIENCE = "tokensmith";
 /** The step's bound on its own time (input `timeout-seconds`), and the most it may be set to. */
@@ -32121,6 +32207,7 @@ function readInputs(core, env) {
     if (!match)
         throw new action_failure_ActionFailure(`tokensmith: GITHUB_REPOSITORY is "${repository}", not owner/name; run this step in a GitHub Actions job.`);
     const permissions = readPermissionInputs(core);
+    const otherRepositories = readRepositories(core.getInput("repositories"), match[1], match[2]);
     return {
         authMode,
         brokerUrl,
@@ -32131,12 +32218,36 @@ function readInputs(core, env) {
         owner: match[1],
         repo: match[2],
         repositories: [repository],
+        ...(otherRepositories.length > 0 ? { otherRepositories } : {}),
         ...readRule(core.getInput("policy-rule")),
         ...(permissions ? { permissions } : {}),
         ...optional("ref", env.GITHUB_REF),
         ...optional("runId", env.GITHUB_RUN_ID),
         ...optional("sha", env.GITHUB_SHA),
     };
+}
+/**
+ * `repositories`: names (or owner/name of the job's own owner) separated by commas or new lines, as
+ * actions/create-github-app-token reads its input of that name; blanks ignored, the job's own
+ * repository left out (it is always covered), each other one at most once, at most
+ * MAX_OTHER_REPOSITORIES. The broker checks the same (400 invalid_repositories).
+ */
+function readRepositories(raw, owner, repo) {
+    const names = [];
+    const seen = new Set([repo.toLowerCase()]);
+    for (const entry of raw.split(/[,\n]/).map((part) => part.trim()).filter((part) => part !== "")) {
+        const read = readRepositoryName(entry, owner);
+        if (!read.ok)
+            throw new action_failure_ActionFailure(`tokensmith: repositories: ${read.problem}.`);
+        const key = read.name.toLowerCase();
+        if (seen.has(key))
+            continue;
+        seen.add(key);
+        names.push(read.name);
+    }
+    if (names.length > MAX_OTHER_REPOSITORIES)
+        throw new action_failure_ActionFailure(`tokensmith: repositories names ${names.length} other repositories; at most ${MAX_OTHER_REPOSITORIES}.`);
+    return names;
 }
 /** `policy-rule`: a rule name as policies spell them ([a-z0-9-]+), or empty. */
 function readRule(raw) {
@@ -32239,6 +32350,11 @@ const ERROR_CODES = {
         meaning: "The request's optional `permissions` is not a non-empty object of the platform's App permission names to `read` or `write`; `detail` names the entry.",
         hint: "Send `permissions` as an object such as {\"contents\": \"read\"}: catalogue names, values exactly read or write.",
     },
+    invalid_repositories: {
+        status: 400, routes: ["/token"], retryable: false,
+        meaning: "The request's optional `repositories` is not an array of 1 to 20 distinct repository names of the caller's owner (`name` or `owner/name`); `detail` names the entry.",
+        hint: "Send `repositories` as an array of repository names of your own owner, such as [\"docs\", \"website\"]: at most 20, each once.",
+    },
     invalid_oidc_token: {
         status: 401, routes: ["/token"], retryable: false,
         meaning: "The OIDC token failed verification; `reason` says which check.",
@@ -32266,7 +32382,7 @@ const ERROR_CODES = {
     },
     policy_denied: {
         status: 403, routes: ["/token"], retryable: false,
-        meaning: "A trust policy applies and none of its rules holds for this job (or the request's `rule` does not), or TOKEN_POLICY=required and no policy applies; `detail` names, per rule, the first failed condition and the claim's value.",
+        meaning: "A trust policy applies and none of its rules holds for this job (or the request's `rule` does not), or TOKEN_POLICY=required and no policy applies; `detail` names, per rule, the first failed condition and the claim's value. With `repositories`: a repository named there does not consent (no rule of its policy with a `repository` condition holds for this job, it has no policy, or the App cannot see it); `detail` names that repository only, never its rules.",
         hint: "Change the job (event, ref, workflow, environment) or the policy file (.github/tokensmith.yml on the default branch) so that a rule holds; see detail.",
     },
     policy_invalid: {
@@ -32286,7 +32402,7 @@ const ERROR_CODES = {
     },
     installation_lookups_limited: {
         status: 503, routes: ["/token"], retryable: true,
-        meaning: "The repository's owner (the OIDC token's `repository_owner_id`) has used its share of the App's platform budget on installation lookups that found no installation (a tenth of `UPSTREAM_POINTS_PER_MINUTE` a minute); `Retry-After` says when to try again.",
+        meaning: "The repository's owner (the OIDC token's `repository_owner_id`) has used its share of the App's platform budget on installation lookups that found no installation, or lookups of `repositories` the App cannot see (a tenth of `UPSTREAM_POINTS_PER_MINUTE` a minute); `Retry-After` says when to try again.",
         hint: "The broker is holding back installation lookups for this repository's owner; retry after the Retry-After delay.",
     },
     installation_token_failed: {
@@ -32485,12 +32601,13 @@ const WORKFLOW_HINTS = {
     missing_required_fields: MISMATCH,
     invalid_token_permissions: "The broker is misconfigured (its TOKEN_PERMISSIONS setting is unusable): nothing in this workflow can fix it; tell the broker's operator.",
     invalid_permissions: "The broker refused the step's permission-<name> inputs as malformed, though this action checked them against its own catalogue of the platform's permissions: the action's and the broker's versions differ; use a permission both know, or ask the broker's operator to update it.",
+    invalid_repositories: "The broker refused the step's repositories input, though this action checked it: the action's and the broker's versions differ; name at most 20 repositories of the job's own owner, each once.",
     invalid_oidc_token: "The broker refused the job's OIDC token.",
     repo_mismatch: "The job's OIDC token is for another repository than {repository}: a job can only get a token for its own repository.",
     repo_not_allowed: "{repository} is not in the broker's ALLOWED_REPOSITORIES: the broker's operator must add it.",
     permissions_not_granted: "The step's permission-<name> inputs ask for more than the broker grants {repository}: ask for less, or have the grant widened where the detail says (TOKEN_PERMISSIONS: the broker's operator; installation: an owner of the account must grant the App that permission; rule <name> or owner rule <name>: the trust policy's rule, in .github/tokensmith.yml or the owner's .github/tokensmith-org.yml).",
     app_not_installed: "The broker's GitHub App is not installed on {repository}: install it on {repository} (organisation or repository settings → GitHub Apps).",
-    policy_denied: "No rule of the trust policy that applies to {repository} holds for this job (.github/tokensmith.yml on the default branch, or the owner's .github/tokensmith-org.yml): change the job or the policy; the broker's detail names the rule, the condition and the claim's value.",
+    policy_denied: "No rule of the trust policy that applies to {repository} holds for this job (.github/tokensmith.yml on the default branch, or the owner's .github/tokensmith-org.yml): change the job or the policy; the broker's detail names the rule, the condition and the claim's value. When the detail names another repository of the repositories input, that repository's own .github/tokensmith.yml must consent: a rule with a repository condition matching {repository} that holds for this job (docs/policies.md, \"Other repositories\").",
     policy_invalid: "The trust policy of {repository} (or of its owner) does not parse or validate, so the broker refuses every token for it: fix the file on the default branch (`tokensmith policy check FILE` shows the line).",
     policy_unavailable: `The broker could not read the trust policy from GitHub. ${RETRIED}, and tell the broker's operator if it persists.`,
     github_installation_lookup_failed: `GitHub gave the broker an unusable answer about the App's installation. ${RETRIED}, and tell the broker's operator if it persists.`,
@@ -32636,6 +32753,8 @@ async function requestToken(deps, inputs) {
                 ...(inputs.sha ? { sha: inputs.sha } : {}),
                 // Only when a permission input is set: a body without it asks for the whole grant.
                 ...(inputs.permissions ? { permissions: inputs.permissions } : {}),
+                // Only when the repositories input names others: each must consent in its own policy.
+                ...(inputs.otherRepositories ? { repositories: inputs.otherRepositories } : {}),
             }, { timeoutMs: left() });
             if (outcome.kind === "answered")
                 return { body: outcome.body, brokerUrl };
@@ -32829,7 +32948,12 @@ async function run(deps) {
         const token = usableToken(body);
         if (token !== undefined)
             core.setSecret(token);
-        const check = checkAnswer(body, { repositories: inputs.repositories, now: now(), ...(inputs.permissions ? { permissions: inputs.permissions } : {}) });
+        const check = checkAnswer(body, {
+            repositories: inputs.repositories,
+            now: now(),
+            ...(inputs.permissions ? { permissions: inputs.permissions } : {}),
+            ...(inputs.otherRepositories ? { others: inputs.otherRepositories.map((name) => `${inputs.owner}/${name}`) } : {}),
+        });
         if (!check.ok) {
             const revoked = check.token === undefined ? "" : await revokeRefused(deps, check.token);
             throw new action_failure_ActionFailure(`tokensmith: refused the answer from ${brokerUrl}: ${check.problem}.${revoked} Check broker-url: a tokensmith broker never answers this.`);
@@ -32838,6 +32962,8 @@ async function run(deps) {
         core.setOutput("token", answer.token);
         core.setOutput("expires-at", answer.expires_at);
         core.setOutput("repository", answer.repository);
+        // Every repository the token covers (owner/name, comma-separated): the job's own, then those of the repositories input.
+        core.setOutput("repositories", answer.repositories.join(","));
         // Brokers before these two fields leave the outputs empty, as an unset output reads.
         if (answer.installation_id !== undefined)
             core.setOutput("installation-id", String(answer.installation_id));
@@ -32850,7 +32976,7 @@ async function run(deps) {
             core.saveState(toolkit_STATE.token, answer.token);
             core.saveState(toolkit_STATE.expiresAt, answer.expires_at);
         }
-        core.info(`tokensmith: got a token for ${answer.repository}, expires at ${answer.expires_at}`);
+        core.info(`tokensmith: got a token for ${answer.repositories.join(", ")}, expires at ${answer.expires_at}`);
     }
     catch (error) {
         core.setFailed(error instanceof action_failure_ActionFailure ? error.message : `tokensmith: ${error instanceof Error ? error.message : String(error)}`);

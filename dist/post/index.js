@@ -31828,6 +31828,11 @@ const ERROR_CODES = {
         meaning: "The request's optional `permissions` is not a non-empty object of the platform's App permission names to `read` or `write`; `detail` names the entry.",
         hint: "Send `permissions` as an object such as {\"contents\": \"read\"}: catalogue names, values exactly read or write.",
     },
+    invalid_repositories: {
+        status: 400, routes: ["/token"], retryable: false,
+        meaning: "The request's optional `repositories` is not an array of 1 to 20 distinct repository names of the caller's owner (`name` or `owner/name`); `detail` names the entry.",
+        hint: "Send `repositories` as an array of repository names of your own owner, such as [\"docs\", \"website\"]: at most 20, each once.",
+    },
     invalid_oidc_token: {
         status: 401, routes: ["/token"], retryable: false,
         meaning: "The OIDC token failed verification; `reason` says which check.",
@@ -31855,7 +31860,7 @@ const ERROR_CODES = {
     },
     policy_denied: {
         status: 403, routes: ["/token"], retryable: false,
-        meaning: "A trust policy applies and none of its rules holds for this job (or the request's `rule` does not), or TOKEN_POLICY=required and no policy applies; `detail` names, per rule, the first failed condition and the claim's value.",
+        meaning: "A trust policy applies and none of its rules holds for this job (or the request's `rule` does not), or TOKEN_POLICY=required and no policy applies; `detail` names, per rule, the first failed condition and the claim's value. With `repositories`: a repository named there does not consent (no rule of its policy with a `repository` condition holds for this job, it has no policy, or the App cannot see it); `detail` names that repository only, never its rules.",
         hint: "Change the job (event, ref, workflow, environment) or the policy file (.github/tokensmith.yml on the default branch) so that a rule holds; see detail.",
     },
     policy_invalid: {
@@ -31875,7 +31880,7 @@ const ERROR_CODES = {
     },
     installation_lookups_limited: {
         status: 503, routes: ["/token"], retryable: true,
-        meaning: "The repository's owner (the OIDC token's `repository_owner_id`) has used its share of the App's platform budget on installation lookups that found no installation (a tenth of `UPSTREAM_POINTS_PER_MINUTE` a minute); `Retry-After` says when to try again.",
+        meaning: "The repository's owner (the OIDC token's `repository_owner_id`) has used its share of the App's platform budget on installation lookups that found no installation, or lookups of `repositories` the App cannot see (a tenth of `UPSTREAM_POINTS_PER_MINUTE` a minute); `Retry-After` says when to try again.",
         hint: "The broker is holding back installation lookups for this repository's owner; retry after the Retry-After delay.",
     },
     installation_token_failed: {
@@ -32231,6 +32236,7 @@ function permission_inputs_readPermissionInputs(core) {
 // The step's inputs (action.yml) and the job's default variables, checked once, up front.
 
 
+
 const SUPPORTED_AUTH_MODES = (/* unused pure expression or super */ null && (["public-app"]));
 const DEFAULT_AUDIENCE = "tokensmith";
 /** The step's bound on its own time (input `timeout-seconds`), and the most it may be set to. */
@@ -32251,6 +32257,7 @@ function readInputs(core, env) {
     if (!match)
         throw new ActionFailure(`tokensmith: GITHUB_REPOSITORY is "${repository}", not owner/name; run this step in a GitHub Actions job.`);
     const permissions = readPermissionInputs(core);
+    const otherRepositories = readRepositories(core.getInput("repositories"), match[1], match[2]);
     return {
         authMode,
         brokerUrl,
@@ -32261,12 +32268,36 @@ function readInputs(core, env) {
         owner: match[1],
         repo: match[2],
         repositories: [repository],
+        ...(otherRepositories.length > 0 ? { otherRepositories } : {}),
         ...readRule(core.getInput("policy-rule")),
         ...(permissions ? { permissions } : {}),
         ...optional("ref", env.GITHUB_REF),
         ...optional("runId", env.GITHUB_RUN_ID),
         ...optional("sha", env.GITHUB_SHA),
     };
+}
+/**
+ * `repositories`: names (or owner/name of the job's own owner) separated by commas or new lines, as
+ * actions/create-github-app-token reads its input of that name; blanks ignored, the job's own
+ * repository left out (it is always covered), each other one at most once, at most
+ * MAX_OTHER_REPOSITORIES. The broker checks the same (400 invalid_repositories).
+ */
+function readRepositories(raw, owner, repo) {
+    const names = [];
+    const seen = new Set([repo.toLowerCase()]);
+    for (const entry of raw.split(/[,\n]/).map((part) => part.trim()).filter((part) => part !== "")) {
+        const read = readRepositoryName(entry, owner);
+        if (!read.ok)
+            throw new ActionFailure(`tokensmith: repositories: ${read.problem}.`);
+        const key = read.name.toLowerCase();
+        if (seen.has(key))
+            continue;
+        seen.add(key);
+        names.push(read.name);
+    }
+    if (names.length > MAX_OTHER_REPOSITORIES)
+        throw new ActionFailure(`tokensmith: repositories names ${names.length} other repositories; at most ${MAX_OTHER_REPOSITORIES}.`);
+    return names;
 }
 /** `policy-rule`: a rule name as policies spell them ([a-z0-9-]+), or empty. */
 function readRule(raw) {

@@ -5,7 +5,9 @@ import { readFile } from "node:fs/promises";
 import { basename } from "node:path";
 import { parseArgs } from "node:util";
 import { parseTokenPermissions } from "../../shared/token-permissions.js";
+import { readRepositoryName } from "../../shared/repository-names.js";
 import { ruleFails } from "../policy/check-policy.js";
+import { consentDenied, consents, decideConsent } from "../policy/decide-consent.js";
 import { createPolicyCompiler, type PolicyCompiler } from "../policy/compile-policy.js";
 import { decidePolicy } from "../policy/decide-policy.js";
 import { POLICY_FILES, type CompiledPolicy, type PolicyKind } from "../policy/policy-types.js";
@@ -15,6 +17,7 @@ import type { CommandIo } from "./releases-command.js";
 
 export const POLICY_USAGE = `Usage: tokensmith policy check [FILE] [--owner]
        tokensmith policy explain --claims FILE [--repo owner/name] [--policy FILE] [--owner-policy FILE] [--rule NAME]
+       tokensmith policy explain --claims FILE --consent NAME [--policy FILE] [--owner-policy FILE]
 
   check    Validate a policy file offline (default ${POLICY_FILES.repository}; a file named
            tokensmith-org.yml, or --owner, is checked as an owner policy). Line numbers on every
@@ -23,6 +26,9 @@ export const POLICY_USAGE = `Usage: tokensmith policy check [FILE] [--owner]
            is read, not verified), the grant (TOKEN_PERMISSIONS from the environment ∩ the rules;
            the installation may narrow it further), and why each other rule does not.
            Exit 0 when a rule holds, 1 when the broker would answer policy_denied or policy_invalid.
+           --consent NAME: the policy is repository NAME's (of the claims' owner), named in another
+           repository's repositories: does it consent to that job (the claims' repository), and
+           what does it lend? Exit 0 when it consents, 1 when the broker would deny it.
 `;
 
 export async function policyCommand(argv: readonly string[], io: CommandIo): Promise<number> {
@@ -33,7 +39,7 @@ export async function policyCommand(argv: readonly string[], io: CommandIo): Pro
       allowPositionals: true,
       options: {
         claims: { type: "string" }, repo: { type: "string" }, policy: { type: "string" }, "owner-policy": { type: "string" },
-        rule: { type: "string" }, owner: { type: "boolean" }, help: { type: "boolean", short: "h" },
+        rule: { type: "string" }, owner: { type: "boolean" }, consent: { type: "string" }, help: { type: "boolean", short: "h" },
       },
     });
   } catch (error) {
@@ -48,7 +54,7 @@ export async function policyCommand(argv: readonly string[], io: CommandIo): Pro
   const compiler = createPolicyCompiler();
   if (sub === "check" && rest.length <= 1) return check(compiler, rest[0] ?? POLICY_FILES.repository, parsed.values.owner ? "owner" : undefined, io);
   if (sub === "explain" && rest.length === 0 && parsed.values.claims) {
-    return explain(compiler, { claims: parsed.values.claims, repo: parsed.values.repo, policy: parsed.values.policy, ownerPolicy: parsed.values["owner-policy"], rule: parsed.values.rule }, io);
+    return explain(compiler, { claims: parsed.values.claims, repo: parsed.values.repo, policy: parsed.values.policy, ownerPolicy: parsed.values["owner-policy"], rule: parsed.values.rule, consent: parsed.values.consent }, io);
   }
   io.err(`tokensmith policy: ${sub === "explain" ? "--claims is required" : `unknown command: ${["policy", ...parsed.positionals].join(" ")}`}\n\n${POLICY_USAGE}`);
   return 2;
@@ -85,6 +91,8 @@ interface ExplainOptions {
   policy?: string;
   ownerPolicy?: string;
   rule?: string;
+  /** The policy is this repository's (a name), asked to consent to the claims' repository. */
+  consent?: string;
 }
 
 async function explain(compiler: PolicyCompiler, options: ExplainOptions, io: CommandIo): Promise<number> {
@@ -115,6 +123,7 @@ async function explain(compiler: PolicyCompiler, options: ExplainOptions, io: Co
     }
     policies[kind] = compiled.policy;
   }
+  if (options.consent !== undefined) return explainConsent(policies, claims, repository, options.consent, io);
   const name = repository.split("/")[1]!;
   const permissions = parseTokenPermissions(io.env.TOKEN_PERMISSIONS);
   if (!permissions.ok) {
@@ -144,6 +153,36 @@ async function explain(compiler: PolicyCompiler, options: ExplainOptions, io: Co
   const grant = grantPermissions({ ceilings: [{ source: CEILING_TOKEN_PERMISSIONS, permissions: permissions.permissions }, ...decision.ceilings] });
   const listed = Object.entries(grant.ok ? grant.permissions : {}).map(([key, level]) => `${key}: ${level}`).join(", ");
   io.out(`grant: ${listed || "metadata: read (nothing else)"} (TOKEN_PERMISSIONS${decision.ceilings.map((c) => ` ∩ ${c.source}`).join("")}; the installation may narrow it further)\n`);
+  return 0;
+}
+
+/**
+ * `--consent NAME`: the broker's consent decision (server/policy/decide-consent.ts) for repository
+ * NAME, whose policy this is, named in the `repositories` of a job of the claims' repository. Unlike
+ * the broker's answer to that job, this names the reason: it runs where the policy is readable.
+ */
+function explainConsent(policies: Partial<Record<PolicyKind, CompiledPolicy>>, claims: Record<string, unknown>, caller: string, target: string, io: CommandIo): number {
+  const read = readRepositoryName(target, caller.split("/")[0]!);
+  if (!read.ok) {
+    io.err(`tokensmith policy: --consent: ${read.problem}\n`);
+    return 2;
+  }
+  const fullName = `${caller.split("/")[0]}/${read.name}`;
+  if (policies.repository && !policies.owner?.ignoreRepositoryPolicies) {
+    io.out(`repository policy of ${fullName}:\n`);
+    for (const rule of policies.repository.rules) {
+      const why = consents(rule) ? ruleFails(rule, claims) : "has no repository condition (only such rules consent)";
+      io.out(`  rule ${rule.name} (line ${rule.line}): ${why === undefined ? "consents" : why}\n`);
+    }
+  }
+  const decision = decideConsent({ repository: policies.repository ?? null, owner: policies.owner ?? null, claims, targetName: read.name });
+  if (!decision.ok) {
+    io.out(`refused: 403 policy_denied: ${consentDenied(fullName, caller)} (here: ${decision.why})\n`);
+    return 1;
+  }
+  const rule = [decision.rule && `rule ${decision.rule}`, decision.ownerRule && `owner rule ${decision.ownerRule}`].filter(Boolean).join(" and ");
+  const lent = Object.entries(decision.permissions).map(([key, level]) => `${key}: ${level}`).join(", ");
+  io.out(`consents: ${rule}\nlends: ${lent || "nothing but metadata: read"} (the token for ${caller} and ${fullName} gets no more than this ∩ its own grant)\n`);
   return 0;
 }
 

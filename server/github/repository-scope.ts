@@ -42,3 +42,26 @@ export function mintedForScope(repositories: readonly MintedRepository[] | null,
   if (only.fullName === null || only.fullName.toLowerCase() !== `${scope.owner}/${scope.repo}`.toLowerCase()) return false;
   return !scope.ids || (only.id === scope.ids.repositoryId && only.ownerId === scope.ids.ownerId);
 }
+
+/** Another repository a token also covers (/token's `repositories`), known by id. */
+export interface OtherRepository {
+  id: number;
+  name: string;
+}
+
+/**
+ * With other repositories (/token, ids known): the answer names exactly the caller's repository
+ * and each other one, by id, each under the owner and the name asked for (a repository renamed or
+ * re-created since its consent was read fails here). `stale`: the others whose entry is missing
+ * or named otherwise; `ok` only when the caller's entry is right, nothing is missing and nothing more is named.
+ */
+export function mintedForScopes(repositories: readonly MintedRepository[] | null, scope: RepositoryScope & { ids: NonNullable<RepositoryScope["ids"]> }, others: readonly OtherRepository[]): { ok: boolean; stale: OtherRepository[] } {
+  if (!repositories) return { ok: false, stale: [...others] };
+  const byId = new Map<number, MintedRepository>();
+  for (const entry of repositories) if (entry.id !== null) byId.set(entry.id, entry);
+  const named = (entry: MintedRepository | undefined, repo: string) =>
+    entry !== undefined && entry.ownerId === scope.ids.ownerId && entry.fullName !== null && entry.fullName.toLowerCase() === `${scope.owner}/${repo}`.toLowerCase();
+  const stale = others.filter((other) => !named(byId.get(other.id), other.name));
+  const callerRight = named(byId.get(scope.ids.repositoryId), scope.repo);
+  return { ok: callerRight && stale.length === 0 && repositories.length === 1 + others.length && byId.size === repositories.length, stale };
+}

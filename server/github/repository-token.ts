@@ -7,7 +7,7 @@ import type { PlatformClient } from "./platform-client.js";
 import { findInstallation, type Installation } from "./find-installation.js";
 import { mintInstallationToken, type MintedToken } from "./mint-installation-token.js";
 import type { LookupSlot } from "./owner-lookup-limiter.js";
-import { installationServes, installationSubject, mintedForScope, type RepositoryScope } from "./repository-scope.js";
+import { installationServes, installationSubject, mintedForScope, mintedForScopes, type OtherRepository, type RepositoryScope } from "./repository-scope.js";
 import { revokeInstallationToken } from "./revoke-installation-token.js";
 
 /** Time kept back from the request's deadline to map a platform failure and send the answer. */
@@ -21,6 +21,13 @@ export interface RepositoryTokenInput extends RepositoryScope {
    * trust policies are read with its reader token). May refuse by throwing: nothing is minted then.
    */
   permissions: (granted: Record<string, string>, installation: Installation) => Permissions | Promise<Permissions>;
+  /**
+   * /token's other `repositories` (by id, the claims' ids known), asked once `permissions` has
+   * returned (the trust policies found them and their consent): the one token covers them too.
+   */
+  others?: () => readonly OtherRepository[];
+  /** The mint's answer named one of `others` otherwise (renamed, re-created since it was looked up): the token is revoked, then this is told. */
+  othersStale?: (stale: readonly OtherRepository[]) => void;
   /** For the log lines of a revocation. */
   requestId?: string;
   /**
@@ -119,13 +126,14 @@ async function mintChecked(
   // 403/503) says nothing about the installation, so it must not drop the cached one (and cost the
   // next call a lookup).
   const permissions = await input.permissions(installation.permissions, installation);
+  const others = scope.ids ? (input.others?.() ?? []) : [];
   let minted: MintedToken;
   try {
     minted = await mintInstallationToken({
       client,
       appJwt,
       installationId: installation.id,
-      ...(scope.ids ? { repositoryIds: [scope.ids.repositoryId] } : { repositoryName: scope.repo }),
+      ...(scope.ids ? { repositoryIds: [scope.ids.repositoryId, ...others.map((other) => other.id)] } : { repositoryName: scope.repo }),
       permissions,
       retry: ctx.retry,
       now: ctx.now,
@@ -136,10 +144,26 @@ async function mintChecked(
     // the installation: keeping it spares a burst of lookups while the platform is limiting us.
     if (!(error instanceof BrokerError && error.retryAfter !== undefined)) ctx.installations.drop(cacheKey);
     ctx.appJwt.noteFailure(input.app, error);
-    if (error instanceof BrokerError && error.code === "app_not_installed") return { refused: error };
+    if (error instanceof BrokerError && error.code === "app_not_installed") {
+      // A 422 to a mint by ids may be about one of the others (removed from the installation): look them up again too.
+      if (others.length > 0) input.othersStale?.(others);
+      return { refused: error };
+    }
     throw error;
   }
-  if (!mintedForScope(minted.repositories, scope)) {
+  if (others.length > 0 && scope.ids) {
+    const checked = mintedForScopes(minted.repositories, { ...scope, ids: scope.ids }, others);
+    if (!checked.ok) {
+      await revokeInstallationToken({ client, token: minted.token, log: ctx.log, why: "mint answer does not name the repositories asked for", requestId: input.requestId });
+      if (checked.stale.length > 0) {
+        // The caller's own entry may be right: only the others' names are in doubt (looked up again on the next request).
+        input.othersStale?.(checked.stale);
+        throw new BrokerError("policy_unavailable", { detail: `mint answer names ${checked.stale.map((other) => other.id).join(", ")} otherwise than looked up`, retryAfter: 1 });
+      }
+      ctx.installations.drop(cacheKey);
+      throw new BrokerError("app_not_installed", { detail: "mint answer does not name the repositories asked for" });
+    }
+  } else if (!mintedForScope(minted.repositories, scope)) {
     ctx.installations.drop(cacheKey);
     await revokeInstallationToken({ client, token: minted.token, log: ctx.log, why: "mint answer names another repository", requestId: input.requestId });
     throw new BrokerError("app_not_installed", { detail: "mint answer does not name the repository asked for" });

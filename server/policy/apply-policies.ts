@@ -10,8 +10,11 @@ import type { Installation } from "../github/find-installation.js";
 import { mintInstallationToken } from "../github/mint-installation-token.js";
 import { transientRetryAfter } from "../github/transient-failure.js";
 import type { PlatformSettings, Settings } from "../settings.js";
+import type { PermissionCeiling } from "../token/grant-permissions.js";
+import { consentDenied, decideConsent } from "./decide-consent.js";
 import { decidePolicy, type PolicyDecision } from "./decide-policy.js";
 import { PolicyReadFailure, readPolicyFile } from "./fetch-policy-file.js";
+import { fetchTargetRepository, type TargetRepository } from "./target-repositories.js";
 import { policyFileKey, type FileState } from "./policy-files.js";
 import { POLICY_FILES, type CompiledPolicy, type PolicyKind } from "./policy-types.js";
 
@@ -28,7 +31,21 @@ export interface PolicyStep {
   repo: string;
   ids: { repositoryId: number; ownerId: number };
   rule?: string;
+  /** The request's other `repositories` (names, the caller's own left out): each must consent. */
+  targets?: readonly string[];
   deadlineAt?: number;
+}
+
+/** Another repository that consented: what it lends, for the grant, the mint and the audit line. */
+export interface ConsentedTarget {
+  target: TargetRepository;
+  /** owner/name as the platform spells it. */
+  fullName: string;
+  /** `repository <owner/name>`: its consenting rule ∩ the owner rule that holds for it. */
+  ceiling: PermissionCeiling;
+  rule?: string;
+  ownerRule?: string;
+  sha?: string;
 }
 
 /** What applied, for the grant and the audit line. */
@@ -36,61 +53,150 @@ export interface PolicyOutcome {
   decision: Extract<PolicyDecision, { ok: true }>;
   repositorySha?: string;
   ownerSha?: string;
+  /** Only when the request named other repositories, in its order. */
+  targets?: ConsentedTarget[];
 }
+
 
 export async function applyPolicies(ctx: BrokerContext, step: PolicyStep): Promise<PolicyOutcome | null> {
   const mode = step.settings.tokenPolicy;
-  if (mode === "off") return null;
+  const targets = step.targets ?? [];
+  if (mode === "off") {
+    // Consent is written in policies, and with TOKEN_POLICY=off none is read: nobody consents.
+    if (targets.length > 0) deny(ctx, step, "repositories needs trust policies (a repository consents in its own .github/tokensmith.yml), and this broker reads none (TOKEN_POLICY=off)", { targets });
+    return null;
+  }
   // Without contents access the App cannot read any policy: as if none existed (optional), or
   // nothing is given (required). `doctor` says so; the log says it per denial.
   const canRead = step.installation.permissions.contents !== undefined;
-  const [repository, owner] = canRead
-    ? await Promise.all([load(ctx, step, "repository"), load(ctx, step, "owner")])
-    : [null, null];
+  const [repository, owner, consulted] = canRead
+    ? await Promise.all([load(ctx, step, "repository"), load(ctx, step, "owner"), Promise.all(targets.map((name) => loadTarget(ctx, step, name)))])
+    : [null, null, targets.map(() => null)];
   const decision = decidePolicy({ mode, repository: repository?.policy ?? null, owner: owner?.policy ?? null, claims: step.claims, rule: step.rule, repositoryName: step.repo });
   const named = !canRead && mode === "required"
     ? { ok: false as const, detail: "the App's installation has no contents permission, so no policy can be read, and the broker requires one (TOKEN_POLICY=required)" }
     : step.rule !== undefined && decision.ok && decision.rule === undefined && decision.ownerRule === undefined
       ? { ok: false as const, detail: `no rule named ${step.rule} (no policy applies to this repository)` }
       : decision;
-  if (!named.ok) {
-    ctx.log.info({ audit: "token_denied", code: "policy_denied", repository: `${step.owner}/${step.repo}`, repository_id: step.ids.repositoryId, detail: named.detail, policy_sha: repository?.sha, owner_policy_sha: owner?.sha, contents_readable: canRead }, "policy denied the token");
-    throw new BrokerError("policy_denied", { detail: named.detail, answerDetail: named.detail });
+  if (!named.ok) deny(ctx, step, named.detail, { policy_sha: repository?.sha, owner_policy_sha: owner?.sha, contents_readable: canRead });
+
+  // Each other repository consents in its own policy, or nothing is minted; the caller learns its name only.
+  const caller = `${step.owner}/${step.repo}`;
+  const consented: ConsentedTarget[] = [];
+  for (const [index, name] of targets.entries()) {
+    const seen = consulted[index] ?? null;
+    // A denial names the repository as the request spelled it: the platform's spelling would tell
+    // an existing repository (`Website` answered as `website`) from one that does not exist.
+    const asked = `${step.owner}/${name}`;
+    const fullName = seen?.target ? `${step.owner}/${seen.target.name}` : asked;
+    const why = !canRead ? "the App's installation has no contents permission"
+      : !seen?.target ? "the App cannot see it (no such repository, or not in the installation)"
+      : seen.target.ownerId !== step.ids.ownerId ? "another owner"
+      : seen.problem ?? undefined;
+    const decision = why === undefined ? decideConsent({ repository: seen!.policy?.policy ?? null, owner: owner?.policy ?? null, claims: step.claims, targetName: seen!.target!.name }) : { ok: false as const, why };
+    if (!decision.ok) {
+      deny(ctx, step, consentDenied(asked, caller), { target: fullName, target_id: seen?.target?.id, consent: decision.why, target_policy_sha: seen?.policy?.sha, owner_policy_sha: owner?.sha });
+    }
+    consented.push({
+      target: seen!.target!,
+      fullName,
+      ceiling: { source: `repository ${fullName}`, permissions: decision.permissions },
+      ...(decision.rule ? { rule: decision.rule } : {}),
+      ...(decision.ownerRule ? { ownerRule: decision.ownerRule } : {}),
+      ...(seen?.policy ? { sha: seen.policy.sha } : {}),
+    });
   }
-  return { decision: named, ...(repository ? { repositorySha: repository.sha } : {}), ...(owner ? { ownerSha: owner.sha } : {}) };
+  return {
+    decision: named,
+    ...(repository ? { repositorySha: repository.sha } : {}),
+    ...(owner ? { ownerSha: owner.sha } : {}),
+    ...(targets.length > 0 ? { targets: consented } : {}),
+  };
 }
 
-/** One policy file, compiled; null when there is none. */
-async function load(ctx: BrokerContext, step: PolicyStep, kind: PolicyKind): Promise<{ policy: CompiledPolicy; sha: string } | null> {
-  const path = POLICY_FILES[kind];
-  const where = kind === "repository" ? { owner: step.owner, repo: step.repo } : { owner: step.owner, repo: ".github" };
-  const key = policyFileKey(step.platform.apiBase, kind === "repository" ? { repositoryId: step.ids.repositoryId } : { ownerId: step.ids.ownerId });
-  const store = ctx.stores.get(step.settings.jwksCacheUrl, "tokensmith-policy");
-  const client = ctx.clientFor(step.platform);
-  const readerKey = ctx.policies.readers.key(step.platform.apiBase, step.app.appId, step.installation.id);
-  let state: FileState;
+function deny(ctx: BrokerContext, step: PolicyStep, detail: string, logged: Record<string, unknown>): never {
+  ctx.log.info({ audit: "token_denied", code: "policy_denied", repository: `${step.owner}/${step.repo}`, repository_id: step.ids.repositoryId, detail, ...logged }, "policy denied the token");
+  throw new BrokerError("policy_denied", { detail, answerDetail: detail });
+}
+
+/**
+ * Another repository: its id (by name, with the reader token), then its policy file through the
+ * same cache as the caller's (by repository id). A file that does not validate is the target's
+ * problem, not the caller's to read: it is a denial (`problem`, logged), never policy_invalid. The
+ * platform not answering is 503 policy_unavailable, as for the caller's own file.
+ */
+async function loadTarget(ctx: BrokerContext, step: PolicyStep, name: string): Promise<{ target: TargetRepository | null; policy?: { policy: CompiledPolicy; sha: string } | null; problem?: string }> {
+  const key = ctx.policies.targets.key(step.platform.apiBase, step.installation.id, step.owner, name);
+  let target: TargetRepository | null;
   try {
-    state = await ctx.policies.files.read(key, step.settings.policyCacheSeconds * 1000, store, async (etag, known) => {
-      const reader = await ctx.policies.readers.get(readerKey, () => mintReader(ctx, step));
+    target = await ctx.policies.targets.get(key, step.settings.policyCacheSeconds * 1000, async () => {
+      // A lookup that finds nothing counts against the owner's share of the App's budget, as an
+      // installation lookup that finds nothing does (owner-lookup-limiter.ts): a job naming 20
+      // made-up repositories per request cannot spend everyone's rate limit.
+      const taken = await ctx.ownerLookups.take(`${step.platform.apiBase}\u0000${step.ids.ownerId}`);
+      if (!("settle" in taken)) throw new BrokerError("installation_lookups_limited", { detail: `owner ${step.ids.ownerId} (repositories)`, retryAfter: taken.retryAfterSeconds });
+      let found = false;
       try {
-        return await readPolicyFile({ client, token: reader.token, ...where, path, etag, known, deadlineAt: step.deadlineAt });
-      } catch (error) {
-        // A reader token the platform no longer takes (revoked, the installation's permissions changed): the next read mints another.
-        if (error instanceof PolicyReadFailure && error.status === 401) ctx.policies.readers.drop(readerKey, reader.token);
-        throw error;
+        const seen = await withReader(ctx, step, (token) => fetchTargetRepository({ client: ctx.clientFor(step.platform), token, owner: step.owner, repo: name, deadlineAt: step.deadlineAt }));
+        found = seen !== null;
+        return seen;
+      } finally {
+        taken.settle(found);
       }
     });
   } catch (error) {
-    if (error instanceof BrokerError && error.code === "policy_unavailable") throw error;
-    const status = error instanceof PolicyReadFailure ? error.status : undefined;
-    throw new BrokerError("policy_unavailable", {
-      detail: `${kind} policy read: status ${status ?? "network"}`,
-      cause: error,
-      retryAfter: transientRetryAfter(error instanceof PolicyReadFailure ? error.cause : error, ctx.now()) ?? POLICY_RETRY_AFTER_SECONDS,
-    });
+    if (error instanceof BrokerError && error.code === "installation_lookups_limited") throw error;
+    throw unavailable(ctx, error, "repository lookup");
+  }
+  if (!target || target.ownerId !== step.ids.ownerId) return { target };
+  try {
+    return { target, policy: await load(ctx, step, "repository", { repo: target.name, repositoryId: target.id }) };
+  } catch (error) {
+    if (error instanceof BrokerError && error.code === "policy_invalid") return { target, problem: `its policy is invalid: ${error.answerDetail ?? ""}` };
+    throw error;
+  }
+}
+
+/** Something read with the broker's reader token; a token the platform no longer takes (401: revoked, the installation's permissions changed) is dropped, so the next read mints another. */
+async function withReader<T>(ctx: BrokerContext, step: PolicyStep, read: (token: string) => Promise<T>): Promise<T> {
+  const readerKey = ctx.policies.readers.key(step.platform.apiBase, step.app.appId, step.installation.id);
+  const reader = await ctx.policies.readers.get(readerKey, () => mintReader(ctx, step));
+  try {
+    return await read(reader.token);
+  } catch (error) {
+    if (error instanceof PolicyReadFailure && error.status === 401) ctx.policies.readers.drop(readerKey, reader.token);
+    throw error;
+  }
+}
+
+/** A read that failed on the platform's side → 503 policy_unavailable (fail closed, retryable). */
+function unavailable(ctx: BrokerContext, error: unknown, what: string): BrokerError {
+  if (error instanceof BrokerError && error.code === "policy_unavailable") return error;
+  const status = error instanceof PolicyReadFailure ? error.status : undefined;
+  return new BrokerError("policy_unavailable", {
+    detail: `${what}: status ${status ?? "network"}`,
+    cause: error,
+    retryAfter: transientRetryAfter(error instanceof PolicyReadFailure ? error.cause : error, ctx.now()) ?? POLICY_RETRY_AFTER_SECONDS,
+  });
+}
+
+/** One policy file, compiled; null when there is none. `other`: another repository's (a target of `repositories`), not the caller's. */
+async function load(ctx: BrokerContext, step: PolicyStep, kind: PolicyKind, other?: { repo: string; repositoryId: number }): Promise<{ policy: CompiledPolicy; sha: string } | null> {
+  const path = POLICY_FILES[kind];
+  const where = kind === "repository" ? { owner: step.owner, repo: other?.repo ?? step.repo } : { owner: step.owner, repo: ".github" };
+  const key = policyFileKey(step.platform.apiBase, kind === "repository" ? { repositoryId: other?.repositoryId ?? step.ids.repositoryId } : { ownerId: step.ids.ownerId });
+  const store = ctx.stores.get(step.settings.jwksCacheUrl, "tokensmith-policy");
+  const client = ctx.clientFor(step.platform);
+  let state: FileState;
+  try {
+    state = await ctx.policies.files.read(key, step.settings.policyCacheSeconds * 1000, store, (etag, known) =>
+      withReader(ctx, step, (token) => readPolicyFile({ client, token, ...where, path, etag, known, deadlineAt: step.deadlineAt })),
+    );
+  } catch (error) {
+    throw unavailable(ctx, error, `${kind} policy read`);
   }
   if (state.absent) return null;
-  const file = kind === "repository" ? path : `${step.owner}/.github/${path}`;
+  const file = kind === "repository" ? (other ? `${step.owner}/${other.repo}/${path}` : path) : `${step.owner}/.github/${path}`;
   if (state.problem !== undefined || state.text === undefined || state.sha === undefined) {
     throw invalid(`${file}: ${state.problem ?? "unreadable"}`);
   }

@@ -67,7 +67,7 @@ export async function dropPoliciesOnPush(ctx: BrokerContext, payload: unknown): 
 
 /**
  * An `installation` or `installation_repositories` delivery (verified): the installation's reader
- * tokens are forgotten, so the next policy read sees its repositories and permissions as they are now.
+ * tokens (and the names of other repositories it looked up) are forgotten, so the next policy read sees its repositories and permissions as they are now.
  * https://docs.github.com/webhooks/webhook-events-and-payloads#installation_repositories
  */
 export function dropReadersOnInstallationChange(ctx: BrokerContext, event: string, payload: unknown): void {
@@ -76,5 +76,7 @@ export function dropReadersOnInstallationChange(ctx: BrokerContext, event: strin
   const id = isObject(installation) ? own(installation, "id") : undefined;
   if (typeof id !== "number" || !Number.isSafeInteger(id)) return;
   ctx.policies.readers.dropInstallation(id);
+  // And which repositories the App sees by name (a target of `repositories` added or removed).
+  ctx.policies.targets.dropInstallation(id);
   ctx.log.info({ event, installation_id: id }, "policy reader token dropped by an installation change");
 }

@@ -5,6 +5,7 @@ import { createPolicyCompiler, type PolicyCompile } from "./compile-policy.js";
 import { createPolicyFiles } from "./policy-files.js";
 import type { PolicyKind } from "./policy-types.js";
 import { createReaderTokens } from "./reader-tokens.js";
+import { createTargetRepositories } from "./target-repositories.js";
 
 export function createPolicyService(options: { now: () => number }) {
   let compiler: ReturnType<typeof createPolicyCompiler> | undefined;
@@ -12,6 +13,8 @@ export function createPolicyService(options: { now: () => number }) {
   return {
     readers: createReaderTokens({ now: options.now }),
     files: createPolicyFiles({ now: options.now }),
+    /** Other repositories a /token request names, by name → id (target-repositories.ts). */
+    targets: createTargetRepositories({ now: options.now }),
     compiled(sha: string, kind: PolicyKind, text: string, file: string): PolicyCompile {
       const key = `${kind}\u0000${sha}\u0000${file}`;
       let result = compiledBySha.get(key);

@@ -38,10 +38,13 @@ export function tokenRoute(ctx: BrokerContext): RequestHandler {
     const ids = readRepositoryIdentity(claims);
     const repository = matchRepository(claims.repository, body.owner, body.repo);
     checkAllowlist(settings.allowedRepositories, repository);
+    // The other repositories the token would also cover are held to the same allowlist (never widened).
+    for (const name of body.repositories ?? []) checkAllowlist(settings.allowedRepositories, `${body.owner}/${name}`, name);
 
     const platform = trusted.platform;
     const app = requireApp(platform);
     let policy: PolicyOutcome | null = null;
+    let policyInstallation = 0;
     const { installation, minted } = await mintRepositoryToken(ctx, {
       platform,
       app,
@@ -51,12 +54,19 @@ export function tokenRoute(ctx: BrokerContext): RequestHandler {
       requestId: res.locals.requestId as string | undefined,
       deadlineAt: res.locals.deadlineAt as number | undefined,
       permissions: async (installed, found) => {
+        policyInstallation = found.id;
         policy = await applyPolicies(ctx, {
-          settings, platform, app, installation: found, claims, owner: body.owner, repo: body.repo, ids, rule,
+          settings, platform, app, installation: found, claims, owner: body.owner, repo: body.repo, ids, rule, targets: body.repositories,
           deadlineAt: res.locals.deadlineAt === undefined ? undefined : (res.locals.deadlineAt as number) - ANSWER_RESERVE_MS,
         });
         // TOKEN_PERMISSIONS ∩ each rule that applies ∩ the installation (DESIGN.md: everything only narrows).
-        return permissionsToMint({ tokenPermissions: requested, policyCeilings: policy?.decision.ceilings ?? [], installation: installed, requested: body.permissions });
+        // With other repositories: ∩ what each of them lends (its consenting rule ∩ its owner rule).
+        const policyCeilings = [...(policy?.decision.ceilings ?? []), ...(policy?.targets ?? []).map((target) => target.ceiling)];
+        return permissionsToMint({ tokenPermissions: requested, policyCeilings, installation: installed, requested: body.permissions });
+      },
+      others: () => ((policy as PolicyOutcome | null)?.targets ?? []).map(({ target }) => ({ id: target.id, name: target.name })),
+      othersStale: (stale) => {
+        for (const other of stale) ctx.policies.targets.drop(ctx.policies.targets.key(platform.apiBase, policyInstallation, body.owner, other.name));
       },
     });
     const applied = policy as PolicyOutcome | null;
@@ -71,6 +81,7 @@ export function tokenRoute(ctx: BrokerContext): RequestHandler {
         permissions: minted.permissions,
         ...(applied ? { policy_rule: applied.decision.rule, owner_policy_rule: applied.decision.ownerRule, policy_sha: applied.repositorySha, owner_policy_sha: applied.ownerSha } : {}),
         ...(body.permissions ? { requested_permissions: body.permissions } : {}),
+        ...(applied?.targets ? { repositories: applied.targets.map((target) => ({ repository: target.fullName, repository_id: target.target.id, policy_rule: target.rule, owner_policy_rule: target.ownerRule, policy_sha: target.sha })) } : {}),
         platform: platform.name,
         issuer: claims.iss,
         sub: claims.sub,
@@ -97,6 +108,8 @@ export function tokenRoute(ctx: BrokerContext): RequestHandler {
       installation_id: installation.id,
       ...(installation.appSlug !== undefined ? { app_slug: installation.appSlug } : {}),
       permissions: minted.permissions,
+      // Only when the request named other repositories: every one the token covers, the caller's first.
+      ...(applied?.targets ? { repositories: [repository, ...applied.targets.map((target) => target.fullName)] } : {}),
     };
     res.setHeader("Cache-Control", "no-store");
     sendJson(res, 200, answer);

@@ -17,9 +17,15 @@ export function matchRepository(claim: string, owner: string, repo: string): str
   return requested;
 }
 
-/** ALLOWED_REPOSITORIES: exact equality after trimming, no globbing; unset allows every repository. */
-export function checkAllowlist(allowed: ReadonlySet<string> | null, repository: string): void {
-  if (allowed && !allowed.has(repository)) throw new BrokerError("repo_not_allowed");
+/**
+ * ALLOWED_REPOSITORIES: exact equality after trimming, no globbing; unset allows every repository.
+ * `other`: the name as the request's `repositories` gave it (that repository, not the caller's, is
+ * outside the list: the answer's detail says which).
+ */
+export function checkAllowlist(allowed: ReadonlySet<string> | null, repository: string, other?: string): void {
+  if (allowed && !allowed.has(repository)) {
+    throw new BrokerError("repo_not_allowed", other === undefined ? {} : { detail: `repositories: ${other}`, answerDetail: `repository ${repository} (of repositories) is outside ALLOWED_REPOSITORIES` });
+  }
 }
 
 /** The issuer that signed the token decides the platform: the main issuer always mints with the main App. */

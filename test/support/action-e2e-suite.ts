@@ -113,6 +113,33 @@ export function actionE2eSuite(runtimes: typeof RUNTIMES): void {
         expect(t.fx.sim.tokens.has(main.outputs.token!)).toBe(true);
       });
 
+      it("repositories: one token for the job's repository and another that consents in its own policy; the repositories output lists both; a target that does not consent fails the step naming it", async () => {
+        t.broker.env.TOKEN_POLICY = "optional";
+        t.fx.sim.git.setFile("octo-org/other", ".github/tokensmith.yml", "rules:\n  - name: from-app\n    if: {repository: octo-org/app, event: push}\n    permissions: {contents: read}\n");
+        try {
+          const main = await runMain({ repositories: "octo-org/other,\n app" });
+          expect(main.exitCode).toBe(0);
+          const token = main.outputs.token!;
+          expect([...(t.fx.sim.tokens.get(token)!.repositories as string[])].sort()).toEqual(["app", "other"]);
+          expect(t.fx.sim.tokens.get(token)!.permissions).toEqual({ contents: "read" });
+          expect(main.outputs.repository).toBe("octo-org/app");
+          expect(main.outputs.repositories).toBe("octo-org/app,octo-org/other");
+          expect(main.lines).toContain(`tokensmith: got a token for octo-org/app, octo-org/other, expires at ${main.outputs["expires-at"]}`);
+
+          const denied = await runMain({ repositories: "no-such-repo" });
+          expect(denied.exitCode).toBe(1);
+          expect(denied.outputs).toEqual({});
+          expect(errorLine(denied)).toContain("repository octo-org/no-such-repo does not consent to a token for octo-org/app from this job");
+          expect(errorLine(denied)).toContain("(error: policy_denied, HTTP 403");
+          // Checked by the action before any request: another owner's repository.
+          const foreign = await runMain({ repositories: "other-org/site" });
+          expect(errorLine(foreign)).toBe('::error::tokensmith: repositories: repository "other-org/site" is not of the owner octo-org (a token covers repositories of one owner).');
+          expect(tokenCalls()).toEqual(["200", "403 policy_denied"]);
+        } finally {
+          t.fx.sim.git.setFile("octo-org/other", ".github/tokensmith.yml", null);
+        }
+      });
+
       it("fails on a 401 with the code and reason, and never calls the fallback", async () => {
         const fallback = await startStubServer(() => ({ status: 500, body: "{}" }));
         stubs.push(fallback);
