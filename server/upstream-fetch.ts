@@ -14,8 +14,8 @@ import { request, type Dispatcher } from "undici";
 // same HTTP/1.1 exchange on a keep-alive pool without those layers: less than half the CPU per
 // call on this machine (`npm run bench -- token`, README "Benchmarks"). Measured again for issue 28
 // (kept: it wins by ≥ 10%), a fresh 1 × 5,000-repository crawl, gzip on, 40 ms-RTT 100 Mbit/s link,
-// median of 9: broker CPU 450 ms (selected) / 520 ms (all) here, 690 / 840 ms with Node's fetch
-// (undici's own fetch: 710–860 ms, median of 5); wall time 1.68 / 2.33 s here, 2.10 / 2.41 s.
+// median of 5: broker CPU 460 ms (selected) / 480 ms (all) here, 680 / 730 ms with Node's fetch
+// (undici's own fetch: 710–860 ms); wall time 1.04 / 1.15 s here, 1.14 / 1.27 s with Node's fetch.
 //
 // `instanceof Request` / `instanceof Headers` load Node's fetch in a new process (once, some 17 ms):
 // checks that avoided that (web-classes.ts) made no measurable difference to the same crawl (1.70
