@@ -1,7 +1,8 @@
 // An emulated network link in user space (this kernel has no netem): a TCP relay on loopback that
 // puts a round-trip time, a bandwidth and a connection-setup round trip between a client and a
-// server. Each direction is a queue: a chunk leaves when the link has finished sending the one
-// before it (bytes × 8 ÷ bandwidth) and arrives half a round trip later, in order. The first
+// server. Each direction is one wire all connections share: a chunk leaves when the wire has
+// finished sending what is ahead of it (bytes × 8 ÷ bandwidth) and arrives half a round trip
+// later, in order on its connection. The first
 // bytes of a connection wait `setupRoundTrips` × RTT more (TCP's handshake; 2 for TCP + TLS 1.3).
 // Not modelled: slow start, loss, the receiver's window (the relay buffers what the link has not
 // yet carried). So the link is, if anything, friendlier than a real one: a floor, not a forecast.
@@ -43,29 +44,58 @@ function serializationMs(link: LinkOptions, bytes: number): number {
   return link.mbit > 0 ? (bytes * 8) / (link.mbit * 1000) : 0;
 }
 
-/** One direction of the link: chunks in, delivered in order at their arrival times. */
-class Lane {
+/** One direction of the whole link: every connection's bytes share its bandwidth, as on one real link. */
+class Wire {
   private nextFree = 0;
+
+  /** Puts `bytes` on the wire behind what is already on it; returns when the last bit has left. */
+  carry(bytes: number, options: LinkOptions): number {
+    const departs = Math.max(performance.now(), this.nextFree);
+    this.nextFree = departs + serializationMs(options, bytes);
+    return this.nextFree;
+  }
+}
+
+/** One direction of one connection: chunks in, delivered in order at their arrival times. */
+class Lane {
+  private readonly pending: (Buffer | null)[] = [];
   private readonly queue: { at: number; chunk: Buffer | null }[] = [];
   private timer: NodeJS.Timeout | undefined;
+  private opening: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly link: () => LinkOptions,
+    private readonly wire: Wire,
     private readonly deliver: (chunk: Buffer | null) => void,
-    private notBefore: number,
+    private readonly opensAt: number,
   ) {}
 
   send(chunk: Buffer | null): void {
-    const options = this.link();
-    const start = Math.max(performance.now(), this.nextFree, this.notBefore);
-    this.nextFree = start + (chunk ? serializationMs(options, chunk.length) : 0);
-    this.queue.push({ at: this.nextFree + options.rttMs / 2, chunk });
-    this.schedule();
+    // Before the handshake is over, bytes wait at this end (they do not hold the wire meanwhile).
+    if (performance.now() < this.opensAt || this.pending.length > 0) {
+      this.pending.push(chunk);
+      this.opening ??= setTimeout(() => {
+        for (const held of this.pending.splice(0)) this.carry(held);
+      }, this.opensAt - performance.now());
+      return;
+    }
+    this.carry(chunk);
   }
 
   stop(): void {
     clearTimeout(this.timer);
+    clearTimeout(this.opening);
     this.queue.length = 0;
+    this.pending.length = 0;
+  }
+
+  private carry(chunk: Buffer | null): void {
+    const options = this.link();
+    const sent = chunk ? this.wire.carry(chunk.length, options) : performance.now();
+    // Never before the chunk ahead of it on this connection (an end carries no bytes).
+    const at = Math.max(sent + options.rttMs / 2, this.queue.at(-1)?.at ?? 0);
+    this.queue.push({ at, chunk });
+    this.schedule();
   }
 
   private schedule(): void {
@@ -84,6 +114,8 @@ export async function startLink(target: { host?: string; port: number }, options
   const stats: LinkStats = { connections: 0, bytesUp: 0, bytesDown: 0 };
   const sockets = new Set<Socket>();
   let current = { ...options };
+  const up = new Wire();
+  const down = new Wire();
 
   const server = createServer({ noDelay: true, allowHalfOpen: true }, (client) => {
     stats.connections += 1;
@@ -95,8 +127,8 @@ export async function startLink(target: { host?: string; port: number }, options
     const settings = () => current;
     // The handshake: nothing crosses until the setup round trips have passed.
     const opensAt = performance.now() + (current.setupRoundTrips ?? 1) * current.rttMs;
-    const toServer = new Lane(settings, (chunk) => (chunk ? upstream.write(chunk) : upstream.end()), opensAt);
-    const toClient = new Lane(settings, (chunk) => (chunk ? client.write(chunk) : client.end()), opensAt);
+    const toServer = new Lane(settings, up, (chunk) => (chunk ? upstream.write(chunk) : upstream.end()), opensAt);
+    const toClient = new Lane(settings, down, (chunk) => (chunk ? client.write(chunk) : client.end()), opensAt);
     client.on("data", (chunk: Buffer) => {
       stats.bytesUp += chunk.length;
       toServer.send(chunk);

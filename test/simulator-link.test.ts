@@ -82,6 +82,20 @@ describe("the emulated link", () => {
     expect(relay.stats.bytesDown).toBeGreaterThan(body.length);
   });
 
+  it("shares its bandwidth between connections, as one real link does", async () => {
+    const body = Buffer.alloc(250_000, 3);
+    const server = createServer((_req, res) => res.end(body));
+    const options = { rttMs: 20, mbit: 10 };
+    const relay = await link(await listen(server), options);
+    const started = performance.now();
+    const answers = await Promise.all([0, 1].map(async () => Buffer.from(await (await fetch(`${relay.url}/`)).arrayBuffer())));
+    const elapsed = performance.now() - started;
+    expect(answers.every((a) => a.equals(body))).toBe(true);
+    expect(relay.stats.connections).toBe(2);
+    // Two answers of 250 kB on one 10 Mbit wire: 400 ms of bytes, whatever the connections.
+    expect(elapsed).toBeGreaterThanOrEqual(linkFloorMs(options, { roundTrips: 2, bytes: 2 * body.length }) - 2);
+  });
+
   it("counts two set-up round trips when told to (TCP and TLS 1.3)", async () => {
     const server = createServer((_req, res) => res.end("ok"));
     const relay = await link(await listen(server), { rttMs: 50, mbit: 1000, setupRoundTrips: 2 });
