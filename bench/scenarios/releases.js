@@ -126,6 +126,14 @@ async function peer(sim, app, repositories) {
 const inProcess = (env) => startBroker(env);
 const ownProcess = (env) => spawnBroker(env);
 
+/** Runs `call`, saying on stderr how long it took (the bench's progress). */
+async function step(name, call) {
+  const started = performance.now();
+  const result = await call();
+  process.stderr.write(`bench: releases: ${name}: ${seconds(performance.now() - started)}\n`);
+  return result;
+}
+
 export async function run({ link } = {}) {
   const loop = await createSimulator();
   const linked = link ? await createSimulator({ link }) : undefined;
@@ -133,17 +141,17 @@ export async function run({ link } = {}) {
   loop.latencyMs = LATENCY_MS;
   try {
     // 20 × 50.
-    const fleetLoop = await freshCrawls(loop, apps.loop.fleet, { runs: FRESH_RUNS, warmUps: 1, repositories: INSTALLATIONS * REPOSITORIES, start: inProcess });
-    const cachedTimes = await cachedAnswers(loop, apps.loop.fleet);
-    const fleetLink = linked ? await freshCrawls(linked, apps.linked.fleet, { runs: LINK_RUNS, warmUps: 0, repositories: INSTALLATIONS * REPOSITORIES, start: inProcess }) : [];
-    const fleetPeerLoop = await peer(loop, apps.loop.fleet, INSTALLATIONS * REPOSITORIES);
-    const fleetPeerLink = linked ? await peer(linked, apps.linked.fleet, INSTALLATIONS * REPOSITORIES) : undefined;
+    const fleetLoop = await step("fleetLoop", () => freshCrawls(loop, apps.loop.fleet, { runs: FRESH_RUNS, warmUps: 1, repositories: INSTALLATIONS * REPOSITORIES, start: inProcess }));
+    const cachedTimes = await step("cachedTimes", () => cachedAnswers(loop, apps.loop.fleet));
+    const fleetLink = linked ? await step("fleetLink", () => freshCrawls(linked, apps.linked.fleet, { runs: LINK_RUNS, warmUps: 0, repositories: INSTALLATIONS * REPOSITORIES, start: inProcess })) : [];
+    const fleetPeerLoop = await step("fleetPeerLoop", () => peer(loop, apps.loop.fleet, INSTALLATIONS * REPOSITORIES));
+    const fleetPeerLink = linked ? await step("fleetPeerLink", () => peer(linked, apps.linked.fleet, INSTALLATIONS * REPOSITORIES)) : undefined;
 
     // 1 × 5,000.
-    const largeLoop = await freshCrawls(loop, apps.loop.large, { runs: LARGE_RUNS, warmUps: 1, repositories: LARGE, start: ownProcess });
-    const largeLink = linked ? await freshCrawls(linked, apps.linked.large, { runs: LARGE_RUNS, warmUps: 0, repositories: LARGE, start: ownProcess }) : [];
-    const largePeerLoop = await peer(loop, apps.loop.large, LARGE);
-    const largePeerLink = linked ? await peer(linked, apps.linked.large, LARGE) : undefined;
+    const largeLoop = await step("largeLoop", () => freshCrawls(loop, apps.loop.large, { runs: LARGE_RUNS, warmUps: 1, repositories: LARGE, start: ownProcess }));
+    const largeLink = linked ? await step("largeLink", () => freshCrawls(linked, apps.linked.large, { runs: LARGE_RUNS, warmUps: 0, repositories: LARGE, start: ownProcess })) : [];
+    const largePeerLoop = await step("largePeerLoop", () => peer(loop, apps.loop.large, LARGE));
+    const largePeerLink = linked ? await step("largePeerLink", () => peer(linked, apps.linked.large, LARGE)) : undefined;
 
     const wall = (fresh) => median(fresh.map((f) => f.ms));
     const upstream = Math.max(...fleetLoop.map((f) => f.upstream));
