@@ -214,11 +214,7 @@ const PEER_JOBS = 10;
 async function oneAtATime(broker, sim, tokens) {
   // The last round's requests still in flight (over the link: a round trip and more) land first.
   await new Promise((resolve) => setTimeout(resolve, 1500));
-  await ask(sim, "reset", "reset");
-  const before = (await ask(sim, "link", "link")).stats;
-  const times = [];
-  for (let i = 0; i < SINGLE_EXCHANGES; i += 1) {
-    const started = performance.now();
+  const exchange = async (i) => {
     const response = await fetch(`${broker.url}/token`, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -226,6 +222,16 @@ async function oneAtATime(broker, sim, tokens) {
     });
     await response.text();
     if (response.status !== 200) throw new Error(`one exchange: POST /token answered ${response.status}`);
+  };
+  // Two first, not counted: the first after the load may find its connection gone idle.
+  await exchange(0);
+  await exchange(1);
+  await ask(sim, "reset", "reset");
+  const before = (await ask(sim, "link", "link")).stats;
+  const times = [];
+  for (let i = 0; i < SINGLE_EXCHANGES; i += 1) {
+    const started = performance.now();
+    await exchange(i + 2);
     times.push(performance.now() - started);
   }
   const { stats } = await ask(sim, "stats", "stats");
