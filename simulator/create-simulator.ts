@@ -110,6 +110,9 @@ export async function createSimulator(opts: SimulatorOptions = {}): Promise<Simu
     clearRequests: () => {
       requests.length = 0; // same array: callers holding sim.requests keep seeing the live log
     },
+    get wireBytes() {
+      return server.wireBytes;
+    },
     faults,
     oidc,
     actions,

@@ -2,6 +2,7 @@
 // over to the route table. Tests talk to it over real sockets, so timeouts and resets are real.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { createGzip, gzipSync } from "node:zlib";
 import type { FaultTable } from "./faults.js";
 import { jsonChunks } from "./json-text.js";
 import type { Router } from "./router.js";
@@ -25,6 +26,26 @@ export interface HttpServerDeps {
 export interface RunningServer {
   url: string;
   close(): Promise<void>;
+  /** Bytes written to clients' sockets for every answer so far (status line, headers, body as sent). */
+  readonly wireBytes: number;
+}
+
+/**
+ * Whether an Accept-Encoding header allows gzip: `gzip` (or `x-gzip`, or `*` when gzip is not
+ * named) with a q-value above 0. Absent or empty: identity only (RFC 9110 §12.5.3).
+ */
+export function acceptsGzip(header: string | string[] | undefined): boolean {
+  const text = Array.isArray(header) ? header.join(",") : header;
+  if (!text) return false;
+  let star: boolean | undefined;
+  for (const item of text.split(",")) {
+    const [name = "", ...params] = item.split(";").map((part) => part.trim().toLowerCase());
+    const q = params.find((param) => param.startsWith("q="));
+    const allowed = q === undefined || Number(q.slice(2)) > 0;
+    if (name === "gzip" || name === "x-gzip") return allowed;
+    if (name === "*") star = allowed;
+  }
+  return star ?? false;
 }
 
 function readBody(req: IncomingMessage): Promise<unknown> {
@@ -44,31 +65,78 @@ function readBody(req: IncomingMessage): Promise<unknown> {
   });
 }
 
-function send(res: ServerResponse, record: RecordedRequest, result: RouteResult, requestId: string): void {
+/** How an answer goes out: as asked, or (the "truncated-gzip" fault) its gzip cut in half. */
+type Delivery = "asked" | "truncated-gzip";
+
+/**
+ * Writes one answer. A JSON body goes out gzip-compressed when the request's Accept-Encoding allows
+ * it, as GitHub's API does (`Content-Encoding: gzip`, `Vary: Accept-Encoding`, chunked, no
+ * Content-Length), whatever its size; otherwise as it is. Each answer's bytes on the socket are
+ * counted into `record.response.wireBytes` and `count` once the last one is handed to the socket
+ * (before the client can have read it).
+ */
+function send(res: ServerResponse, record: RecordedRequest, result: RouteResult, requestId: string, count: (bytes: number) => void, delivery: Delivery = "asked"): void {
   if (res.destroyed || res.writableEnded) return;
   const headers: Record<string, string> = { "x-github-request-id": requestId };
   let payload: Array<string | Buffer> | undefined;
+  let json = false;
   if (typeof result.body === "string") {
     payload = [result.body];
     headers["content-type"] = "text/plain; charset=utf-8";
   } else if (result.body !== undefined) {
     payload = jsonChunks(result.body) ?? [];
     headers["content-type"] = JSON_TYPE;
+    json = true;
   }
   for (const [name, value] of Object.entries(result.headers ?? {})) headers[name.toLowerCase()] = value;
+  const socket = res.socket;
+  const before = socket?.bytesWritten ?? 0;
+  const response: NonNullable<RecordedRequest["response"]> = { status: result.status, headers, body: result.body, wireBytes: 0 };
+  record.response = response;
+  const finish = () => {
+    res.end(); // uncorks
+    response.wireBytes = (socket?.bytesWritten ?? before) - before;
+    count(response.wireBytes);
+  };
+  if (json && payload !== undefined && delivery === "truncated-gzip") {
+    const whole = gzipSync(Buffer.concat(payload.map((chunk) => (typeof chunk === "string" ? Buffer.from(chunk) : chunk))));
+    const half = whole.subarray(0, Math.floor(whole.length / 2));
+    Object.assign(headers, { "content-encoding": "gzip", vary: "Accept-Encoding", "content-length": String(half.length) });
+    res.writeHead(result.status, headers);
+    res.write(half);
+    return finish();
+  }
+  if (json && payload !== undefined && acceptsGzip(record.headers["accept-encoding"])) {
+    Object.assign(headers, { "content-encoding": "gzip", vary: "Accept-Encoding" });
+    res.writeHead(result.status, headers);
+    // 64 KiB pieces: a 22 MB listing compresses to about 1 MB, some 16 writes rather than 64.
+    const gzip = createGzip({ chunkSize: 64 * 1024 });
+    gzip.on("data", (chunk: Buffer) => {
+      if (!res.destroyed) res.write(chunk);
+    });
+    gzip.on("end", () => {
+      if (!res.destroyed) finish();
+    });
+    for (const chunk of payload) gzip.write(chunk);
+    gzip.end();
+    return;
+  }
   if (payload !== undefined) headers["content-length"] = String(payload.reduce((sum, chunk) => sum + (typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.length), 0));
-  record.response = { status: result.status, headers, body: result.body };
   res.writeHead(result.status, headers);
   // Kept bytes go to the socket as they are (json-text.ts): one writev, no copy of the whole body.
   res.cork();
   for (const chunk of payload ?? []) res.write(chunk);
-  res.end(); // uncorks
+  finish();
 }
 
 export async function startHttpServer(deps: HttpServerDeps): Promise<RunningServer> {
   const timers = new Set<NodeJS.Timeout>();
   let closed = false;
   let counter = 0;
+  let wireBytes = 0;
+  const count = (bytes: number) => {
+    wireBytes += bytes;
+  };
 
   const delay = (ms: number) =>
     new Promise<void>((resolve) => {
@@ -97,7 +165,7 @@ export async function startHttpServer(deps: HttpServerDeps): Promise<RunningServ
     // In flight from arrival until answered or dropped (a hang counts until the client gives up).
     const admitted = deps.limits.arrive({ method, path: record.path, body, auth: record.auth, requestId });
     res.once("close", admitted.leave);
-    if (admitted.refusal) return send(res, record, admitted.refusal, requestId);
+    if (admitted.refusal) return send(res, record, admitted.refusal, requestId, count);
 
     const latency = deps.latencyMs();
     if (latency > 0) await delay(latency);
@@ -109,8 +177,8 @@ export async function startHttpServer(deps: HttpServerDeps): Promise<RunningServ
       req.socket.destroy();
       return;
     }
-    if (fault === "garbage") return send(res, record, { status: 200, headers: { "content-type": JSON_TYPE }, body: GARBAGE_BODY }, requestId);
-    if (fault) return send(res, record, fault, requestId);
+    if (fault === "garbage") return send(res, record, { status: 200, headers: { "content-type": JSON_TYPE }, body: GARBAGE_BODY }, requestId, count);
+    if (fault && fault !== "truncated-gzip") return send(res, record, fault, requestId, count);
 
     const result = await deps.router.dispatch({
       method,
@@ -121,7 +189,7 @@ export async function startHttpServer(deps: HttpServerDeps): Promise<RunningServ
       headers: record.headers,
       sim: deps.sim(),
     });
-    send(res, record, result, requestId);
+    send(res, record, result, requestId, count, fault === "truncated-gzip" ? fault : "asked");
   };
 
   const server = createServer((req, res) => {
@@ -140,6 +208,9 @@ export async function startHttpServer(deps: HttpServerDeps): Promise<RunningServ
 
   return {
     url: `http://127.0.0.1:${port}`,
+    get wireBytes() {
+      return wireBytes;
+    },
     close: () => {
       if (closed) return Promise.resolve();
       closed = true;

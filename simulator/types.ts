@@ -29,7 +29,13 @@ export interface RecordedRequest {
   body: unknown;
   auth: RequestAuth;
   /** Filled in once answered (absent for hang/reset faults): lets tests compare what was sent back. */
-  response?: { status: number; headers: Record<string, string>; body: unknown };
+  response?: {
+    status: number;
+    headers: Record<string, string>;
+    body: unknown;
+    /** Bytes of this answer on the socket: status line, headers and body as sent (gzip-compressed when asked). */
+    wireBytes: number;
+  };
 }
 
 export interface RouteResult {
@@ -52,7 +58,12 @@ export interface RouteContext {
 
 export type RouteHandler = (ctx: RouteContext) => RouteResult | Promise<RouteResult>;
 
-export type FaultResponse = { status: number; headers?: Record<string, string>; body?: unknown } | "hang" | "garbage" | "reset";
+/**
+ * "truncated-gzip": the route's own answer, gzip-compressed whatever the request asked, and only
+ * the first half of the compressed bytes sent (with a Content-Length that matches them): the HTTP
+ * exchange completes, the gzip stream does not.
+ */
+export type FaultResponse = { status: number; headers?: Record<string, string>; body?: unknown } | "hang" | "garbage" | "reset" | "truncated-gzip";
 
 export interface FaultSpec {
   method?: string;
@@ -217,6 +228,11 @@ export interface Simulator {
   /** GitHub's secondary limits (values in force), requests in flight now and their peak: see secondary-limits.ts. */
   readonly limits: SecondaryLimits;
   clearRequests(): void;
+  /**
+   * Bytes written to clients for every answer since the simulator started (status lines, headers,
+   * bodies as sent): never reset, so a test or the bench reads it before and after.
+   */
+  readonly wireBytes: number;
   readonly faults: FaultRegistry;
   readonly oidc: OidcIssuer;
   readonly actions: ActionsRunner;

@@ -256,8 +256,10 @@ describe("Retry-After: on transient platform failures only", () => {
     ["lookup 503", "GET", LOOKUP, { status: 503, body: { message: "Service Unavailable" } }, 500, "github_installation_lookup_failed", 5],
     ["lookup connection reset", "GET", LOOKUP, "reset", 500, "github_installation_lookup_failed", 5],
     ["lookup timeout", "GET", LOOKUP, "hang", 500, "github_installation_lookup_failed", 5],
+    ["lookup answer's gzip cut short", "GET", LOOKUP, "truncated-gzip", 500, "github_installation_lookup_failed", 5],
     ["mint 502", "POST", MINT, { status: 502, body: { message: "Server Error" } }, 502, "installation_token_failed", 5],
     ["mint connection reset", "POST", MINT, "reset", 502, "installation_token_failed", 5],
+    ["mint answer's gzip cut short", "POST", MINT, "truncated-gzip", 502, "installation_token_failed", 5],
     ["mint secondary rate limit (retry-after 90)", "POST", MINT, { status: 403, headers: { "retry-after": "90" }, body: { message: "You have exceeded a secondary rate limit." } }, 502, "installation_token_failed", 90],
     ["mint 429 (retry-after 30)", "POST", MINT, { status: 429, headers: { "retry-after": "30" }, body: { message: "Too Many Requests" } }, 502, "installation_token_failed", 30],
   ] as Array<[string, string, RegExp, FaultResponse, number, string, number]>)("%s: the route's code, with Retry-After", async (_name, method, path, respond, status, code, seconds) => {

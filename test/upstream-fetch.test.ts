@@ -2,6 +2,7 @@
 // its answers and failures look like to callers written for fetch, and that it follows nothing.
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
 import { upstreamFetch } from "../server/upstream-fetch.js";
 import { closedPortUrl } from "./support/action-stub-server.js";
@@ -28,6 +29,12 @@ beforeAll(async () => {
         return void res.end();
       }
       if (req.url === "/hang") return; // never answers
+      if (req.url === "/gzip" || req.url === "/gzip-cut") {
+        const whole = gzipSync(JSON.stringify({ ok: true, filler: "ab".repeat(400_000) }));
+        const sent = req.url === "/gzip" ? whole : whole.subarray(0, whole.length >> 1);
+        res.writeHead(200, { "content-type": "application/json; charset=utf-8", "content-encoding": "gzip" });
+        return void res.end(sent);
+      }
       if (req.url === "/big") {
         res.writeHead(200, { "content-type": "text/plain" });
         return void res.end("x".repeat(1 << 20));
@@ -69,10 +76,32 @@ describe("upstreamFetch", () => {
     expect(seen[0]!.headers).toMatchObject({ authorization: "Bearer x", "user-agent": "tokensmith-test", "content-type": "application/json", "content-length": "22" });
   });
 
-  it("names itself when the caller names no user agent (the platform refuses a request without one)", async () => {
+  it("names itself when the caller names no user agent (the platform refuses a request without one), and asks for gzip as fetch does", async () => {
     await (await upstreamFetch(`${base}/plain`)).text();
     expect(seen[0]!.headers["user-agent"]).toBe("tokensmith");
-    expect(seen[0]!.headers["accept-encoding"]).toBeUndefined();
+    expect(seen[0]!.headers["accept-encoding"]).toBe("gzip");
+  });
+
+  it("decompresses a gzip answer, read whole or chunk by chunk", async () => {
+    const expected = { ok: true, filler: "ab".repeat(400_000) };
+    expect(await (await upstreamFetch(`${base}/gzip`)).json()).toEqual(expected);
+    expect(JSON.parse(await (await upstreamFetch(`${base}/gzip`)).text())).toEqual(expected);
+    expect(JSON.parse(new TextDecoder().decode(await (await upstreamFetch(`${base}/gzip`)).arrayBuffer()))).toEqual(expected);
+    const chunks: Buffer[] = [];
+    for await (const chunk of (await upstreamFetch(`${base}/gzip`)).body as unknown as AsyncIterable<Uint8Array>) chunks.push(Buffer.from(chunk));
+    expect(JSON.parse(Buffer.concat(chunks).toString("utf8"))).toEqual(expected);
+    expect(seen.every((s) => s.headers["accept-encoding"] === "gzip")).toBe(true);
+  });
+
+  it("a gzip answer cut short fails as a network failure does (fetch's TypeError), read whole or chunk by chunk", async () => {
+    const whole = await (await upstreamFetch(`${base}/gzip-cut`)).text().catch((error: unknown) => error);
+    expect(whole).toBeInstanceOf(TypeError);
+    expect((whole as TypeError).message).toBe("fetch failed");
+    expect(((whole as TypeError).cause as { code?: string }).code).toBe("Z_BUF_ERROR");
+    const iterated = await (async () => {
+      for await (const chunk of (await upstreamFetch(`${base}/gzip-cut`)).body as unknown as AsyncIterable<Uint8Array>) void chunk;
+    })().catch((error: unknown) => error);
+    expect(iterated).toBeInstanceOf(TypeError);
   });
 
   it("takes headers as a Headers object or as pairs", async () => {

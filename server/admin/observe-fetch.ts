@@ -1,5 +1,4 @@
 import type { Metrics, UpstreamCall } from "../metrics.js";
-import { isHeaders, isRequest } from "../web-classes.js";
 
 /** Which platform an upstream URL belongs to (by origin), or null for an OIDC issuer or anything else. */
 export type PlatformOf = (url: URL) => "main" | "enterprise" | null;
@@ -11,8 +10,8 @@ export type PlatformOf = (url: URL) => "main" | "enterprise" | null;
  */
 export function observeFetch(fetchImpl: typeof fetch, metrics: Metrics, platformOf: PlatformOf, now: () => number = performance.now.bind(performance)): typeof fetch {
   return async (input, init) => {
-    const url = new URL(isRequest(input) ? input.url : String(input));
-    const method = (init?.method ?? (isRequest(input) ? input.method : "GET")).toUpperCase();
+    const url = new URL(input instanceof Request ? input.url : String(input));
+    const method = (init?.method ?? (input instanceof Request ? input.method : "GET")).toUpperCase();
     const call = upstreamCall(method, url.pathname, acceptOf(input, init));
     const started = now();
     try {
@@ -59,9 +58,9 @@ export function upstreamCall(method: string, path: string, accept: string): Upst
  * plain records the broker's own clients pass (one per upstream call on the /token path).
  */
 export function acceptOf(input: string | URL | Request, init: RequestInit | undefined): string {
-  const headers = init?.headers ?? (isRequest(input) ? input.headers : undefined);
+  const headers = init?.headers ?? (input instanceof Request ? input.headers : undefined);
   if (headers === undefined) return "";
-  if (isHeaders(headers)) return headers.get("accept") ?? "";
+  if (headers instanceof Headers) return headers.get("accept") ?? "";
   const values: string[] = [];
   const entries: Iterable<readonly [string, string]> = Array.isArray(headers) ? (headers as Array<[string, string]>) : Object.entries(headers as Record<string, string>);
   for (const [name, value] of entries) if (name.toLowerCase() === "accept") values.push(String(value).trim());

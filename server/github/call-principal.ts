@@ -1,5 +1,4 @@
 import { createHash } from "node:crypto";
-import { isHeaders } from "../web-classes.js";
 
 // Whose points budget a platform call spends (GitHub's secondary limits are "per App or
 // installation"): a call made with the App JWT spends the App's; a call made with an installation
@@ -116,7 +115,7 @@ export function pointsOf(method: string): number {
 /** The Authorization header of a fetch's `init.headers`, whatever shape they come in. */
 export function authorizationOf(headers: RequestInit["headers"]): string | undefined {
   if (!headers) return undefined;
-  if (isHeaders(headers)) return headers.get("authorization") ?? undefined;
+  if (headers instanceof Headers) return headers.get("authorization") ?? undefined;
   if (Array.isArray(headers)) return headers.find((entry) => entry[0]?.toLowerCase() === "authorization")?.[1];
   const record = headers as Record<string, string>;
   if (record.authorization !== undefined) return record.authorization;

@@ -1,6 +1,5 @@
 import { request as octokitRequest } from "@octokit/request";
 import { RequestError } from "@octokit/request-error";
-import { isRequest } from "../web-classes.js";
 import { authorizationOf } from "./call-principal.js";
 import type { Reservation } from "./points-pacer.js";
 import type { JsonRead, StreamedJson } from "./streamed-json.js";
@@ -112,7 +111,7 @@ export async function fetchText(
       leave = entered;
     }
     sent = true;
-    const bodied = init?.body != null || (isRequest(input) && input.body !== null);
+    const bodied = init?.body != null || (input instanceof Request && input.body !== null);
     let response: Response;
     try {
       response = await fetchImpl(input, { ...init, signal, redirect: bodied ? "error" : "manual" });
@@ -227,7 +226,7 @@ function bufferedResponse(response: Response, text: string): Response {
 export function createPlatformRequest(options: PlatformRequestOptions): OctokitRequest {
   return octokitRequest.defaults({
     baseUrl: options.apiBase,
-    headers: { "user-agent": "tokensmith", "x-github-api-version": API_VERSION },
+    headers: { "user-agent": "tokensmith", "x-github-api-version": API_VERSION, "accept-encoding": "gzip" },
     request: { fetch: fetchWithTimeout(options.fetch, options.timeoutMs, options.gate) },
   });
 }

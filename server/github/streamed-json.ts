@@ -16,6 +16,11 @@
 // inside a string or with a bracket open; a longer piece holds a top-level comma). A guess that
 // does not parse (a `},{` inside a string) is passed over and the element read on to the next.
 //
+// Kept: it pays (issue 28). Fresh 1 × 5,000-repository crawl, gzip on, 40 ms-RTT 100 Mbit/s link
+// (simulator/link.ts), median of 9: mint answer listing all 5,000: 1.68 s and 149 MB peak RSS here,
+// 2.14 s and 209 MB with JSON.parse (lookups wait for the last byte), 3.9 s and 2.4× the CPU with
+// @streamparser/json; 50 listing pages: 2.33 s / 152 MB here, 2.20 s / 172 MB with JSON.parse.
+//
 // The value is the one JSON.parse gives for the whole text, or the answer is "not JSON" exactly
 // when JSON.parse would throw: test/streamed-json.test.ts compares the two on random values and
 // random corruptions of them. Whatever this does not follow (no top-level object, the key twice,
