@@ -94,11 +94,16 @@ async function freshCrawls(sim, app, { runs, warmUps, repositories, start }) {
     let answer;
     let ms;
     let bytes;
+    let cpu;
     try {
       sim.clearRequests();
       const before = sim.link ? { ...sim.link.stats } : undefined;
+      const simCpu = process.cpuUsage();
+      const brokerCpu = broker.cpuMs?.();
       ({ result: answer, ms } = await timed(() => get(broker.url)));
       bytes = before ? bytesSince(sim.link, before) : undefined;
+      // This process's CPU: the simulator, the link's relay, the client; the broker's own when it has a process.
+      cpu = { sim: (({ user, system }) => (user + system) / 1000)(process.cpuUsage(simCpu)), broker: brokerCpu === undefined ? undefined : broker.cpuMs() - brokerCpu };
     } finally {
       await (broker.close ?? broker.stop)();
     }
@@ -108,6 +113,7 @@ async function freshCrawls(sim, app, { runs, warmUps, repositories, start }) {
     fresh.push({
       ms,
       bytes,
+      cpu,
       upstream: sim.requests.length,
       breakdown: [/^GET \/app\/installations$/, /^POST \/app\/installations\/\d+\/access_tokens$/, /^GET \/installation\/repositories$/, /^POST \/graphql$/].map(count),
     });
@@ -173,6 +179,13 @@ export async function run({ link } = {}) {
     rows.push(
       { metric: `1×5,000 fresh crawl: wall time (median of ${LARGE_RUNS}, new process each)`, loopback: seconds(largeWall), ...linkColumns(link, largeLink), target: linked ? "≤ 1.5 × floor" : "", ok: linked ? ratioOf(link, largeLink) <= 1.5 : null },
       { metric: "  upstream: installations + mints + listings + GraphQL", loopback: `1 + ${largeMints} + ${largeListings} + ${largeQueries}`, link: linked ? ((b) => `1 + ${b[1]} + ${b[2]} + ${b[3]}`)(largeLink[0].breakdown) : "", target: "", ok: null },
+      {
+        metric: "  CPU per crawl: broker process / this process (simulator, relay, client), median",
+        loopback: cpuText(largeLoop),
+        link: linked ? cpuText(largeLink) : "",
+        target: "",
+        ok: null,
+      },
       ...bytesRows(linked, largeLink, largePeerLink, 1.5e6),
       peerRow("1×5,000", largeWall, largePeerLoop, linked ? wall(largeLink) : undefined, largePeerLink, 5),
     );
@@ -201,6 +214,8 @@ async function cachedAnswers(sim, app) {
   }
   return times;
 }
+
+const cpuText = (fresh) => `${median(fresh.map((f) => f.cpu.broker)).toFixed(0)} / ${median(fresh.map((f) => f.cpu.sim)).toFixed(0)} ms`;
 
 /** The crawl's floor on the link (see the top of this file), from its median bytes. */
 function floorOf(link, fresh) {
