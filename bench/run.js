@@ -7,7 +7,7 @@
 // it. `--no-link` runs loopback only.
 // A scenario is a module in bench/scenarios/ exporting `description` and `run({ link })` → rows of
 // { metric, value | loopback/link, floor?, ratio?, target, ok } (ok: true, false, or null for
-// information only; `value` is a loopback-only figure).
+// information only, or [loopback, link] of those; `value` is a loopback-only figure).
 import { parseArgs } from "node:util";
 import { parseLink } from "../build/server/sandbox/start-sandbox.js";
 import * as burst from "./scenarios/burst.js";
@@ -43,7 +43,13 @@ for (const name of requested.length > 0 ? requested : Object.keys(SCENARIOS)) {
   const scenario = SCENARIOS[name];
   const t0 = performance.now();
   process.stderr.write(`bench: ${name}: ${scenario.description}\n`);
-  for (const row of await scenario.run({ link })) rows.push({ scenario: name, ...row });
+  try {
+    for (const row of await scenario.run({ link })) rows.push({ scenario: name, ...row });
+  } catch (error) {
+    // One scenario that cannot run (e.g. no Chromium for the dashboard's) does not lose the others' rows.
+    process.stderr.write(`bench: ${name}: failed: ${error?.stack ?? error}\n`);
+    rows.push({ scenario: name, metric: `did not run: ${String(error?.message ?? error).split("\n")[0].slice(0, 120)}`, ok: false });
+  }
   process.stderr.write(`bench: ${name}: ${((performance.now() - t0) / 1000).toFixed(0)} s\n`);
 }
 process.stderr.write(`bench: ${((performance.now() - started) / 1000).toFixed(0)} s in all\n`);
@@ -52,8 +58,15 @@ const linkHeader = link ? `link ${link.rttMs} ms/${link.mbit} Mbit` : "link";
 const header = ["scenario", "metric", "loopback", linkHeader, "link floor", "÷ floor", "target", "result"];
 const table = [
   header,
-  ...rows.map((r) => [r.scenario, r.metric, r.loopback ?? r.value ?? "", r.link ?? "", r.floor ?? "", r.ratio ?? "", r.target ?? "", r.ok === null || r.ok === undefined ? "" : r.ok ? "ok" : "MISSED"]),
+  ...rows.map((r) => [r.scenario, r.metric, r.loopback ?? r.value ?? "", r.link ?? "", r.floor ?? "", r.ratio ?? "", r.target ?? "", result(r.ok)]),
 ];
 const widths = header.map((_, column) => Math.max(...table.map((row) => row[column].length)));
 for (const row of table) process.stdout.write(`${row.map((cell, i) => cell.padEnd(widths[i])).join("  ").trimEnd()}\n`);
-process.exitCode = rows.some((r) => r.ok === false) ? 1 : 0;
+// Exit now: a scenario that failed half-way may have left a server or a child behind.
+process.exit(rows.some((r) => [r.ok].flat().includes(false)) ? 1 : 0);
+
+/** ok: true, false, null (information), or one per column ([loopback, link]): "ok / MISSED". */
+function result(ok) {
+  if (Array.isArray(ok)) return ok.map((one) => (one === null || one === undefined ? "-" : one ? "ok" : "MISSED")).join(" / ");
+  return ok === null || ok === undefined ? "" : ok ? "ok" : "MISSED";
+}

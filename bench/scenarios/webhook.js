@@ -66,11 +66,11 @@ export async function run({ link } = {}) {
   const rows = [];
   const both = (metric, pick, extra = {}) => rows.push({ metric, value: pick(loop), link: linked ? pick(linked) : "", target: "", ok: null, ...extra });
   const p99 = (r) => percentile(r.answers, 99);
-  both(`answer: p99 of ${DELIVERIES} deliveries`, (r) => `${p99(r).toFixed(1)} ms`, { target: "< 1000 ms", ok: p99(loop) < 1000 && (!linked || p99(linked) < 1000) });
+  both(`answer: p99 of ${DELIVERIES} deliveries`, (r) => `${p99(r).toFixed(1)} ms`, { target: "< 1000 ms", ok: linked ? [p99(loop) < 1000, p99(linked) < 1000] : p99(loop) < 1000 });
   both("answer: median", (r) => `${percentile(r.answers, 50).toFixed(1)} ms`);
   const onceOk = (r) => r.first.updated.length === PULLS && r.exactlyOnce;
-  both("pull requests updated by the first job, each once", (r) => `${r.first.updated.length} (${r.exactlyOnce ? "each once" : "NOT each once"})`, { target: `${PULLS}, each once`, ok: onceOk(loop) && (!linked || onceOk(linked)) });
-  both("jobs run for the deliveries (coalesced)", (r) => String(r.jobs), { target: "≤ 2", ok: loop.jobs <= 2 && (!linked || linked.jobs <= 2) });
+  both("pull requests updated by the first job, each once", (r) => `${r.first.updated.length} (${r.exactlyOnce ? "each once" : "NOT each once"})`, { target: `${PULLS}, each once`, ok: linked ? [onceOk(loop), onceOk(linked)] : onceOk(loop) });
+  both("jobs run for the deliveries (coalesced)", (r) => String(r.jobs), { target: "≤ 2", ok: linked ? [loop.jobs <= 2, linked.jobs <= 2] : loop.jobs <= 2 });
   const waves = Math.ceil(PULLS / UPDATE_CONCURRENCY);
   const floor = linked ? linkFloorMs(link, { roundTrips: 1 + linked.jobs * (1 + 2 + waves), bytes: Math.max(linked.bytes.up, linked.bytes.down) }) : undefined;
   both("time to drain (first delivery → last audit line)", (r) => `${(r.drainedMs / 1000).toFixed(1)} s`, linked ? { floor: `${(floor / 1000).toFixed(1)} s`, ratio: (linked.drainedMs / floor).toFixed(2) } : {});
