@@ -1,7 +1,7 @@
 // The built broker (`build/server/main.js`, what `npm start` runs) as a process of its own on a
 // free loopback port, for scenarios that measure more than one instance or the broker's own CPU.
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { openSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 
@@ -21,8 +21,9 @@ export async function spawnBroker(env) {
   const port = await freePort();
   const child = spawn(process.execPath, [MAIN], {
     env: { PATH: process.env.PATH, PORT: String(port), LOG_LEVEL: process.env.BENCH_LOG_LEVEL || "info", ...env },
-    // The log is drained into nothing: the broker pays for writing it, as in production.
-    stdio: ["ignore", "ignore", "inherit"],
+    // The log is drained into nothing (BENCH_BROKER_LOG: appended to that file): the broker pays
+    // for writing it, as in production.
+    stdio: ["ignore", process.env.BENCH_BROKER_LOG ? openSync(process.env.BENCH_BROKER_LOG, "a") : "ignore", "inherit"],
   });
   const exited = new Promise((resolve) => child.once("exit", resolve));
   const url = `http://127.0.0.1:${port}`;

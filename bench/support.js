@@ -36,3 +36,17 @@ export function percentile(values, p) {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 }
+
+/** Seconds with three decimals: "0.512 s". */
+export const seconds = (ms) => `${(ms / 1000).toFixed(3)} s`;
+
+/** Megabytes with two decimals: "0.89 MB". */
+export const megabytes = (bytes) => `${(bytes / 1e6).toFixed(2)} MB`;
+
+/** "40 ms / 100 Mbit" */
+export const linkName = (link) => `${link.rttMs} ms / ${link.mbit} Mbit`;
+
+/** The link's byte counts since `before` (a copy of `link.stats` taken earlier). */
+export function bytesSince(link, before) {
+  return { up: link.stats.bytesUp - before.bytesUp, down: link.stats.bytesDown - before.bytesDown, connections: link.stats.connections - before.connections };
+}

@@ -7,7 +7,9 @@ const POOL = Number(process.env.BENCH_TOKEN_POOL || 2000);
 // GitHub's points budget (900 a minute; a mint is 5) would stop a throughput bench after 180
 // mints: lifted here, as the bench measures the broker, not the App's budget. The concurrency
 // limit (100) stays on.
-const sim = await createSimulator({ secondaryLimits: { pointsPerMinute: Infinity } });
+// BENCH_TOKEN_LINK (JSON `{ rttMs, mbit }`): the simulator behind an emulated link (simulator/link.ts).
+const link = process.env.BENCH_TOKEN_LINK ? JSON.parse(process.env.BENCH_TOKEN_LINK) : undefined;
+const sim = await createSimulator({ secondaryLimits: { pointsPerMinute: Infinity }, ...(link ? { link } : {}) });
 const app = sim.createApp();
 const installationId = sim.addInstallation({
   appId: app.id,
@@ -34,6 +36,7 @@ function stats() {
 
 process.on("message", (message) => {
   if (message === "stats") process.send({ type: "stats", stats: stats() });
+  if (message === "link") process.send({ type: "link", stats: sim.link ? { ...sim.link.stats } : null });
   if (message === "reset") {
     sim.clearRequests();
     sim.tokens.clear();

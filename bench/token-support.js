@@ -1,7 +1,6 @@
 // Helpers for /token scenarios that drive a broker and the floor server with autocannon against a
 // simulator in its own process: a forked child's question and answer over IPC, a process's CPU and
-// RSS, the floor server, one load run. (bench/scenarios/token.js has its own copies; new scenarios
-// import these.)
+// RSS, the floor server, one load run.
 import { fork } from "node:child_process";
 import { createPrivateKey } from "node:crypto";
 import { readFileSync } from "node:fs";

@@ -4,8 +4,12 @@
 // finished sending what is ahead of it (bytes × 8 ÷ bandwidth) and arrives half a round trip
 // later, in order on its connection. The first
 // bytes of a connection wait `setupRoundTrips` × RTT more (TCP's handshake; 2 for TCP + TLS 1.3).
-// Not modelled: slow start, loss, the receiver's window (the relay buffers what the link has not
-// yet carried). So the link is, if anything, friendlier than a real one: a floor, not a forecast.
+// A sender is held back (its socket paused) while more than a window of its bytes is still on the
+// link — twice the bandwidth-delay product, at least 256 KiB — as TCP's receive window would hold
+// it: without that, a server thinks a large answer sent long before the client has it, and its
+// keep-alive timer can close the connection under a client that is about to reuse it.
+// Not modelled: slow start, loss. So the link is, if anything, friendlier than a real one: a
+// floor, not a forecast.
 import { createConnection, createServer, type AddressInfo, type Socket } from "node:net";
 
 export interface LinkOptions {
@@ -44,6 +48,12 @@ function serializationMs(link: LinkOptions, bytes: number): number {
   return link.mbit > 0 ? (bytes * 8) / (link.mbit * 1000) : 0;
 }
 
+/** The most bytes a sender may have on the link: twice the bandwidth-delay product, ≥ 256 KiB. */
+function windowBytes(link: LinkOptions): number {
+  const bdp = link.mbit > 0 ? (link.mbit * 1e6 * link.rttMs) / 8 / 1000 : Number.POSITIVE_INFINITY;
+  return Math.max(256 * 1024, 2 * bdp);
+}
+
 /** One direction of the whole link: every connection's bytes share its bandwidth, as on one real link. */
 class Wire {
   private nextFree = 0;
@@ -62,15 +72,27 @@ class Lane {
   private readonly queue: { at: number; chunk: Buffer | null }[] = [];
   private timer: NodeJS.Timeout | undefined;
   private opening: NodeJS.Timeout | undefined;
+  /** Bytes sent into the lane and not yet delivered. */
+  private inFlight = 0;
+  private paused = false;
 
   constructor(
     private readonly link: () => LinkOptions,
     private readonly wire: Wire,
     private readonly deliver: (chunk: Buffer | null) => void,
     private readonly opensAt: number,
+    /** The sending side: paused while more than a window of its bytes is in flight. */
+    private readonly source: Socket,
   ) {}
 
   send(chunk: Buffer | null): void {
+    if (chunk) {
+      this.inFlight += chunk.length;
+      if (!this.paused && this.inFlight > windowBytes(this.link())) {
+        this.paused = true;
+        this.source.pause();
+      }
+    }
     // Before the handshake is over, bytes wait at this end (they do not hold the wire meanwhile).
     if (performance.now() < this.opensAt || this.pending.length > 0) {
       this.pending.push(chunk);
@@ -103,7 +125,15 @@ class Lane {
     this.timer = setTimeout(() => {
       this.timer = undefined;
       const now = performance.now();
-      while (this.queue.length > 0 && this.queue[0]!.at <= now + 0.5) this.deliver(this.queue.shift()!.chunk);
+      while (this.queue.length > 0 && this.queue[0]!.at <= now + 0.5) {
+        const { chunk } = this.queue.shift()!;
+        if (chunk) this.inFlight -= chunk.length;
+        this.deliver(chunk);
+      }
+      if (this.paused && this.inFlight <= windowBytes(this.link()) / 2) {
+        this.paused = false;
+        this.source.resume();
+      }
       this.schedule();
     }, Math.max(0, this.queue[0]!.at - performance.now()));
   }
@@ -127,8 +157,8 @@ export async function startLink(target: { host?: string; port: number }, options
     const settings = () => current;
     // The handshake: nothing crosses until the setup round trips have passed.
     const opensAt = performance.now() + (current.setupRoundTrips ?? 1) * current.rttMs;
-    const toServer = new Lane(settings, up, (chunk) => (chunk ? upstream.write(chunk) : upstream.end()), opensAt);
-    const toClient = new Lane(settings, down, (chunk) => (chunk ? client.write(chunk) : client.end()), opensAt);
+    const toServer = new Lane(settings, up, (chunk) => (chunk ? upstream.write(chunk) : upstream.end()), opensAt, client);
+    const toClient = new Lane(settings, down, (chunk) => (chunk ? client.write(chunk) : client.end()), opensAt, upstream);
     client.on("data", (chunk: Buffer) => {
       stats.bytesUp += chunk.length;
       toServer.send(chunk);

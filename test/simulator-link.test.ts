@@ -104,6 +104,25 @@ describe("the emulated link", () => {
     expect(performance.now() - started).toBeGreaterThanOrEqual(3 * 50 - 2);
   });
 
+  it("holds a sender back while a window of its bytes is on the link (a server's write ends near the client's last byte)", async () => {
+    // 16 MB down a 200 Mbit link: without the window the relay would swallow it all at loopback
+    // speed and the server would be done before the client had any of it. With it, the server's
+    // last write completes only once the client has most of it: at most the window (256 KiB here)
+    // and what the kernel's socket buffers on the relay's side can hold were still to come.
+    const body = Buffer.alloc(16_000_000, 3);
+    let receivedWhenServerDone = -1;
+    let received = 0;
+    const server = createServer((_req, res) => {
+      res.on("finish", () => (receivedWhenServerDone = received));
+      res.end(body);
+    });
+    const relay = await link(await listen(server), { rttMs: 2, mbit: 200 });
+    const response = await fetch(`${relay.url}/`);
+    for await (const chunk of response.body!) received += (chunk as Uint8Array).length;
+    expect(received).toBe(body.length);
+    expect(receivedWhenServerDone).toBeGreaterThan(4_000_000);
+  });
+
   it("passes a server's reset on to the client", async () => {
     const server = createTcpServer((socket) => socket.destroy());
     const relay = await link(await listen(server), { rttMs: 10, mbit: 100 });

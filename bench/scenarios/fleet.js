@@ -9,9 +9,9 @@
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
-import { createSimulator } from "../../build/simulator/index.js";
+import { createSimulator, linkFloorMs } from "../../build/simulator/index.js";
 import { spawnBroker } from "../broker-process.js";
-import { median, timed } from "../support.js";
+import { bytesSince, median, megabytes, timed } from "../support.js";
 
 const INSTALLATIONS = 20;
 const REPOSITORIES = 50;
@@ -25,9 +25,17 @@ const CONNECTIONS = 64;
 
 export const description = `two broker processes on one Redis: ${PER_INSTANCE} concurrent cold GET /releases on each, ${INSTALLATIONS} installations × ${REPOSITORIES} repositories, ${LATENCY_MS} ms per upstream request`;
 
-export async function run() {
+// Over the link (run({ link })): the Redis burst once more with the simulator behind the link
+// (simulator/link.ts, no added delay). Its floor is one crawl's (bench/scenarios/releases.js):
+// 4 round trips in a row (a connection, the installations, the mints, the GraphQL queries) plus
+// the larger direction's bytes ÷ bandwidth, as the link counted them; the second instance waits
+// for the first's aggregate through Redis, on loopback.
+const CRAWL_ROUND_TRIPS = 4;
+
+export async function run({ link } = {}) {
   const sim = await createSimulator();
-  const fleetOf = () => {
+  const linked = link ? await createSimulator({ link }) : undefined;
+  const fleetOf = (sim) => {
     const app = sim.createApp();
     for (let i = 0; i < INSTALLATIONS; i += 1) {
       const repositories = Array.from({ length: REPOSITORIES }, (_, j) => `repo-${String(j).padStart(2, "0")}`);
@@ -43,17 +51,18 @@ export async function run() {
   };
 
   /** A cold burst on two fresh instances sharing `store`: crawls seen upstream, answers, wall time. */
-  const burst = async (store) => {
-    const env = { ...fleetOf(), LEGACY_QUOTA_KV: store };
+  const burst = async (store, sim) => {
+    const env = { ...fleetOf(sim), LEGACY_QUOTA_KV: store };
     const instances = await Promise.all([spawnBroker(env), spawnBroker(env)]);
     try {
       // A request each first warms the processes' HTTP path up without crawling (wrong secret: 401).
       await Promise.all(instances.map((b) => fetch(`${b.url}/releases`, { headers: { authorization: "Bearer wrong" } })));
       sim.clearRequests();
+      const before = sim.link ? { ...sim.link.stats } : undefined;
       const { result: answers, ms } = await timed(() => Promise.all(Array.from({ length: PER_INSTANCE }, () => instances.map((b) => get(b.url))).flat()));
       const crawls = sim.requests.filter((r) => r.method === "GET" && r.path === "/app/installations").length;
       const same = answers.every((a) => a.generated_at === answers[0].generated_at && a.repos.length === INSTALLATIONS * REPOSITORIES);
-      return { crawls, upstream: sim.requests.length, same, ms, answers: answers.length };
+      return { crawls, upstream: sim.requests.length, same, ms, answers: answers.length, bytes: before ? bytesSince(sim.link, before) : undefined };
     } finally {
       await Promise.all(instances.map((b) => b.stop()));
     }
@@ -61,14 +70,37 @@ export async function run() {
 
   sim.latencyMs = LATENCY_MS;
   try {
-    const shared = await burst(REDIS);
-    const local = await burst("memory://");
+    const shared = await burst(REDIS, sim);
+    const overLink = linked ? await burst(REDIS, linked) : undefined;
+    const local = await burst("memory://", sim);
     const token = await tokenThroughput();
+    const floor = overLink ? linkFloorMs(link, { roundTrips: CRAWL_ROUND_TRIPS, bytes: Math.max(overLink.bytes.up, overLink.bytes.down) }) : undefined;
     return [
-      { metric: `Redis: crawls for ${shared.answers} concurrent cold requests on 2 instances`, value: String(shared.crawls), target: "1", ok: shared.crawls === 1 },
-      { metric: "Redis: every answer the same aggregate (generated_at, size)", value: shared.same ? "yes" : "no", target: "yes", ok: shared.same },
-      { metric: "Redis: upstream requests", value: String(shared.upstream), target: "", ok: null },
-      { metric: "Redis: burst wall time", value: `${(shared.ms / 1000).toFixed(3)} s`, target: "", ok: null },
+      {
+        metric: `Redis: crawls for ${shared.answers} concurrent cold requests on 2 instances`,
+        value: String(shared.crawls),
+        link: overLink ? String(overLink.crawls) : "",
+        target: "1",
+        ok: overLink ? [shared.crawls === 1, overLink.crawls === 1] : shared.crawls === 1,
+      },
+      {
+        metric: "Redis: every answer the same aggregate (generated_at, size)",
+        value: shared.same ? "yes" : "no",
+        link: overLink ? (overLink.same ? "yes" : "no") : "",
+        target: "yes",
+        ok: overLink ? [shared.same, overLink.same] : shared.same,
+      },
+      { metric: "Redis: upstream requests", value: String(shared.upstream), link: overLink ? String(overLink.upstream) : "", target: "", ok: null },
+      {
+        metric: "Redis: burst wall time",
+        value: `${(shared.ms / 1000).toFixed(3)} s`,
+        link: overLink ? `${(overLink.ms / 1000).toFixed(3)} s` : "",
+        floor: overLink ? `${(floor / 1000).toFixed(3)} s` : "",
+        ratio: overLink ? (overLink.ms / floor).toFixed(2) : "",
+        target: "",
+        ok: null,
+      },
+      ...(overLink ? [{ metric: "  bytes on the wire, up + down", link: `${megabytes(overLink.bytes.up + overLink.bytes.down)} (${megabytes(overLink.bytes.up)} up)`, target: "", ok: null }] : []),
       { metric: `memory:// (per process): crawls for ${local.answers} requests`, value: String(local.crawls), target: "2 (one per instance)", ok: null },
       { metric: "memory:// (per process): upstream requests", value: String(local.upstream), target: "", ok: null },
       { metric: "memory:// (per process): burst wall time", value: `${(local.ms / 1000).toFixed(3)} s`, target: "", ok: null },
@@ -76,6 +108,7 @@ export async function run() {
     ];
   } finally {
     await sim.close();
+    await linked?.close();
   }
 }
 

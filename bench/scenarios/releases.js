@@ -1,27 +1,52 @@
-// Scenario `releases`: GET /releases over a fleet of 20 installations × 50 repositories, each
-// upstream request delayed 30 ms by the simulator. Targets (issue 5): a fresh crawl in ≤ 65
-// upstream requests and ≤ 0.6 s; a cached answer in ≤ 5 ms (median). Issue 28: under the platform's
-// rate limit, a stale answer (past the TTL) and a 503 with nothing cached as fast as a cached one.
-import { createSimulator } from "../../build/simulator/index.js";
-import { median, percentile, startBroker, timed } from "../support.js";
+// Scenario `releases`: fresh GET /releases crawls, on loopback (each upstream request delayed
+// 30 ms by the simulator) and over an emulated link (simulator/link.ts: no added delay, the link's
+// round trip, bandwidth and connection set-up instead), for two fleets:
+//   20 installations × 50 repositories, the broker in this process (issue 5: ≤ 65 upstream
+//   requests, ≤ 0.6 s on loopback; a cached answer ≤ 5 ms), and
+//   1 installation × 5,000 selected repositories, a new broker process per crawl (as after a
+//   deploy; the mint's answer lists all 5,000, GitHub's full repository object each).
+// Then, on loopback, under GitHub's rate limit (issue 28): a stale answer and a 503 with nothing
+// cached, each as fast as a cached answer.
+// Beside each: the peer, what a user writes with @octokit/graphql (bench/peer-crawl.js), run in the
+// same way; over the link the bytes each crawl put on the wire (both directions, link.stats) and
+// the link's floor for the crawl.
+//
+// The floor of a fresh crawl (issue 28): its chain of round trips plus its bytes ÷ bandwidth.
+// A crawl cannot do with fewer than 4 round trips in a row: one to open a connection (TCP's
+// handshake; every further connection can be opened beside it), then GET /app/installations (the
+// installation ids), then the mints (all installations at once; each mint's answer names the
+// selected repositories), then the GraphQL queries for the releases (all at once; the count check
+// goes beside them). Then the bytes: each direction carries at most `mbit`, the two at the same time,
+// so the larger of the two (the answers) ÷ bandwidth, with the bytes the crawl actually put on the
+// wire (link.stats). So floor = 4 × RTT + max(bytes up, bytes down) × 8 ÷ bandwidth; it takes
+// the bytes as they were: their own target (≤ 1.5 MB per 5,000 repositories) says whether there
+// were too many.
+import { createSimulator, linkFloorMs } from "../../build/simulator/index.js";
+import { spawnBroker } from "../broker-process.js";
+import { peerCrawl } from "../peer-crawl.js";
+import { bytesSince, linkName, median, megabytes, percentile, seconds, startBroker, timed } from "../support.js";
 
 const INSTALLATIONS = 20;
 const REPOSITORIES = 50;
+const LARGE = 5000;
 const LATENCY_MS = 30;
 const FRESH_RUNS = 5;
+const LINK_RUNS = 3;
+const LARGE_RUNS = 3;
 const CACHED_CALLS = 50;
 const STALE_CALLS = 50;
+const CRAWL_ROUND_TRIPS = 4;
 const SECRET = "bench-secret";
 
-export const description = `GET /releases, ${INSTALLATIONS} installations × ${REPOSITORIES} repositories, ${LATENCY_MS} ms per upstream request`;
+export const description = `fresh GET /releases, ${INSTALLATIONS} installations × ${REPOSITORIES} repositories and 1 × ${LARGE}, on loopback (${LATENCY_MS} ms per upstream request) and over the link; the peer: a plain @octokit/graphql crawl`;
 
-export async function run() {
-  const sim = await createSimulator();
-  const app = sim.createApp();
+/** The two fleets on one simulator, each its own App: → { fleet, large } App credentials. */
+function seed(sim) {
+  const fleet = sim.createApp();
   for (let i = 0; i < INSTALLATIONS; i += 1) {
     const account = `bench-org-${String(i).padStart(2, "0")}`;
     const repositories = Array.from({ length: REPOSITORIES }, (_, j) => `repo-${String(j).padStart(2, "0")}`);
-    sim.addInstallation({ appId: app.id, account, permissions: { contents: "write", metadata: "read" }, repositories });
+    sim.addInstallation({ appId: fleet.id, account, permissions: { contents: "write", metadata: "read" }, repositories });
     // Two in three repositories have releases; some newest ones are prereleases or drafts.
     repositories.forEach((name, j) => {
       if (j % 3 === 2) return;
@@ -30,111 +55,253 @@ export async function run() {
       if (j % 7 === 0) sim.releases.add(`${account}/${name}`, { tagName: "v2.0.0", isDraft: true, createdAt: "2026-03-01T00:00:00Z" });
     });
   }
-  sim.latencyMs = LATENCY_MS;
-  const env = {
-    HOST_APP_ID: String(app.id),
-    HOST_APP_PRIVATE_KEY: app.privateKeyPem,
-    HOST_API_BASE: sim.apiBase,
-    PROCESS_TRIGGER_SECRET: SECRET,
-  };
-  // Timed: the request until the whole body has arrived. Parsing it is the client's business.
-  const get = async (url) => {
-    const response = await fetch(`${url}/releases`, { headers: { authorization: `Bearer ${SECRET}` } });
-    return { status: response.status, text: await response.text() };
-  };
-  const check = ({ status, text }) => {
-    if (status !== 200) throw new Error(`GET /releases answered ${status} ${text}`);
-    return JSON.parse(text);
-  };
+  const large = sim.createApp();
+  const account = "bench-large";
+  const names = Array.from({ length: LARGE }, (_, j) => `repo-${String(j).padStart(4, "0")}`);
+  for (const name of names) sim.repository(account, name);
+  sim.addInstallation({ appId: large.id, account, permissions: { contents: "write", metadata: "read" }, repositories: names });
+  names.forEach((name, j) => {
+    if (j % 3 !== 2) sim.releases.add(`${account}/${name}`, { tagName: "v1.0.0", createdAt: "2026-01-01T00:00:00Z" });
+  });
+  return { fleet, large };
+}
 
-  try {
-    // Fresh crawls: a new broker each time (no cache, no App JWT yet), as after a deploy. The
-    // first, untimed, warms up this process (JIT, the simulator's schema).
-    const fresh = [];
-    for (let i = 0; i <= FRESH_RUNS; i += 1) {
-      const broker = await startBroker({ ...env });
-      sim.clearRequests();
-      const { result: answer, ms } = await timed(() => get(broker.url));
-      await broker.close();
-      const result = check(answer);
-      if (i === 0) continue;
-      if (result.cached || result.truncated || result.repos.length !== INSTALLATIONS * REPOSITORIES) throw new Error("fresh crawl: unexpected aggregate");
-      const count = (pattern) => sim.requests.filter((r) => pattern.test(`${r.method} ${r.path}`)).length;
-      fresh.push({
-        ms,
-        upstream: sim.requests.length,
-        breakdown: [/^GET \/app\/installations$/, /^POST \/app\/installations\/\d+\/access_tokens$/, /^GET \/installation\/repositories$/, /^POST \/graphql$/].map(count),
-      });
-    }
+const envOf = (sim, app) => ({
+  HOST_APP_ID: String(app.id),
+  HOST_APP_PRIVATE_KEY: app.privateKeyPem,
+  HOST_API_BASE: sim.apiBase,
+  PROCESS_TRIGGER_SECRET: SECRET,
+  RELEASES_MAX_REPOSITORIES: String(LARGE),
+});
 
-    // Cached answers: one broker with an in-memory LEGACY_QUOTA_KV, warmed by one crawl.
-    const broker = await startBroker({ ...env, LEGACY_QUOTA_KV: "memory://" });
-    const cachedTimes = [];
+// Timed: the request until the whole body has arrived. Parsing it is the client's business.
+async function get(url) {
+  const response = await fetch(`${url}/releases`, { headers: { authorization: `Bearer ${SECRET}` } });
+  return { status: response.status, text: await response.text() };
+}
+function check({ status, text }, repositories) {
+  if (status !== 200) throw new Error(`GET /releases answered ${status} ${text}`);
+  const body = JSON.parse(text);
+  if (repositories !== undefined && (body.cached || body.truncated || body.repos.length !== repositories)) throw new Error("fresh crawl: unexpected aggregate");
+  return body;
+}
+
+/**
+ * Fresh crawls, a new broker each (no cache, no App JWT yet): `start(env)` starts it (in this
+ * process or its own). The first `warmUps` are not kept (JIT, the simulator's schema).
+ */
+async function freshCrawls(sim, app, { runs, warmUps, repositories, start }) {
+  const fresh = [];
+  for (let i = 0; i < runs + warmUps; i += 1) {
+    const broker = await start(envOf(sim, app));
+    let answer;
+    let ms;
+    let bytes;
+    let cpu;
     try {
-      check(await get(broker.url));
       sim.clearRequests();
-      for (let i = 0; i < CACHED_CALLS; i += 1) {
-        const { result, ms } = await timed(() => get(broker.url));
-        if (!check(result).cached) throw new Error("cached call: not served from the cache");
-        cachedTimes.push(ms);
-      }
-      if (sim.requests.length !== 0) throw new Error("cached calls reached the platform");
+      const before = sim.link ? { ...sim.link.stats } : undefined;
+      const simCpu = process.cpuUsage();
+      const brokerCpu = broker.cpuMs?.();
+      ({ result: answer, ms } = await timed(() => get(broker.url)));
+      bytes = before ? bytesSince(sim.link, before) : undefined;
+      // This process's CPU: the simulator, the link's relay, the client; the broker's own when it has a process.
+      cpu = { sim: (({ user, system }) => (user + system) / 1000)(process.cpuUsage(simCpu)), broker: brokerCpu === undefined ? undefined : broker.cpuMs() - brokerCpu };
     } finally {
-      await broker.close();
+      await (broker.close ?? broker.stop)();
     }
-
-    // Under GitHub's primary rate limit (the installation listing answers 403, reset in 10 min):
-    // a broker whose aggregate is past its 1 s TTL answers it stale; one without answers 503.
-    const limited = await startBroker({ ...env, LEGACY_QUOTA_KV: "memory://", RELEASES_CACHE_TTL_SECONDS: "1" });
-    const none = await startBroker({ ...env });
-    const staleTimes = [];
-    const refusedTimes = [];
-    let firstStaleMs = 0;
-    try {
-      check(await get(limited.url));
-      await new Promise((resolve) => setTimeout(resolve, 1_100));
-      const reset = String(Math.ceil(Date.now() / 1000) + 600);
-      sim.faults.add({ method: "GET", path: "/app/installations", respond: { status: 403, headers: { "x-ratelimit-remaining": "0", "x-ratelimit-reset": reset }, body: { message: "API rate limit exceeded" } } });
-      // The first meets the limit (its refresh reaches the platform once); the others know it.
-      const first = await timed(() => get(limited.url));
-      if (!check(first.result).stale) throw new Error("stale call: not stale");
-      firstStaleMs = first.ms;
-      sim.clearRequests();
-      for (let i = 0; i < STALE_CALLS; i += 1) {
-        const { result, ms } = await timed(() => get(limited.url));
-        if (!check(result).stale) throw new Error("stale call: not stale");
-        staleTimes.push(ms);
-      }
-      if ((await get(none.url)).status !== 503) throw new Error("no aggregate under a rate limit: not 503");
-      sim.clearRequests();
-      for (let i = 0; i < STALE_CALLS; i += 1) {
-        const { result, ms } = await timed(() => get(none.url));
-        if (result.status !== 503 || !result.text.includes("platform_rate_limited")) throw new Error(`refused call: ${result.status} ${result.text}`);
-        refusedTimes.push(ms);
-      }
-      if (sim.requests.length !== 0) throw new Error("calls under a known rate limit reached the platform");
-    } finally {
-      sim.faults.clear();
-      await limited.close();
-      await none.close();
-    }
-
-    const upstream = Math.max(...fresh.map((f) => f.upstream));
-    const freshMedian = median(fresh.map((f) => f.ms));
-    const cachedMedian = median(cachedTimes);
-    const [listing, mints, repoListings, queries] = fresh[0].breakdown;
-    return [
-      { metric: "fresh crawl: upstream requests", value: String(upstream), target: "≤ 65", ok: upstream <= 65 },
-      { metric: "  installations listing + mints + repository listings or counts + GraphQL", value: `${listing} + ${mints} + ${repoListings} + ${queries}`, target: "", ok: null },
-      { metric: `fresh crawl: wall time (median of ${FRESH_RUNS}, after 1 warm-up)`, value: `${(freshMedian / 1000).toFixed(3)} s`, target: "≤ 0.6 s", ok: freshMedian <= 600 },
-      { metric: `fresh crawl: wall time (slowest of ${FRESH_RUNS})`, value: `${(Math.max(...fresh.map((f) => f.ms)) / 1000).toFixed(3)} s`, target: "", ok: null },
-      { metric: `cached answer: median of ${CACHED_CALLS}`, value: `${cachedMedian.toFixed(2)} ms`, target: "≤ 5 ms", ok: cachedMedian <= 5 },
-      { metric: `cached answer: p95 of ${CACHED_CALLS}`, value: `${percentile(cachedTimes, 95).toFixed(2)} ms`, target: "", ok: null },
-      { metric: "rate-limited, stale: first answer (its refresh meets the 403)", value: `${firstStaleMs.toFixed(2)} ms`, target: "", ok: null },
-      { metric: `rate-limited, stale answer: median of ${STALE_CALLS}`, value: `${median(staleTimes).toFixed(2)} ms`, target: "≤ 5 ms", ok: median(staleTimes) <= 5 },
-      { metric: `rate-limited, nothing cached, 503: median of ${STALE_CALLS}`, value: `${median(refusedTimes).toFixed(2)} ms`, target: "≤ 5 ms", ok: median(refusedTimes) <= 5 },
-    ];
-  } finally {
-    await sim.close();
+    check(answer, repositories);
+    if (i < warmUps) continue;
+    const count = (pattern) => sim.requests.filter((r) => pattern.test(`${r.method} ${r.path}`)).length;
+    fresh.push({
+      ms,
+      bytes,
+      cpu,
+      upstream: sim.requests.length,
+      breakdown: [/^GET \/app\/installations$/, /^POST \/app\/installations\/\d+\/access_tokens$/, /^GET \/installation\/repositories$/, /^POST \/graphql$/].map(count),
+    });
   }
+  return fresh;
+}
+
+/** The peer's crawl, timed, its bytes counted over the link. */
+async function peer(sim, app, repositories) {
+  const before = sim.link ? { ...sim.link.stats } : undefined;
+  const { result, ms } = await timed(() => peerCrawl({ apiBase: sim.apiBase, appId: app.id, privateKeyPem: app.privateKeyPem }));
+  if (result.repositories !== repositories) throw new Error(`peer crawl: saw ${result.repositories} repositories, not ${repositories}`);
+  return { ms, bytes: before ? bytesSince(sim.link, before) : undefined };
+}
+
+const inProcess = (env) => startBroker(env);
+const ownProcess = (env) => spawnBroker(env);
+
+/** Runs `call`, saying on stderr how long it took (the bench's progress). */
+async function step(name, call) {
+  const started = performance.now();
+  const result = await call();
+  process.stderr.write(`bench: releases: ${name}: ${seconds(performance.now() - started)}\n`);
+  return result;
+}
+
+export async function run({ link } = {}) {
+  const loop = await createSimulator();
+  const linked = link ? await createSimulator({ link }) : undefined;
+  const apps = { loop: seed(loop), linked: linked ? seed(linked) : undefined };
+  loop.latencyMs = LATENCY_MS;
+  try {
+    // 20 × 50.
+    const fleetLoop = await step("fleetLoop", () => freshCrawls(loop, apps.loop.fleet, { runs: FRESH_RUNS, warmUps: 1, repositories: INSTALLATIONS * REPOSITORIES, start: inProcess }));
+    const cachedTimes = await step("cachedTimes", () => cachedAnswers(loop, apps.loop.fleet));
+    const limited = await step("rateLimited", () => rateLimitedAnswers(loop, apps.loop.fleet));
+    const fleetLink = linked ? await step("fleetLink", () => freshCrawls(linked, apps.linked.fleet, { runs: LINK_RUNS, warmUps: 0, repositories: INSTALLATIONS * REPOSITORIES, start: inProcess })) : [];
+    const fleetPeerLoop = await step("fleetPeerLoop", () => peer(loop, apps.loop.fleet, INSTALLATIONS * REPOSITORIES));
+    const fleetPeerLink = linked ? await step("fleetPeerLink", () => peer(linked, apps.linked.fleet, INSTALLATIONS * REPOSITORIES)) : undefined;
+
+    // 1 × 5,000.
+    const largeLoop = await step("largeLoop", () => freshCrawls(loop, apps.loop.large, { runs: LARGE_RUNS, warmUps: 1, repositories: LARGE, start: ownProcess }));
+    const largeLink = linked ? await step("largeLink", () => freshCrawls(linked, apps.linked.large, { runs: LARGE_RUNS, warmUps: 0, repositories: LARGE, start: ownProcess })) : [];
+    const largePeerLoop = await step("largePeerLoop", () => peer(loop, apps.loop.large, LARGE));
+    const largePeerLink = linked ? await step("largePeerLink", () => peer(linked, apps.linked.large, LARGE)) : undefined;
+
+    const wall = (fresh) => median(fresh.map((f) => f.ms));
+    const upstream = Math.max(...fleetLoop.map((f) => f.upstream));
+    const [listing, mints, repoListings, queries] = fleetLoop[0].breakdown;
+    const cachedMedian = median(cachedTimes);
+    const fleetWall = wall(fleetLoop);
+    const rows = [
+      { metric: `20×50 fresh crawl: upstream requests`, loopback: String(upstream), link: linked ? String(Math.max(...fleetLink.map((f) => f.upstream))) : "", target: "≤ 65", ok: linked ? [upstream <= 65, fleetLink.every((f) => f.upstream <= 65)] : upstream <= 65 },
+      { metric: "  installations listing + mints + repository listings or counts + GraphQL", loopback: `${listing} + ${mints} + ${repoListings} + ${queries}`, target: "", ok: null },
+      { metric: `20×50 fresh crawl: wall time (median of ${FRESH_RUNS} loopback, ${LINK_RUNS} link)`, loopback: seconds(fleetWall), ...linkColumns(link, fleetLink), target: linked ? "≤ 0.6 s / ≤ 1.5 × floor" : "≤ 0.6 s", ok: linked ? [fleetWall <= 600, ratioOf(link, fleetLink) <= 1.5] : fleetWall <= 600 },
+      { metric: `  slowest`, loopback: seconds(Math.max(...fleetLoop.map((f) => f.ms))), link: linked ? seconds(Math.max(...fleetLink.map((f) => f.ms))) : "", target: "", ok: null },
+      ...bytesRows(linked, fleetLink, fleetPeerLink, null),
+      peerRow("20×50", fleetWall, fleetPeerLoop, linked ? wall(fleetLink) : undefined, fleetPeerLink, null),
+      { metric: `20×50 cached answer: median of ${CACHED_CALLS}`, loopback: `${cachedMedian.toFixed(2)} ms`, target: "≤ 5 ms", ok: cachedMedian <= 5 },
+      { metric: `  p95 of ${CACHED_CALLS}`, loopback: `${percentile(cachedTimes, 95).toFixed(2)} ms`, target: "", ok: null },
+      { metric: "rate-limited, stale: first answer (its refresh meets the 403)", loopback: `${limited.firstStaleMs.toFixed(2)} ms`, target: "", ok: null },
+      { metric: `rate-limited, stale answer: median of ${STALE_CALLS}`, loopback: `${median(limited.staleTimes).toFixed(2)} ms`, target: "≤ 5 ms", ok: median(limited.staleTimes) <= 5 },
+      { metric: `rate-limited, nothing cached, 503: median of ${STALE_CALLS}`, loopback: `${median(limited.refusedTimes).toFixed(2)} ms`, target: "≤ 5 ms", ok: median(limited.refusedTimes) <= 5 },
+    ];
+    const largeWall = wall(largeLoop);
+    const [, largeMints, largeListings, largeQueries] = largeLoop[0].breakdown;
+    rows.push(
+      { metric: `1×5,000 fresh crawl: wall time (median of ${LARGE_RUNS}, new process each)`, loopback: seconds(largeWall), ...linkColumns(link, largeLink), target: linked ? "- / ≤ 1.5 × floor" : "", ok: linked ? [null, ratioOf(link, largeLink) <= 1.5] : null },
+      { metric: "  upstream: installations + mints + listings + GraphQL", loopback: `1 + ${largeMints} + ${largeListings} + ${largeQueries}`, link: linked ? ((b) => `1 + ${b[1]} + ${b[2]} + ${b[3]}`)(largeLink[0].breakdown) : "", target: "", ok: null },
+      {
+        metric: "  CPU per crawl: broker process / this process (simulator, relay, client), median",
+        loopback: cpuText(largeLoop),
+        link: linked ? cpuText(largeLink) : "",
+        target: "",
+        ok: null,
+      },
+      ...bytesRows(linked, largeLink, largePeerLink, 1.5e6),
+      peerRow("1×5,000", largeWall, largePeerLoop, linked ? wall(largeLink) : undefined, largePeerLink, 5),
+    );
+    return rows;
+  } finally {
+    await loop.close();
+    await linked?.close();
+  }
+}
+
+/** Cached answers: one broker with an in-memory LEGACY_QUOTA_KV, warmed by one crawl. */
+async function cachedAnswers(sim, app) {
+  const broker = await startBroker({ ...envOf(sim, app), LEGACY_QUOTA_KV: "memory://" });
+  const times = [];
+  try {
+    check(await get(broker.url));
+    sim.clearRequests();
+    for (let i = 0; i < CACHED_CALLS; i += 1) {
+      const { result, ms } = await timed(() => get(broker.url));
+      if (!check(result).cached) throw new Error("cached call: not served from the cache");
+      times.push(ms);
+    }
+    if (sim.requests.length !== 0) throw new Error("cached calls reached the platform");
+  } finally {
+    await broker.close();
+  }
+  return times;
+}
+
+/**
+ * Under GitHub's primary rate limit (issue 28: the installation listing answers 403, reset in
+ * 10 min): a broker whose aggregate is past its 1 s TTL answers it stale at once; one without
+ * an aggregate answers 503 platform_rate_limited at once. Neither reaches the platform again.
+ */
+async function rateLimitedAnswers(sim, app) {
+  const env = envOf(sim, app);
+  const limited = await startBroker({ ...env, LEGACY_QUOTA_KV: "memory://", RELEASES_CACHE_TTL_SECONDS: "1" });
+  const none = await startBroker({ ...env });
+  const staleTimes = [];
+  const refusedTimes = [];
+  let firstStaleMs = 0;
+  try {
+    check(await get(limited.url));
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    const reset = String(Math.ceil(Date.now() / 1000) + 600);
+    sim.faults.add({ method: "GET", path: "/app/installations", respond: { status: 403, headers: { "x-ratelimit-remaining": "0", "x-ratelimit-reset": reset }, body: { message: "API rate limit exceeded" } } });
+    // The first meets the limit (its refresh reaches the platform once); the others know it.
+    const first = await timed(() => get(limited.url));
+    if (!check(first.result).stale) throw new Error("stale call: not stale");
+    firstStaleMs = first.ms;
+    sim.clearRequests();
+    for (let i = 0; i < STALE_CALLS; i += 1) {
+      const { result, ms } = await timed(() => get(limited.url));
+      if (!check(result).stale) throw new Error("stale call: not stale");
+      staleTimes.push(ms);
+    }
+    if ((await get(none.url)).status !== 503) throw new Error("no aggregate under a rate limit: not 503");
+    sim.clearRequests();
+    for (let i = 0; i < STALE_CALLS; i += 1) {
+      const { result, ms } = await timed(() => get(none.url));
+      if (result.status !== 503 || !result.text.includes("platform_rate_limited")) throw new Error(`refused call: ${result.status} ${result.text}`);
+      refusedTimes.push(ms);
+    }
+    if (sim.requests.length !== 0) throw new Error("calls under a known rate limit reached the platform");
+  } finally {
+    sim.faults.clear();
+    await limited.close();
+    await none.close();
+  }
+  return { firstStaleMs, staleTimes, refusedTimes };
+}
+
+const cpuText = (fresh) => `${median(fresh.map((f) => f.cpu.broker)).toFixed(0)} / ${median(fresh.map((f) => f.cpu.sim)).toFixed(0)} ms`;
+
+/** The crawl's floor on the link (see the top of this file), from its median bytes. */
+function floorOf(link, fresh) {
+  const bytes = median(fresh.map((f) => Math.max(f.bytes.up, f.bytes.down)));
+  return linkFloorMs(link, { roundTrips: CRAWL_ROUND_TRIPS, bytes });
+}
+const ratioOf = (link, fresh) => median(fresh.map((f) => f.ms)) / floorOf(link, fresh);
+
+function linkColumns(link, fresh) {
+  if (!link) return {};
+  return { link: seconds(median(fresh.map((f) => f.ms))), floor: seconds(floorOf(link, fresh)), ratio: ratioOf(link, fresh).toFixed(2) };
+}
+
+function bytesRows(linked, fresh, peerRun, target) {
+  if (!linked) return [];
+  const total = median(fresh.map((f) => f.bytes.up + f.bytes.down));
+  const up = median(fresh.map((f) => f.bytes.up));
+  return [
+    {
+      metric: `  bytes on the wire per crawl, up + down (${linkName(linked.link.options)} link)`,
+      link: `${megabytes(total)} (${megabytes(up)} up)`,
+      target: target === null ? "" : `- / ≤ ${megabytes(target)}`,
+      ok: target === null ? null : [null, total <= target],
+    },
+    { metric: "  bytes on the wire, the peer's crawl", link: megabytes(peerRun.bytes.up + peerRun.bytes.down), target: "", ok: null },
+  ];
+}
+
+function peerRow(label, loopMs, peerLoop, linkMs, peerLink, target) {
+  const speedup = (ours, theirs) => `${(theirs.ms / 1000).toFixed(3)} s (${(theirs.ms / ours).toFixed(1)}× ours)`;
+  const linkSpeedup = peerLink ? peerLink.ms / linkMs : undefined;
+  return {
+    metric: `  peer: @octokit/graphql crawl, page after page (${label})`,
+    loopback: speedup(loopMs, peerLoop),
+    link: peerLink ? speedup(linkMs, peerLink) : "",
+    target: target === null ? "" : `- / ≥ ${target}× ours`,
+    ok: target === null || linkSpeedup === undefined ? null : [null, linkSpeedup >= target],
+  };
 }

@@ -1,105 +1,17 @@
 // Scenario `token`: POST /token under load. The broker (`build/server/main.js`, as `npm start`
 // runs it), the platform simulator and a floor server each run as a process of their own on
 // loopback; autocannon drives them in turn with valid OIDC tokens from a pre-signed pool.
-import { fork, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import autocannon from "autocannon";
-import { importPKCS8, SignJWT } from "jose";
-import { createPrivateKey } from "node:crypto";
+import { Agent, request } from "undici";
+import { linkFloorMs } from "../../build/simulator/index.js";
+import { spawnBroker as startBroker } from "../broker-process.js";
+import { appJwt } from "../peer-crawl.js";
+import { ask, loadToken as load, processTimes, startFloor } from "../token-support.js";
 
 const here = (path) => fileURLToPath(new URL(path, import.meta.url));
 
-export const description = "POST /token under autocannon (64 connections): broker vs a minimal floor server (fetch, and undici's request()), all against the simulator in its own process";
-const TICKS_PER_SECOND = 100; // Linux USER_HZ
-
-function processTimes(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  const cpuMs = ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
-  const rssKb = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))[1]);
-  return { cpuMs, rssMb: rssKb / 1024 };
-}
-
-function ask(child, message, type) {
-  return new Promise((resolve) => {
-    const onMessage = (reply) => {
-      if (reply.type === type) {
-        child.off("message", onMessage);
-        resolve(reply);
-      }
-    };
-    child.on("message", onMessage);
-    if (message) child.send(message);
-  });
-}
-
-async function freePort() {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function startBroker(env) {
-  const port = await freePort();
-  const child = spawn(process.execPath, [here("../../build/server/main.js")], {
-    env: { PATH: process.env.PATH, PORT: String(port), LOG_LEVEL: process.env.BENCH_LOG_LEVEL || "info", ...env },
-    // The log is drained into nothing: the broker pays for writing it, as in production.
-    stdio: ["ignore", "ignore", "inherit"],
-  });
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i += 1) {
-    if (child.exitCode !== null) throw new Error(`broker exited with ${child.exitCode}`);
-    try {
-      await fetch(`${url}/`);
-      break;
-    } catch {
-      if (i > 200) throw new Error("broker did not start");
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-  return { child, url, stop: () => child.kill("SIGTERM") };
-}
-
-async function startFloor(floor, transport = "fetch") {
-  const key = await importPKCS8(createPrivateKey(floor.appKeyPem).export({ type: "pkcs8", format: "pem" }), "RS256");
-  const now = Math.floor(Date.now() / 1000);
-  const appJwt = await new SignJWT({}).setProtectedHeader({ alg: "RS256" }).setIssuer(String(floor.appId)).setIssuedAt(now - 30).setExpirationTime(now + 570).sign(key);
-  const child = fork(here("../token-floor-server.js"), [], { env: { ...process.env, FLOOR_CONFIG: JSON.stringify({ ...floor, appJwt }), FLOOR_TRANSPORT: transport }, stdio: "inherit" });
-  const { port } = await ask(child, null, "ready");
-  return { child, url: `http://127.0.0.1:${port}`, stop: () => child.send("exit") };
-}
-
-async function load(url, tokens, { seconds, connections }) {
-  let next = 0;
-  const result = await autocannon({
-    url: `${url}/token`,
-    method: "POST",
-    connections,
-    duration: seconds,
-    headers: { "content-type": "application/json" },
-    requests: [
-      {
-        setupRequest: (request) => ({
-          ...request,
-          body: JSON.stringify({ oidcToken: tokens[next++ % tokens.length], owner: "octo-org", repo: "app", ref: "refs/heads/main", runId: "1" }),
-        }),
-      },
-    ],
-  });
-  return {
-    rps: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    ok: result["2xx"],
-    failed: result.non2xx + result.errors + result.timeouts,
-  };
-}
-
+export const description = "POST /token under autocannon (64 connections): broker vs a minimal floor server (fetch, and undici's request()), all against the simulator in its own process, on loopback and over the link; one exchange at a time; the peer: a mint per job";
 /** One timed round against one target, the simulator's counters reset first. */
 async function round(target, sim, tokens, options) {
   // Requests still in flight when the previous round stopped land within moments: let them.
@@ -147,74 +59,201 @@ function summarise(rounds, warm) {
  * heap grow to its working size (it levels off within about ten seconds at 64 connections), so
  * "after − before" is growth during the measured rounds — what a leak would show — not start-up.
  */
-async function warmUp(target, tokens, connections) {
+async function warmUp(target, tokens, connections, seconds) {
   const start = processTimes(target.child.pid).rssMb;
-  await load(target.url, tokens, { seconds: Number(process.env.BENCH_WARMUP_SECONDS || 10), connections });
+  await load(target.url, tokens, { seconds, connections });
   return { start, after: processTimes(target.child.pid).rssMb };
 }
 
-export async function run(options = {}) {
-  const seconds = Number(process.env.BENCH_SECONDS || options.seconds || 15);
-  const connections = Number(options.connections || 64);
-  const sim = fork(here("../token-simulator-process.js"), [], { stdio: "inherit", execArgv: ["--expose-gc"] });
+/**
+ * One measurement: the simulator (behind `link` when given), the broker and the floor server(s),
+ * warm-ups, alternating rounds; then exchanges one at a time, and the peer's mints per job.
+ */
+async function measure({ link, seconds, connections, rounds: roundCount, warmUpSeconds, floorRequest: withFloorRequest }) {
+  const sim = fork(here("../token-simulator-process.js"), [], {
+    stdio: "inherit",
+    execArgv: ["--expose-gc"],
+    env: { ...process.env, ...(link ? { BENCH_TOKEN_LINK: JSON.stringify(link) } : {}) },
+  });
   const ready = await ask(sim, null, "ready");
   const broker = await startBroker(ready.env);
   const floor = await startFloor(ready.floor);
   // The same floor sending its mint with the broker's transport (undici's request(), not fetch):
   // what the broker's own work costs over the unavoidable, whatever the HTTP client.
-  const floorRequest = await startFloor(ready.floor, "request");
+  const floorRequest = withFloorRequest ? await startFloor(ready.floor, "request") : undefined;
   try {
     // Rounds alternate broker and floor (and which of the two goes first), so drift in the
     // machine's other load or in the simulator falls on both alike; the ratio is the median of the
     // per-round ratios. This shared 2-core machine moves single rounds by ±0.2: five short pairs
     // give a steadier median than three long ones for the same 15 s per target.
-    const warm = {
-      broker: await warmUp(broker, ready.tokens, connections),
-      floor: await warmUp(floor, ready.tokens, connections),
-      floorRequest: await warmUp(floorRequest, ready.tokens, connections),
-    };
-    const rounds = { broker: [], floor: [], floorRequest: [] };
-    const pair = [["broker", broker], ["floor", floor], ["floorRequest", floorRequest]];
-    for (let i = 0; i < ROUNDS; i += 1) {
+    const pair = [["broker", broker], ["floor", floor], ...(floorRequest ? [["floorRequest", floorRequest]] : [])];
+    const warm = {};
+    for (const [name, target] of pair) warm[name] = await warmUp(target, ready.tokens, connections, warmUpSeconds);
+    const rounds = Object.fromEntries(pair.map(([name]) => [name, []]));
+    for (let i = 0; i < roundCount; i += 1) {
       for (const [name, target] of i % 2 === 0 ? pair : [...pair].reverse()) {
-        rounds[name].push(await round(target, sim, ready.tokens, { seconds: seconds / ROUNDS, connections }));
+        rounds[name].push(await round(target, sim, ready.tokens, { seconds: seconds / roundCount, connections }));
       }
     }
-    const b = summarise(rounds.broker, warm.broker);
-    const f = summarise(rounds.floor, warm.floor);
-    const fr = summarise(rounds.floorRequest, warm.floorRequest);
-    const ratio = median(rounds.broker.map((r, i) => r.rps / rounds.floor[i].rps));
-    const cpuRatio = f.cpuPerRequest / Math.max(1e-9, b.cpuPerRequest);
-    const n = (x, d = 1) => x.toFixed(d);
-    const both = (x, y) => `${x} / ${y}`;
-    const info = (metric, value) => ({ metric, value, target: "", ok: null });
-    const growth = b.rssAfter - b.rssBefore;
-    return [
-      info(`${seconds} s per target in ${ROUNDS} alternating rounds, ${connections} connections; values are broker / floor`, ""),
-      info("requests/s (median round)", both(n(b.rps, 0), n(f.rps, 0))),
-      info("broker ÷ floor per round", rounds.broker.map((r, i) => n(r.rps / rounds.floor[i].rps, 2)).join(", ")),
-      { metric: "throughput: broker ÷ floor (median round)", value: n(ratio, 2), target: "≥ 0.8", ok: ratio >= 0.8 },
-      info("latency p50 / p99 (ms, median round)", both(`${n(b.p50)}/${n(b.p99)}`, `${n(f.p50)}/${n(f.p99)}`)),
-      info("answers 2xx / other", both(`${b.ok}/${b.failed}`, `${f.ok}/${f.failed}`)),
-      info("CPU ms per request", both(n(b.cpuPerRequest, 3), n(f.cpuPerRequest, 3))),
-      // Steadier than throughput on a shared machine: CPU spent per exchange does not depend on
-      // how much of the machine the other processes left to the target during its round.
-      { metric: "CPU per request: floor ÷ broker", value: n(cpuRatio, 2), target: "≥ 0.85", ok: cpuRatio >= 0.85 },
-      // The broker sends with undici's request(), the floor above with fetch: these two rows compare
-      // the broker with a floor on the same transport, i.e. the cost of the broker's own work.
-      info("floor on the broker's transport: requests/s, CPU ms per request", `${n(fr.rps, 0)}, ${n(fr.cpuPerRequest, 3)}`),
-      info("CPU per request: floor on the broker's transport ÷ broker", n(fr.cpuPerRequest / Math.max(1e-9, b.cpuPerRequest), 2)),
-      { metric: "upstream requests per exchange (broker)", value: n(b.upstreamPerExchange, 3), target: "1", ok: Math.abs(b.upstreamPerExchange - 1) < 0.001 },
-      info("upstream requests other than mints (broker)", String(b.otherUpstream)),
-      info("App JWTs signed / JWKS fetches during the run (broker)", `${b.appJwts} / ${b.jwks}`),
-      info("RSS at start (MB)", both(n(b.rssStart), n(f.rssStart))),
-      info("RSS after warm-up → after the rounds (MB)", both(`${n(b.rssBefore)}→${n(b.rssAfter)}`, `${n(f.rssBefore)}→${n(f.rssAfter)}`)),
-      { metric: "broker RSS growth during the rounds (MB)", value: n(growth), target: "< 30", ok: growth < 30 },
-    ];
+    const single = await oneAtATime(broker, sim, ready.tokens);
+    const peer = await peerMints(ready.floor);
+    return {
+      b: summarise(rounds.broker, warm.broker),
+      f: summarise(rounds.floor, warm.floor),
+      fr: floorRequest ? summarise(rounds.floorRequest, warm.floorRequest) : undefined,
+      rounds,
+      single,
+      peer,
+    };
   } finally {
     broker.stop();
     floor.stop();
-    floorRequest.stop();
+    floorRequest?.stop();
     sim.send("exit");
   }
+}
+
+const SINGLE_EXCHANGES = 20;
+const PEER_JOBS = 10;
+
+/**
+ * Exchanges one after another on a warm broker: each one's wall time, the platform requests and
+ * new connections it needed, and its bytes on the link (when there is one).
+ */
+async function oneAtATime(broker, sim, tokens) {
+  // The last round's requests still in flight (over the link: a round trip and more) land first.
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  const exchange = async (i) => {
+    const response = await fetch(`${broker.url}/token`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ oidcToken: tokens[i % tokens.length], owner: "octo-org", repo: "app", ref: "refs/heads/main", runId: "1" }),
+    });
+    await response.text();
+    if (response.status !== 200) throw new Error(`one exchange: POST /token answered ${response.status}`);
+  };
+  // Two first, not counted: the first after the load may find its connection gone idle.
+  await exchange(0);
+  await exchange(1);
+  await ask(sim, "reset", "reset");
+  const before = (await ask(sim, "link", "link")).stats;
+  const times = [];
+  for (let i = 0; i < SINGLE_EXCHANGES; i += 1) {
+    const started = performance.now();
+    await exchange(i + 2);
+    times.push(performance.now() - started);
+  }
+  const { stats } = await ask(sim, "stats", "stats");
+  const after = (await ask(sim, "link", "link")).stats;
+  return {
+    ms: median(times),
+    upstream: stats.total / SINGLE_EXCHANGES,
+    link: after ? { connections: after.connections - before.connections, up: (after.bytesUp - before.bytesUp) / SINGLE_EXCHANGES, down: (after.bytesDown - before.bytesDown) / SINGLE_EXCHANGES } : undefined,
+  };
+}
+
+/**
+ * The peer of /token: a mint per job as actions/create-github-app-token does it, each job a
+ * process of its own (here: a new connection pool): sign an App JWT, GET the repository's
+ * installation, POST its access_tokens for that repository. Median wall time of PEER_JOBS jobs.
+ */
+async function peerMints(floor) {
+  const times = [];
+  for (let i = 0; i < PEER_JOBS; i += 1) {
+    const agent = new Agent();
+    const started = performance.now();
+    try {
+      const jwt = await appJwt(floor.appId, floor.appKeyPem);
+      const headers = { authorization: `Bearer ${jwt}`, accept: "application/vnd.github+json", "user-agent": "create-github-app-token-peer" };
+      const lookup = await request(`${floor.apiBase}/repos/octo-org/app/installation`, { headers, dispatcher: agent });
+      const { id } = await lookup.body.json();
+      const minted = await request(`${floor.apiBase}/app/installations/${id}/access_tokens`, {
+        method: "POST",
+        headers: { ...headers, "content-type": "application/json" },
+        body: JSON.stringify({ repositories: ["app"] }),
+        dispatcher: agent,
+      });
+      const body = await minted.body.json();
+      if (minted.statusCode !== 201 || !body.token) throw new Error(`peer mint answered ${minted.statusCode}`);
+      times.push(performance.now() - started);
+    } finally {
+      await agent.close();
+    }
+  }
+  return { ms: median(times) };
+}
+
+export async function run(options = {}) {
+  const seconds = Number(process.env.BENCH_SECONDS || options.seconds || 15);
+  const connections = Number(options.connections || 64);
+  const warmUpSeconds = Number(process.env.BENCH_WARMUP_SECONDS || 10);
+  const loop = await measure({ seconds, connections, rounds: ROUNDS, warmUpSeconds, floorRequest: true });
+  // Over the link: shorter (the loopback run above has the long rounds and the third target).
+  const linked = options.link
+    ? await measure({ link: options.link, seconds: Number(process.env.BENCH_LINK_SECONDS || 6), connections, rounds: 3, warmUpSeconds: Math.min(3, warmUpSeconds), floorRequest: false })
+    : undefined;
+  const { b, f, fr, rounds } = loop;
+  const ratio = median(rounds.broker.map((r, i) => r.rps / rounds.floor[i].rps));
+  const linkRatio = linked ? median(linked.rounds.broker.map((r, i) => r.rps / linked.rounds.floor[i].rps)) : undefined;
+  const cpuRatio = f.cpuPerRequest / Math.max(1e-9, b.cpuPerRequest);
+  const n = (x, d = 1) => x.toFixed(d);
+  const both = (x, y) => `${x} / ${y}`;
+  const info = (metric, value, link = "") => ({ metric, value, link, target: "", ok: null });
+  const growth = b.rssAfter - b.rssBefore;
+  const lb = linked?.b;
+  const lf = linked?.f;
+  // The floor of one exchange over the link: one round trip (the mint, on a connection kept open:
+  // the OIDC key set, the App JWT and the installation are cached in steady state) plus its bytes,
+  // the larger direction ÷ bandwidth. The exchange's own loopback leg to the broker is not the link's.
+  const single = linked?.single;
+  const singleFloor = single ? linkFloorMs(options.link, { roundTrips: 1, bytes: Math.max(single.link.up, single.link.down) }) : undefined;
+  const steady = (s) => `${n(s.upstream, 2)}${s.link ? ` (${s.link.connections} new connections)` : ""}`;
+  const steadyOk = (s) => Math.abs(s.upstream - 1) < 0.001 && (!s.link || s.link.connections === 0);
+  const peerText = (run) => `${n(run.peer.ms)} ms (${n(run.peer.ms / run.single.ms)}× ours)`;
+  return [
+    info(`loopback: ${seconds} s per target in ${ROUNDS} alternating rounds${linked ? `; link: ${Number(process.env.BENCH_LINK_SECONDS || 6)} s in 3` : ""}, ${connections} connections; values are broker / floor`, ""),
+    info("requests/s (median round)", both(n(b.rps, 0), n(f.rps, 0)), lb ? both(n(lb.rps, 0), n(lf.rps, 0)) : ""),
+    info("broker ÷ floor per round", rounds.broker.map((r, i) => n(r.rps / rounds.floor[i].rps, 2)).join(", "), linked ? linked.rounds.broker.map((r, i) => n(r.rps / linked.rounds.floor[i].rps, 2)).join(", ") : ""),
+    {
+      metric: "throughput: broker ÷ floor (median round)",
+      value: n(ratio, 2),
+      link: linked ? n(linkRatio, 2) : "",
+      target: "≥ 0.8",
+      ok: linked ? [ratio >= 0.8, linkRatio >= 0.8] : ratio >= 0.8,
+    },
+    info("latency p50 / p99 (ms, median round)", both(`${n(b.p50)}/${n(b.p99)}`, `${n(f.p50)}/${n(f.p99)}`), lb ? both(`${n(lb.p50)}/${n(lb.p99)}`, `${n(lf.p50)}/${n(lf.p99)}`) : ""),
+    info("answers 2xx / other", both(`${b.ok}/${b.failed}`, `${f.ok}/${f.failed}`), lb ? both(`${lb.ok}/${lb.failed}`, `${lf.ok}/${lf.failed}`) : ""),
+    info("CPU ms per request", both(n(b.cpuPerRequest, 3), n(f.cpuPerRequest, 3)), lb ? both(n(lb.cpuPerRequest, 3), n(lf.cpuPerRequest, 3)) : ""),
+    // Steadier than throughput on a shared machine: CPU spent per exchange does not depend on
+    // how much of the machine the other processes left to the target during its round.
+    { metric: "CPU per request: floor ÷ broker", value: n(cpuRatio, 2), link: lb ? n(lf.cpuPerRequest / Math.max(1e-9, lb.cpuPerRequest), 2) : "", target: "≥ 0.85 / -", ok: linked ? [cpuRatio >= 0.85, null] : cpuRatio >= 0.85 },
+    // The broker sends with undici's request(), the floor above with fetch: these two rows compare
+    // the broker with a floor on the same transport, i.e. the cost of the broker's own work.
+    info("floor on the broker's transport: requests/s, CPU ms per request", `${n(fr.rps, 0)}, ${n(fr.cpuPerRequest, 3)}`),
+    info("CPU per request: floor on the broker's transport ÷ broker", n(fr.cpuPerRequest / Math.max(1e-9, b.cpuPerRequest), 2)),
+    {
+      metric: "upstream requests per exchange (broker, under load)",
+      value: n(b.upstreamPerExchange, 3),
+      link: lb ? n(lb.upstreamPerExchange, 3) : "",
+      target: "1",
+      ok: lb ? [Math.abs(b.upstreamPerExchange - 1) < 0.001, Math.abs(lb.upstreamPerExchange - 1) < 0.001] : Math.abs(b.upstreamPerExchange - 1) < 0.001,
+    },
+    info("upstream requests other than mints (broker)", String(b.otherUpstream), lb ? String(lb.otherUpstream) : ""),
+    info("App JWTs signed / JWKS fetches during the run (broker)", `${b.appJwts} / ${b.jwks}`, lb ? `${lb.appJwts} / ${lb.jwks}` : ""),
+    {
+      metric: `one exchange at a time (median of ${SINGLE_EXCHANGES}, warm broker): wall time`,
+      value: `${n(loop.single.ms)} ms`,
+      link: single ? `${n(single.ms)} ms` : "",
+      floor: single ? `${n(singleFloor)} ms` : "",
+      ratio: single ? n(single.ms / singleFloor, 2) : "",
+      target: "",
+      ok: null,
+    },
+    { metric: "  steady state: platform requests per exchange (the mint)", value: steady(loop.single), link: single ? steady(single) : "", target: "1, no new connection", ok: single ? [steadyOk(loop.single), steadyOk(single)] : steadyOk(loop.single) },
+    ...(single ? [info("  bytes on the wire per exchange, up / down", "", `${n(single.link.up, 0)} / ${n(single.link.down, 0)} B`)] : []),
+    info(`  peer: a mint per job as create-github-app-token does it (JWT, GET installation, POST mint, new connection; median of ${PEER_JOBS})`, peerText(loop), linked ? peerText(linked) : ""),
+    info("RSS at start (MB)", both(n(b.rssStart), n(f.rssStart))),
+    info("RSS after warm-up → after the rounds (MB)", both(`${n(b.rssBefore)}→${n(b.rssAfter)}`, `${n(f.rssBefore)}→${n(f.rssAfter)}`)),
+    { metric: "broker RSS growth during the rounds (MB)", value: n(growth), target: "< 30", ok: growth < 30 },
+  ];
 }

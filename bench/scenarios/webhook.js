@@ -11,8 +11,9 @@
 import { spawn } from "node:child_process";
 import { createHmac, randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
-import { createSimulator } from "../../build/simulator/index.js";
-import { percentile } from "../support.js";
+import { createSimulator, linkFloorMs } from "../../build/simulator/index.js";
+import { UPDATE_CONCURRENCY } from "../../build/server/webhook/update-pull-requests.js";
+import { bytesSince, megabytes, percentile } from "../support.js";
 
 const PULLS = 500;
 const LATENCY_MS = 100;
@@ -50,8 +51,37 @@ function startBroker(env) {
   return { child, audits, listening };
 }
 
-export async function run() {
-  const sim = await createSimulator({ secondaryLimits: { pointsPerMinute: Infinity } });
+// Over the link (run({ link })): the same once more with the simulator behind the link
+// (simulator/link.ts, no added delay). The floor of the drain there: a connection (1 round trip),
+// then for each job the broker ran (the first, and the one the later deliveries were coalesced
+// into: it cannot know the pull requests are up to date without asking) its chain of round trips
+// at the broker's write concurrency (UPDATE_CONCURRENCY update-branch calls at once: GitHub asks
+// integrations not to send content-creating requests in parallel): the mint (the delivery names
+// the installation), the first listing page then the others at once (2), then
+// ⌈pull requests ÷ UPDATE_CONCURRENCY⌉ waves of update-branch; plus the larger direction's bytes
+// ÷ bandwidth as the link counted them.
+export async function run({ link } = {}) {
+  const loop = await once({ latencyMs: LATENCY_MS });
+  const linked = link ? await once({ link }) : undefined;
+  const rows = [];
+  const both = (metric, pick, extra = {}) => rows.push({ metric, value: pick(loop), link: linked ? pick(linked) : "", target: "", ok: null, ...extra });
+  const p99 = (r) => percentile(r.answers, 99);
+  both(`answer: p99 of ${DELIVERIES} deliveries`, (r) => `${p99(r).toFixed(1)} ms`, { target: "< 1000 ms", ok: linked ? [p99(loop) < 1000, p99(linked) < 1000] : p99(loop) < 1000 });
+  both("answer: median", (r) => `${percentile(r.answers, 50).toFixed(1)} ms`);
+  const onceOk = (r) => r.first.updated.length === PULLS && r.exactlyOnce;
+  both("pull requests updated by the first job, each once", (r) => `${r.first.updated.length} (${r.exactlyOnce ? "each once" : "NOT each once"})`, { target: `${PULLS}, each once`, ok: linked ? [onceOk(loop), onceOk(linked)] : onceOk(loop) });
+  both("jobs run for the deliveries (coalesced)", (r) => String(r.jobs), { target: "≤ 2", ok: linked ? [loop.jobs <= 2, linked.jobs <= 2] : loop.jobs <= 2 });
+  const waves = Math.ceil(PULLS / UPDATE_CONCURRENCY);
+  const floor = linked ? linkFloorMs(link, { roundTrips: 1 + linked.jobs * (1 + 2 + waves), bytes: Math.max(linked.bytes.up, linked.bytes.down) }) : undefined;
+  both("time to drain (first delivery → last audit line)", (r) => `${(r.drainedMs / 1000).toFixed(1)} s`, linked ? { floor: `${(floor / 1000).toFixed(1)} s`, ratio: (linked.drainedMs / floor).toFixed(2) } : {});
+  both("upstream: installation + mints + listings + update-branch", (r) => r.upstream);
+  if (linked) rows.push({ metric: "  bytes on the wire, up + down", link: `${megabytes(linked.bytes.up + linked.bytes.down)} (${megabytes(linked.bytes.up)} up)`, target: "", ok: null });
+  rows.push({ metric: "queue", value: loop.queue, target: "", ok: null });
+  return rows;
+}
+
+async function once({ latencyMs = 0, link }) {
+  const sim = await createSimulator({ secondaryLimits: { pointsPerMinute: Infinity }, ...(link ? { link } : {}) });
   const app = sim.createApp();
   const account = "bench-hooks";
   const installationId = sim.addInstallation({ appId: app.id, account, permissions: { contents: "write", pull_requests: "write", metadata: "read" }, repositories: "all" });
@@ -62,7 +92,7 @@ export async function run() {
   sim.git.push(repository, "main");
   sim.git.contentCreationPerMinute = Number.POSITIVE_INFINITY;
   sim.git.contentCreationPerHour = Number.POSITIVE_INFINITY;
-  sim.latencyMs = LATENCY_MS;
+  sim.latencyMs = latencyMs;
 
   const queue = process.env.BENCH_WEBHOOK_QUEUE ? `${process.env.BENCH_WEBHOOK_QUEUE}?prefix=bench-${randomUUID()}` : undefined;
   const broker = startBroker({
@@ -78,19 +108,22 @@ export async function run() {
   });
   try {
     const url = await broker.listening;
-    const raw = JSON.stringify({ ref: "refs/heads/main", deleted: false, repository: { full_name: repository }, installation: { id: installationId } });
-    const signature = `sha256=${createHmac("sha256", SECRET).update(raw).digest("hex")}`;
     const answers = [];
+    const before = sim.link ? { ...sim.link.stats } : undefined;
     const started = performance.now();
     for (let i = 0; i < DELIVERIES; i += 1) {
+      // Each push its own commit (`after`): the broker answers the same signed body under another
+      // delivery id as a replay.
+      const raw = JSON.stringify({ ref: "refs/heads/main", after: (i + 1).toString(16).padStart(40, "0"), deleted: false, repository: { full_name: repository }, installation: { id: installationId } });
+      const signature = `sha256=${createHmac("sha256", SECRET).update(raw).digest("hex")}`;
       const sent = performance.now();
       const response = await fetch(`${url}/webhook`, {
         method: "POST",
         headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": randomUUID(), "x-hub-signature-256": signature },
         body: raw,
       });
-      await response.text();
-      if (response.status !== 202) throw new Error(`delivery answered ${response.status}`);
+      const text = await response.text();
+      if (response.status !== 202) throw new Error(`delivery ${i + 1}${link ? " (over the link)" : ""} answered ${response.status} ${text}`);
       answers.push(performance.now() - sent);
     }
     // Drained: every delivery is in an ended job's audit line.
@@ -104,17 +137,17 @@ export async function run() {
     const successes = new Map();
     for (const call of sim.git.updateBranchCalls) if (call.status === 202) successes.set(call.number, (successes.get(call.number) ?? 0) + 1);
     const exactlyOnce = successes.size === PULLS && [...successes.values()].every((n) => n === 1);
-    const p99 = percentile(answers, 99);
     const count = (pattern) => sim.requests.filter((r) => pattern.test(`${r.method} ${r.path}`)).length;
-    return [
-      { metric: `answer: p99 of ${DELIVERIES} deliveries`, value: `${p99.toFixed(1)} ms`, target: "< 1000 ms", ok: p99 < 1000 },
-      { metric: `answer: median`, value: `${percentile(answers, 50).toFixed(1)} ms`, target: "", ok: null },
-      { metric: "pull requests updated by the first job, each once", value: `${first.updated.length} (${exactlyOnce ? "each once" : "NOT each once"})`, target: `${PULLS}, each once`, ok: first.updated.length === PULLS && exactlyOnce },
-      { metric: "jobs run for the deliveries (coalesced)", value: String(broker.audits.length), target: "≤ 2", ok: broker.audits.length <= 2 },
-      { metric: "time to drain (first delivery → last audit line)", value: `${(drainedMs / 1000).toFixed(1)} s`, target: "", ok: null },
-      { metric: "upstream: installation + mints + listings + update-branch", value: `${count(/^GET \/app\/installations\/\d+$/)} + ${count(/access_tokens$/)} + ${count(/^GET .*\/pulls$/)} + ${count(/update-branch$/)}`, target: "", ok: null },
-      { metric: "queue", value: queue ? "Redis (WEBHOOK_QUEUE)" : "in process", target: "", ok: null },
-    ];
+    return {
+      answers,
+      first,
+      exactlyOnce,
+      jobs: broker.audits.length,
+      drainedMs,
+      bytes: before ? bytesSince(sim.link, before) : undefined,
+      upstream: `${count(/^GET \/app\/installations\/\d+$/)} + ${count(/access_tokens$/)} + ${count(/^GET .*\/pulls$/)} + ${count(/update-branch$/)}`,
+      queue: queue ? "Redis (WEBHOOK_QUEUE)" : "in process",
+    };
   } finally {
     broker.child.kill("SIGKILL");
     await sim.close();

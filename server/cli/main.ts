@@ -7,7 +7,7 @@ const USAGE = `Usage: tokensmith serve
        tokensmith doctor
        tokensmith releases --url URL [--json]
        tokensmith dashboard --broker URL [--port 8081] [--host 127.0.0.1]
-       tokensmith sandbox [--json] [--demo] [--port N] [--world FILE]
+       tokensmith sandbox [--json] [--demo] [--port N] [--world FILE] [--link RTT/MBIT]
        tokensmith policy check [FILE] | explain --claims FILE [--repo owner/name]
 
   serve      Run the broker (settings from the environment; PORT, default 8080).

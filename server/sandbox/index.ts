@@ -12,7 +12,8 @@
  * ```
  * @packageDocumentation
  */
-export { FAKE_NOTICE, startSandbox } from "./start-sandbox.js";
+export { FAKE_NOTICE, parseLink, startSandbox } from "./start-sandbox.js";
+export type { Link, LinkOptions, LinkStats } from "../../simulator/index.js";
 export type { ActionRun, JobClaims, Sandbox, SandboxOptions } from "./start-sandbox.js";
 export { DEFAULT_WORLD, parseWorld } from "./world.js";
 export type { World, WorldRepository } from "./world.js";

@@ -1,14 +1,15 @@
-// `tokensmith sandbox [--json] [--demo] [--port N] [--world FILE]`: the platform simulator and a
+// `tokensmith sandbox [--json] [--demo] [--port N] [--world FILE] [--link RTT/MBIT]`: the platform simulator and a
 // broker on loopback, the variables a job would see printed, running until SIGINT/SIGTERM (or, with
 // --demo, one release job end to end and exit). Every printed line says its tokens are fake.
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import type { CommandIo } from "../cli/releases-command.js";
 import { runDemo } from "./run-demo.js";
-import { FAKE_NOTICE, startSandbox, type Sandbox } from "./start-sandbox.js";
+import { FAKE_NOTICE, parseLink, startSandbox, type Sandbox } from "./start-sandbox.js";
+import type { LinkOptions } from "../../simulator/index.js";
 import { parseWorld, type World } from "./world.js";
 
-export const SANDBOX_USAGE = `Usage: tokensmith sandbox [--json] [--demo] [--port N] [--world FILE]
+export const SANDBOX_USAGE = `Usage: tokensmith sandbox [--json] [--demo] [--port N] [--world FILE] [--link RTT/MBIT]
 
   Starts a fake CI platform (OIDC issuer, GitHub REST and GraphQL, the runner's ID-token endpoint)
   and a broker pointed at it, on 127.0.0.1 only; every token and secret it prints is fake.
@@ -16,17 +17,20 @@ export const SANDBOX_USAGE = `Usage: tokensmith sandbox [--json] [--demo] [--por
   --demo     Run one release job end to end (action, /sign, /webhook, /releases), then exit.
   --port N   The broker's port (default: a free one).
   --world F  Seed the platform from a JSON world file (format: docs/sandbox.md).
+  --link L   Put an emulated network link between the broker and the platform, e.g.
+             --link 40ms/100mbit: 40 ms round trip, 100 Mbit/s each way, a round trip per
+             new connection (default: plain loopback).
 `;
 
 const PREFIX = "[sandbox · fake tokens]";
 
 /** The sandbox command. `stopped` resolves on SIGINT/SIGTERM (main.ts wires the process's). */
 export async function sandboxCommand(argv: readonly string[], io: CommandIo, stopped: () => Promise<unknown>): Promise<number> {
-  let values: { json?: boolean; demo?: boolean; port?: string; world?: string; help?: boolean };
+  let values: { json?: boolean; demo?: boolean; port?: string; world?: string; link?: string; help?: boolean };
   try {
     values = parseArgs({
       args: [...argv],
-      options: { json: { type: "boolean" }, demo: { type: "boolean" }, port: { type: "string" }, world: { type: "string" }, help: { type: "boolean", short: "h" } },
+      options: { json: { type: "boolean" }, demo: { type: "boolean" }, port: { type: "string" }, world: { type: "string" }, link: { type: "string" }, help: { type: "boolean", short: "h" } },
     }).values;
   } catch (error) {
     io.err(`tokensmith sandbox: ${error instanceof Error ? error.message : String(error)}\n\n${SANDBOX_USAGE}`);
@@ -41,6 +45,14 @@ export async function sandboxCommand(argv: readonly string[], io: CommandIo, sto
     io.err(`tokensmith sandbox: --port must be a port number, got ${values.port}\n`);
     return 2;
   }
+  let link: LinkOptions | undefined;
+  if (values.link !== undefined) {
+    link = parseLink(values.link);
+    if (!link) {
+      io.err(`tokensmith sandbox: --link must read RTT/BANDWIDTH, e.g. 40ms/100mbit, got ${values.link}\n`);
+      return 2;
+    }
+  }
   let world: World | undefined;
   try {
     if (values.world !== undefined) world = parseWorld(JSON.parse(readFileSync(values.world, "utf8")));
@@ -51,7 +63,7 @@ export async function sandboxCommand(argv: readonly string[], io: CommandIo, sto
 
   let sandbox: Sandbox;
   try {
-    sandbox = await startSandbox({ world, port });
+    sandbox = await startSandbox({ world, port, link });
   } catch (error) {
     io.err(`tokensmith sandbox: could not start: ${error instanceof Error ? error.message : String(error)}\n`);
     return 1;
@@ -80,6 +92,7 @@ export function describe(sandbox: Sandbox) {
     notice: FAKE_NOTICE,
     brokerUrl: sandbox.brokerUrl,
     platformUrl: sandbox.platformUrl,
+    ...(sandbox.link ? { link: { rttMs: sandbox.link.options.rttMs, mbit: sandbox.link.options.mbit } } : {}),
     PROCESS_TRIGGER_SECRET: sandbox.processTriggerSecret,
     HOST_WEBHOOK_SECRET: sandbox.webhookSecret,
     runner: { ...sandbox.runnerEnv },
@@ -92,6 +105,7 @@ function describeLines(sandbox: Sandbox): string[] {
     FAKE_NOTICE,
     `broker                          ${d.brokerUrl}`,
     `platform (simulator)            ${d.platformUrl}`,
+    ...(d.link ? [`link to the platform            ${d.link.rttMs} ms round trip, ${d.link.mbit} Mbit/s`] : []),
     `PROCESS_TRIGGER_SECRET          ${d.PROCESS_TRIGGER_SECRET}`,
     `HOST_WEBHOOK_SECRET             ${d.HOST_WEBHOOK_SECRET}`,
     ...Object.entries(d.runner).map(([name, value]) => `${name.padEnd(32)}${value}`),

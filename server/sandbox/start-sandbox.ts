@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
 import { Writable } from "node:stream";
-import { createSimulator, DEFAULT_SHA, type Claims, type Simulator } from "../../simulator/index.js";
+import { createSimulator, DEFAULT_SHA, type Claims, type Link, type LinkOptions, type Simulator } from "../../simulator/index.js";
 import { createApp } from "../app.js";
 import { serve } from "../http/serve.js";
 import { dropPoliciesOnPush, dropReadersOnInstallationChange } from "../policy/drop-on-push.js";
@@ -28,6 +28,12 @@ export interface SandboxOptions {
   port?: number;
   /** More broker settings (e.g. `SIGN_ALLOWED_REPOSITORIES`), over the sandbox's own. */
   env?: Record<string, string>;
+  /**
+   * Put an emulated network link between the broker (and the runner) and the platform: every byte
+   * to and from the simulator waits `rttMs` ÷ 2 each way, crosses at `mbit` megabits per second,
+   * and each new connection waits one round trip first (a TCP handshake). Default: none (loopback).
+   */
+  link?: LinkOptions;
 }
 
 /** The claims of one CI job's OIDC token; anything else in the object is merged in as a claim. */
@@ -85,6 +91,8 @@ export interface Sandbox {
   readonly platform: PlatformView;
   /** The simulator itself, for tests that need a knob this interface does not have. */
   readonly simulator: Simulator;
+  /** The emulated link in front of the platform (`link` option): its settings and byte counts. */
+  readonly link: Link | undefined;
   /** Stops the broker and the simulator. */
   close(): Promise<void>;
 }
@@ -101,7 +109,8 @@ const loopbackOnlyFetch: typeof fetch = (input, init) => {
 /** Starts the simulator, seeds the world, and starts a broker pointed at it on 127.0.0.1. */
 export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
   const world = parseWorld(options.world ?? DEFAULT_WORLD);
-  const sim = await createSimulator();
+  if (options.link) checkLink(options.link);
+  const sim = await createSimulator(options.link ? { link: { ...options.link } } : {});
   const { app: ghApp, installationId } = seedWorld(sim, world);
   const processTriggerSecret = `fake-trigger-${randomBytes(12).toString("hex")}`;
   const webhookSecret = `fake-webhook-${randomBytes(12).toString("hex")}`;
@@ -212,6 +221,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     },
     platform: createPlatformView(sim),
     simulator: sim,
+    link: sim.link,
     close() {
       closed ??= (async () => {
         server.closeAllConnections();
@@ -222,4 +232,18 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
       return closed;
     },
   };
+}
+
+/** A link's settings must be finite and not negative (`mbit` 0: no bandwidth limit). */
+export function checkLink(link: LinkOptions): void {
+  for (const [name, value] of [["rttMs", link.rttMs], ["mbit", link.mbit], ["setupRoundTrips", link.setupRoundTrips ?? 0]] as const) {
+    if (typeof value !== "number" || !Number.isFinite(value) || value < 0) throw new RangeError(`link.${name} must be a number ≥ 0, got ${String(value)}`);
+  }
+}
+
+/** `40ms/100mbit` (or `40/100`) → `{ rttMs: 40, mbit: 100 }`; undefined when it does not read so. */
+export function parseLink(text: string): LinkOptions | undefined {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(?:ms)?\s*\/\s*(\d+(?:\.\d+)?)\s*(?:mbit(?:\/s)?)?\s*$/i.exec(text);
+  if (!match) return undefined;
+  return { rttMs: Number(match[1]), mbit: Number(match[2]) };
 }
