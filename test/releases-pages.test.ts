@@ -162,7 +162,8 @@ describe("listing pages 2…n fetched concurrently", () => {
       .filter((r) => r.path === "/graphql")
       .flatMap((r) => {
         const variables = (r.body as { variables: Record<string, string> }).variables;
-        return Object.keys(variables).filter((k) => k.startsWith("n")).map((k) => `${variables[`o${k.slice(1)}`]}/${variables[k]}`);
+        // One owner variable per query (o0: the installation's owner), one name variable each.
+        return Object.keys(variables).filter((k) => k.startsWith("n")).map((k) => `${variables.o0}/${variables[k]}`);
       });
     expect(queried.sort()).toEqual(BIG.map((n) => `big-org/${n}`));
   });
