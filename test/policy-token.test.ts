@@ -206,6 +206,27 @@ describe("cost: cached policy, shared reader token, conditional reads", () => {
     expect((await mint(TAG_JOB)).status).toBe(200);
     expect(contentsReads()).toEqual([]);
   });
+
+  it("a kept reader token the platform no longer takes (revoked) is replaced within the read: the job gets its token, one new reader mint", async () => {
+    setPolicy(POLICY);
+    expect((await mint(TAG_JOB)).status).toBe(200);
+    const isReaderMint = (r: { method: string; path: string; body: unknown }) =>
+      r.method === "POST" && r.path.endsWith("/access_tokens") && JSON.stringify((r.body as { permissions: unknown }).permissions) === '{"contents":"read"}';
+    const readerToken = t.fx.sim.requests.find(isReaderMint)!.response!.body as { token: string };
+    t.fx.sim.tokens.get(readerToken.token)!.revoked = true;
+    clockOffsetMs = 61_000; // past the cached reads: the next /token reads again, with the revoked reader first
+    try {
+      t.fx.sim.clearRequests();
+      const answer = await mint(TAG_JOB);
+      expect(answer.status).toBe(200);
+      expect(tokenPermissions(answer.body.token)).toEqual({ contents: "write", pull_requests: "write" });
+      expect(t.fx.sim.requests.filter(isReaderMint)).toHaveLength(1);
+      // Each file: refused once (401, the revoked reader), then read with the new one.
+      expect(contentsReads().map((r) => r.response!.status).sort()).toEqual([304, 401, 401, 404]);
+    } finally {
+      clockOffsetMs = 0;
+    }
+  });
 });
 
 describe("installation changes", () => {

@@ -71,13 +71,19 @@ async function load(ctx: BrokerContext, step: PolicyStep, kind: PolicyKind): Pro
   let state: FileState;
   try {
     state = await ctx.policies.files.read(key, step.settings.policyCacheSeconds * 1000, store, async (etag) => {
-      const reader = await ctx.policies.readers.get(readerKey, () => mintReader(ctx, step));
-      try {
-        return await fetchPolicyFile({ client, token: reader.token, ...where, path, etag, deadlineAt: step.deadlineAt });
-      } catch (error) {
-        // A reader token the platform no longer takes (revoked, the installation's permissions changed): the next read mints another.
-        if (error instanceof PolicyReadFailure && error.status === 401) ctx.policies.readers.drop(readerKey, reader.token);
-        throw error;
+      for (let attempt = 1; ; attempt += 1) {
+        const reader = await ctx.policies.readers.get(readerKey, () => mintReader(ctx, step));
+        try {
+          return await fetchPolicyFile({ client, token: reader.token, ...where, path, etag, deadlineAt: step.deadlineAt });
+        } catch (error) {
+          // A reader token the platform no longer takes (revoked, the installation's permissions
+          // changed) is dropped and this read is made once more with a fresh one: the jobs waiting
+          // on the read get their answer, not 503 policy_unavailable for the broker's own token.
+          // (Both files' reads share the one new mint.) A second 401 fails the read.
+          if (!(error instanceof PolicyReadFailure && error.status === 401)) throw error;
+          ctx.policies.readers.drop(readerKey, reader.token);
+          if (attempt >= 2) throw error;
+        }
       }
     });
   } catch (error) {
