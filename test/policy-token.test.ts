@@ -159,6 +159,29 @@ describe("cost: cached policy, shared reader token, conditional reads", () => {
     expect(withPolicy).toEqual([...withoutPolicy, ...withoutPolicy, ...withoutPolicy]);
   });
 
+  it("steady state with the default TOKEN_POLICY and no policy file: each /token is one mint; the files are asked again once per POLICY_CACHE_SECONDS", async () => {
+    setPolicy(null);
+    t.broker.env.POLICY_CACHE_SECONDS = "30";
+    const mintPath = `POST /app/installations/${t.fx.installationId}/access_tokens`;
+    const reads = ["GET /repos/octo-org/.github/contents/.github/tokensmith-org.yml", "GET /repos/octo-org/app/contents/.github/tokensmith.yml"];
+    const calls = () => platformCalls().map((r) => `${r.method} ${r.path}`);
+    clockOffsetMs = 0;
+    try {
+      expect((await mint(TAG_JOB)).status).toBe(200); // warm: installation lookup, reader token, both files read (404)
+      t.fx.sim.clearRequests();
+      for (let i = 0; i < 5; i += 1) expect((await mint(TAG_JOB)).status).toBe(200);
+      expect(calls()).toEqual(Array(5).fill(mintPath));
+      // Past the cache's lifetime: the two files once more (404: no ETag to make them conditional), the kept reader token, no other request.
+      clockOffsetMs = 31_000;
+      t.fx.sim.clearRequests();
+      for (let i = 0; i < 3; i += 1) expect((await mint(TAG_JOB)).status).toBe(200);
+      expect(calls().filter((call) => call !== mintPath).sort()).toEqual(reads);
+      expect(calls().filter((call) => call === mintPath)).toHaveLength(3);
+    } finally {
+      clockOffsetMs = 0;
+    }
+  });
+
   it("simultaneous jobs share one reader token and one read per file", async () => {
     setPolicy(POLICY);
     const answers = await Promise.all(Array.from({ length: 8 }, () => mint(TAG_JOB)));
