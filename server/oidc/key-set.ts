@@ -1,4 +1,4 @@
-import { KeyObject } from "node:crypto";
+import { createPublicKey, type JsonWebKey, type KeyObject } from "node:crypto";
 import { importJWK, type JWK } from "jose";
 
 type VerifyKey = Awaited<ReturnType<typeof importJWK>>;
@@ -32,7 +32,7 @@ export async function importKeySet(jwks: unknown, fetchedAt: number, source: Key
     if (jwk.alg !== undefined && jwk.alg !== "RS256") continue;
     try {
       const key = await importJWK({ ...jwk, alg: "RS256", ext: false }, "RS256");
-      keys.push({ kid: typeof jwk.kid === "string" ? jwk.kid : undefined, key, ...directKey(key) });
+      keys.push({ kid: typeof jwk.kid === "string" ? jwk.kid : undefined, key, ...directKey(jwk) });
     } catch {
       // A malformed key in the set does not invalidate the others.
     }
@@ -41,12 +41,19 @@ export async function importKeySet(jwks: unknown, fetchedAt: number, source: Key
   return { jwks: { keys: list as JWK[] }, keys, fetchedAt, source, fetchNumber };
 }
 
-/** The key as a KeyObject when jose would take it for RS256 (modulus of 2048 bits or more). */
-function directKey(key: VerifyKey): { direct?: KeyObject } {
-  if (key instanceof Uint8Array) return {};
-  const modulusLength = (key.algorithm as { modulusLength?: unknown }).modulusLength;
-  if (typeof modulusLength !== "number" || modulusLength < 2048) return {};
-  return { direct: KeyObject.from(key as Parameters<typeof KeyObject.from>[0]) };
+/**
+ * The same key as a KeyObject (from the JWK jose imported it from: KeyObject.from() of a
+ * non-extractable CryptoKey is deprecated, DEP0204) when jose would take it for RS256 at
+ * verification (a modulus of 2048 bits or more); none when node:crypto cannot read it.
+ */
+function directKey(jwk: JWK): { direct?: KeyObject } {
+  try {
+    const direct = createPublicKey({ key: { kty: jwk.kty, n: jwk.n, e: jwk.e } as JsonWebKey, format: "jwk" });
+    const modulusLength = direct.asymmetricKeyDetails?.modulusLength;
+    return typeof modulusLength === "number" && modulusLength >= 2048 ? { direct } : {};
+  } catch {
+    return {};
+  }
 }
 
 /** The key a token names by `kid`, or its only key when it names none. */
