@@ -159,6 +159,31 @@ describe("cost: cached policy, shared reader token, conditional reads", () => {
     expect(withPolicy).toEqual([...withoutPolicy, ...withoutPolicy, ...withoutPolicy]);
   });
 
+  it("steady state with the default TOKEN_POLICY and no policy file: each /token is one mint; the files are asked again once per POLICY_CACHE_SECONDS", async () => {
+    setPolicy(null);
+    t.broker.env.POLICY_CACHE_SECONDS = "30";
+    const mintPath = `POST /app/installations/${t.fx.installationId}/access_tokens`;
+    // Past the cache: for each file found absent, the listing that showed it absent, asked again conditionally.
+    const reads = ["GET /repos/octo-org/.github/contents", "GET /repos/octo-org/app/contents"];
+    const calls = () => platformCalls().map((r) => `${r.method} ${r.path}`);
+    clockOffsetMs = 0;
+    try {
+      expect((await mint(TAG_JOB)).status).toBe(200); // warm: installation lookup, reader token, both files read (404)
+      t.fx.sim.clearRequests();
+      for (let i = 0; i < 5; i += 1) expect((await mint(TAG_JOB)).status).toBe(200);
+      expect(calls()).toEqual(Array(5).fill(mintPath));
+      // Past the cache's lifetime: the two listings once more (304, no rate limit spent), the kept reader token, no other request.
+      clockOffsetMs = 31_000;
+      t.fx.sim.clearRequests();
+      for (let i = 0; i < 3; i += 1) expect((await mint(TAG_JOB)).status).toBe(200);
+      expect(calls().filter((call) => call !== mintPath).sort()).toEqual(reads);
+      expect(contentsReads().map((r) => r.response!.status)).toEqual([304, 304]);
+      expect(calls().filter((call) => call === mintPath)).toHaveLength(3);
+    } finally {
+      clockOffsetMs = 0;
+    }
+  });
+
   it("simultaneous jobs share one reader token and one read per file", async () => {
     setPolicy(POLICY);
     const answers = await Promise.all(Array.from({ length: 8 }, () => mint(TAG_JOB)));
@@ -265,6 +290,28 @@ describe("cost: cached policy, shared reader token, conditional reads", () => {
     await sendPolicyPush("octo-org/app", ["README.md"]);
     expect((await mint(TAG_JOB)).status).toBe(200);
     expect(contentsReads()).toEqual([]);
+  });
+
+  it("a kept reader token the platform no longer takes (revoked) is replaced within the read: the job gets its token, one new reader mint", async () => {
+    setPolicy(POLICY);
+    expect((await mint(TAG_JOB)).status).toBe(200);
+    const isReaderMint = (r: { method: string; path: string; body: unknown }) =>
+      r.method === "POST" && r.path.endsWith("/access_tokens") && JSON.stringify((r.body as { permissions: unknown }).permissions) === '{"contents":"read"}';
+    const readerToken = t.fx.sim.requests.find(isReaderMint)!.response!.body as { token: string };
+    t.fx.sim.tokens.get(readerToken.token)!.revoked = true;
+    clockOffsetMs = 61_000; // past the cached reads: the next /token reads again, with the revoked reader first
+    try {
+      t.fx.sim.clearRequests();
+      const answer = await mint(TAG_JOB);
+      expect(answer.status).toBe(200);
+      expect(tokenPermissions(answer.body.token)).toEqual({ contents: "write", pull_requests: "write" });
+      expect(t.fx.sim.requests.filter(isReaderMint)).toHaveLength(1);
+      // Each file (the repository's by its ETag, the owner's absent one by its listing's): refused
+      // once (401, the revoked reader), then asked again with the new one (304).
+      expect(contentsReads().map((r) => r.response!.status).sort()).toEqual([304, 304, 401, 401]);
+    } finally {
+      clockOffsetMs = 0;
+    }
   });
 });
 

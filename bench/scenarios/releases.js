@@ -152,7 +152,6 @@ export async function run({ link } = {}) {
     // 20 × 50.
     const fleetLoop = await step("fleetLoop", () => freshCrawls(loop, apps.loop.fleet, { runs: FRESH_RUNS, warmUps: 1, repositories: INSTALLATIONS * REPOSITORIES, start: inProcess }));
     const cachedTimes = await step("cachedTimes", () => cachedAnswers(loop, apps.loop.fleet));
-    const limited = await step("rateLimited", () => rateLimitedAnswers(loop, apps.loop.fleet));
     const fleetLink = linked ? await step("fleetLink", () => freshCrawls(linked, apps.linked.fleet, { runs: LINK_RUNS, warmUps: 0, repositories: INSTALLATIONS * REPOSITORIES, start: inProcess })) : [];
     const fleetPeerLoop = await step("fleetPeerLoop", () => peer(loop, apps.loop.fleet, INSTALLATIONS * REPOSITORIES));
     const fleetPeerLink = linked ? await step("fleetPeerLink", () => peer(linked, apps.linked.fleet, INSTALLATIONS * REPOSITORIES)) : undefined;
@@ -162,6 +161,9 @@ export async function run({ link } = {}) {
     const largeLink = linked ? await step("largeLink", () => freshCrawls(linked, apps.linked.large, { runs: LARGE_RUNS, warmUps: 0, repositories: LARGE, start: ownProcess })) : [];
     const largePeerLoop = await step("largePeerLoop", () => peer(loop, apps.loop.large, LARGE));
     const largePeerLink = linked ? await step("largePeerLink", () => peer(linked, apps.linked.large, LARGE)) : undefined;
+
+    // Last: it leaves the fleet App under a (simulated) rate limit.
+    const limited = await step("rateLimited", () => rateLimitedAnswers(loop, apps.loop.fleet));
 
     const wall = (fresh) => median(fresh.map((f) => f.ms));
     const upstream = Math.max(...fleetLoop.map((f) => f.upstream));

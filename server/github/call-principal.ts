@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 
 // Whose points budget a platform call spends (GitHub's secondary limits are "per App or
 // installation"): a call made with the App JWT spends the App's; a call made with an installation
@@ -89,7 +89,11 @@ function credentialOf(authorization: string | undefined): string | null {
 }
 
 function isJwt(credential: string): boolean {
-  return credential.startsWith("eyJ") && credential.split(".").length === 3;
+  // Exactly two dots, counted without splitting the JWT into three strings on every platform call.
+  if (!credential.startsWith("eyJ")) return false;
+  const first = credential.indexOf(".");
+  const second = first < 0 ? -1 : credential.indexOf(".", first + 1);
+  return second >= 0 && credential.indexOf(".", second + 1) < 0;
 }
 
 /** The App id a JWT names (its `iss`); our own JWT, so no verification is needed to sort it. */
@@ -103,7 +107,8 @@ function issuerOf(jwt: string): string {
 }
 
 function sha256(text: string): string {
-  return createHash("sha256").update(text).digest("base64url");
+  // One-shot crypto.hash: no Hash object per mint and per installation-token call (issue 28).
+  return hash("sha256", text, "base64url");
 }
 
 /** A call's points (GitHub: GET, HEAD, OPTIONS 1, any other method 5). */

@@ -157,15 +157,23 @@ async function loadTarget(ctx: BrokerContext, step: PolicyStep, name: string): P
   }
 }
 
-/** Something read with the broker's reader token; a token the platform no longer takes (401: revoked, the installation's permissions changed) is dropped, so the next read mints another. */
+/**
+ * Something read with the broker's reader token. A token the platform no longer takes (401:
+ * revoked, the installation's permissions changed) is dropped and the read is made once more with
+ * a fresh one: the jobs waiting on the read get their answer, not 503 policy_unavailable for the
+ * broker's own token (reads at the same moment share the one new mint). A second 401 fails it.
+ */
 async function withReader<T>(ctx: BrokerContext, step: PolicyStep, read: (token: string) => Promise<T>): Promise<T> {
   const readerKey = ctx.policies.readers.key(step.platform.apiBase, step.app.appId, step.installation.id);
-  const reader = await ctx.policies.readers.get(readerKey, () => mintReader(ctx, step));
-  try {
-    return await read(reader.token);
-  } catch (error) {
-    if (error instanceof PolicyReadFailure && error.status === 401) ctx.policies.readers.drop(readerKey, reader.token);
-    throw error;
+  for (let attempt = 1; ; attempt += 1) {
+    const reader = await ctx.policies.readers.get(readerKey, () => mintReader(ctx, step));
+    try {
+      return await read(reader.token);
+    } catch (error) {
+      if (!(error instanceof PolicyReadFailure && error.status === 401)) throw error;
+      ctx.policies.readers.drop(readerKey, reader.token);
+      if (attempt >= 2) throw error;
+    }
   }
 }
 
