@@ -16,6 +16,20 @@ export interface TurnWriter extends DestinationStream {
  * lose them.
  */
 export function createTurnWriter(fd = 1): TurnWriter {
+  // One writer per descriptor, however many loggers a process makes (a test or the bench starts
+  // many brokers in one process): their lines share the turn's one write, and one exit listener
+  // flushes them (a listener per logger passed Node's limit of 10 and warned).
+  let writer = writers.get(fd);
+  if (!writer) {
+    writer = newTurnWriter(fd);
+    writers.set(fd, writer);
+  }
+  return writer;
+}
+
+const writers = new Map<number, TurnWriter>();
+
+function newTurnWriter(fd: number): TurnWriter {
   const out = pino.destination({ dest: fd, sync: true });
   let pending: string[] = [];
   let scheduled = false;

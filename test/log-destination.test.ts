@@ -49,3 +49,15 @@ it("carries pino's lines whole under many writes in one turn", async () => {
   expect(lines.map((l) => l.i)).toEqual(Array.from({ length: 1000 }, (_, i) => i));
   expect(lines.every((l) => l.msg === "request")).toBe(true);
 });
+
+it("is one writer per descriptor, with one exit listener, however many loggers use it", () => {
+  const { read, writer } = logFile("shared.log");
+  const listeners = process.listenerCount("exit");
+  const again = createTurnWriter(fd);
+  for (let i = 0; i < 20; i += 1) createLogger({ destination: createTurnWriter(fd) });
+  expect(again).toBe(writer);
+  expect(process.listenerCount("exit")).toBe(listeners);
+  again.write("one turn\n");
+  writer.flushSync();
+  expect(read()).toBe("one turn\n");
+});
