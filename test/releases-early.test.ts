@@ -9,6 +9,10 @@ import { expectNoSecrets } from "./support/fixtures.js";
 import { getReleases, names, releasesFixture, TRIGGER_SECRET, type ReleasesFixture } from "./support/releases-fixture.js";
 
 const REPOSITORIES = names("repo", 1000);
+// A 1,000-repository mint answer under a loaded machine's CPU can pass the tests' 2 s upstream
+// timeout; its retry (a second token, its repositories looked up again) is not what this file
+// counts, so the timeout here is one no healthy run meets.
+const SLOW_MACHINE = { timing: { upstreamTimeoutMs: 20_000 } };
 let fx: ReleasesFixture;
 let broker: TestBroker;
 let installation = 0;
@@ -57,7 +61,7 @@ const countRequest = () => fx.sim.requests.findIndex((r) => r.path === "/install
 
 describe("GET /releases: lookups while the mint answer arrives", () => {
   it("starts lookups before the answer is all in, and looks each repository up once", async () => {
-    broker = await startBroker({ ...fx.env });
+    broker = await startBroker({ ...fx.env }, SLOW_MACHINE);
     await expectWholeAggregate();
     // The count is asked once the mint answer is in; queries went out before it.
     const firstQuery = fx.sim.requests.findIndex((r) => r.method === "POST" && r.path === "/graphql");
@@ -71,7 +75,7 @@ describe("GET /releases: lookups while the mint answer arrives", () => {
   });
 
   it("drops lookups made with a token the finished answer does not confirm, and looks up again", async () => {
-    broker = await startBroker({ ...fx.env });
+    broker = await startBroker({ ...fx.env }, SLOW_MACHINE);
     // The platform's answer written by hand: a token first, then the list, then the real token.
     // JSON.parse keeps the last member of a name, so the mint's token is the real one.
     const token = fx.sim.issueToken(installation, { permissions: { contents: "read", metadata: "read" }, repositories: REPOSITORIES });
@@ -89,7 +93,7 @@ describe("GET /releases: lookups while the mint answer arrives", () => {
   });
 
   it("stops early lookups when the list outgrows the cap: the listing decides, nothing is looked up twice", async () => {
-    broker = await startBroker({ ...fx.env, RELEASES_MAX_REPOSITORIES: "150" });
+    broker = await startBroker({ ...fx.env, RELEASES_MAX_REPOSITORIES: "150" }, SLOW_MACHINE);
     const { status, body } = await getReleases(broker.url);
     expect(status).toBe(200);
     expect(body.truncated).toBe(true);
