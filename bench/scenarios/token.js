@@ -79,7 +79,9 @@ async function measure({ link, seconds, connections, rounds: roundCount, warmUpS
     env: { ...process.env, ...(link ? { BENCH_TOKEN_LINK: JSON.stringify(link) } : {}) },
   });
   const ready = await ask(sim, null, "ready");
-  const broker = await startBroker(ready.env);
+  // BENCH_TOKEN_BROKER_ENV (JSON): settings for the broker on top of the simulator's (an experiment's, e.g.
+  // {"UPSTREAM_MAX_CONCURRENCY":"1000"}); the table's figures are without it.
+  const broker = await startBroker({ ...ready.env, ...(process.env.BENCH_TOKEN_BROKER_ENV ? JSON.parse(process.env.BENCH_TOKEN_BROKER_ENV) : {}) });
   const floor = await startFloor(ready.floor);
   // The same floor sending its mint with the broker's transport (undici's request(), not fetch):
   // the physical floor (what any broker must do, on the cheapest client), the one the target is on.
