@@ -99,19 +99,10 @@ export async function crawlInstallation(input: InstallationCrawlInput): Promise<
   let confirm!: (confirmed: boolean) => void;
   const confirmed = new Promise<boolean>((resolve) => (confirm = resolve));
   const early = { token: undefined as string | undefined, stopped: false, pending: [] as CrawlRepository[], count: 0 };
-  // The count check (below) needs only the token: it is asked as soon as the token is told, while
-  // the rest of the answer is on its way, rather than one round trip after its last byte. It
-  // counts only for that token, once confirmed (else it is asked again with the one returned).
-  // Kept: it pays (issue 28): a fresh 1 × 5,000 crawl over the 40 ms / 100 Mbit link waited
-  // about 150 ms after the mint answer's last byte for the count, now nothing.
-  let earlyCount: Promise<number> | undefined;
   const earlyHint = {
     token: (told: string) => {
-      if (early.token === undefined) {
-        early.token = told;
-        earlyCount = countRepositories({ client: ctx.clientFor(platform), token: told, retry: ctx.retry });
-        earlyCount.catch(() => {}); // read (and its failure reported) only if the token is confirmed
-      } else early.stopped = true; // another attempt's token: the mint decides which one counts
+      if (early.token === undefined) early.token = told;
+      else early.stopped = true; // another attempt's token: the mint decides which one counts
     },
     repository: (told: MintedRepository) => {
       if (early.stopped || early.token === undefined) return;
@@ -151,7 +142,7 @@ export async function crawlInstallation(input: InstallationCrawlInput): Promise<
     lookUp(offered, token);
     let total: number;
     try {
-      total = await (early.token === token && earlyCount !== undefined ? earlyCount : countRepositories({ client: ctx.clientFor(platform), token, retry: ctx.retry }));
+      total = await countRepositories({ client: ctx.clientFor(platform), token, retry: ctx.retry });
     } catch (error) {
       log.warn({ step: "list_repositories", err: describe(error) }, "releases crawl: installation skipped, repositories not counted");
       return { status: "failed" };
