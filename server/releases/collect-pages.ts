@@ -120,13 +120,3 @@ export function lastPage(link: string | undefined): number | undefined {
     return undefined;
   }
 }
-
-/**
- * Resolves after one turn of the event loop: the connection an answer just finished on goes back
- * to undici's pool only then (its client is marked free from a setImmediate), so a request sent
- * straight from the answer's continuation finds it busy and opens a new connection, a round trip
- * (TCP's handshake) before its first byte. Awaited before the crawl fans out from an answer.
- */
-export function connectionBack(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}

@@ -3,7 +3,7 @@ import type { RepoReleases } from "../../shared/types.js";
 import type { AppCredentials } from "../app-credentials.js";
 import type { BrokerContext } from "../context.js";
 import type { PlatformSettings } from "../settings.js";
-import { connectionBack, PAGE_CONCURRENCY } from "./collect-pages.js";
+import { PAGE_CONCURRENCY } from "./collect-pages.js";
 import { crawlInstallation } from "./crawl-installation.js";
 import { listInstallations } from "./list-installations.js";
 import { createRepositoryBudget, takeFirst } from "./repository-budget.js";
@@ -54,9 +54,6 @@ export async function crawlReleases(input: CrawlInput): Promise<CrawlResult> {
     ctx.appJwt.noteFailure(app, error);
     throw error;
   }
-  // The first mint goes on the listing's connection rather than a new one: a round trip fewer
-  // (issue 28: fresh 1 × 5,000 over the 40 ms link, FIGURE).
-  await connectionBack();
 
   const budget = createRepositoryBudget(input.maxRepositories);
   const installationLimit = pLimit(INSTALLATION_CONCURRENCY);
