@@ -131,7 +131,9 @@ function send(res: ServerResponse, record: RecordedRequest, result: RouteResult,
     // (the kept bytes of each repository and the text between them). Written one by one, they
     // took the answer about 1 s to leave (each job waiting for the loop between the GraphQL
     // queries the broker sends meanwhile): a simulator artefact, not GitHub's. Same bytes in,
-    // same gzip out.
+    // same gzip out. Fresh 1 × 5,000 crawl over the 40 ms / 100 Mbit link, the same broker, new
+    // process each, median of 6: 0.900 s and 562 ms of simulator CPU with the small writes,
+    // 0.559 s and 287 ms with these.
     for (const group of groups(payload, GZIP_WRITE_BYTES)) gzip.write(group);
     gzip.end();
     return;
