@@ -126,7 +126,15 @@ function send(res: ServerResponse, record: RecordedRequest, result: RouteResult,
     gzip.on("end", () => {
       if (!res.destroyed) finish();
     });
-    for (const chunk of payload) gzip.write(chunk);
+    // The pieces go in as a few large writes: each write to a zlib stream is a job on libuv's
+    // threads and a turn of this loop, and a mint answer over 5,000 repositories is 10,000 pieces
+    // (the kept bytes of each repository and the text between them). Written one by one, they
+    // took the answer about 1 s to leave (each job waiting for the loop between the GraphQL
+    // queries the broker sends meanwhile): a simulator artefact, not GitHub's. Same bytes in,
+    // same gzip out. Fresh 1 × 5,000 crawl over the 40 ms / 100 Mbit link, the same broker, new
+    // process each, median of 6: 0.900 s and 562 ms of simulator CPU with the small writes,
+    // 0.559 s and 287 ms with these.
+    for (const group of groups(payload, GZIP_WRITE_BYTES)) gzip.write(group);
     gzip.end();
     return;
   }
@@ -136,6 +144,28 @@ function send(res: ServerResponse, record: RecordedRequest, result: RouteResult,
   res.cork();
   for (const chunk of payload ?? []) res.write(chunk);
   finish();
+}
+
+/** Bytes handed to the gzip stream per write (see send()). */
+const GZIP_WRITE_BYTES = 1024 * 1024;
+
+/** The pieces joined into buffers of about `size` bytes each, in order. */
+function groups(payload: ReadonlyArray<string | Buffer>, size: number): Buffer[] {
+  const out: Buffer[] = [];
+  let pending: Buffer[] = [];
+  let bytes = 0;
+  for (const piece of payload) {
+    const buffer = typeof piece === "string" ? Buffer.from(piece) : piece;
+    pending.push(buffer);
+    bytes += buffer.length;
+    if (bytes >= size) {
+      out.push(Buffer.concat(pending, bytes));
+      pending = [];
+      bytes = 0;
+    }
+  }
+  if (pending.length > 0) out.push(Buffer.concat(pending, bytes));
+  return out;
 }
 
 export async function startHttpServer(deps: HttpServerDeps): Promise<RunningServer> {
