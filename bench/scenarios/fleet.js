@@ -8,10 +8,10 @@
 // rounds): information only; on a machine of two shared cores two processes cannot double it.
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import autocannon from "autocannon";
 import { createSimulator, linkFloorMs } from "../../build/simulator/index.js";
 import { spawnBroker } from "../broker-process.js";
 import { bytesSince, median, megabytes, timed } from "../support.js";
+import { loadToken } from "../token-support.js";
 
 const INSTALLATIONS = 20;
 const REPOSITORIES = 50;
@@ -117,18 +117,7 @@ async function tokenThroughput() {
   const sim = fork(fileURLToPath(new URL("../token-simulator-process.js", import.meta.url)), [], { stdio: "inherit", execArgv: ["--expose-gc"] });
   const ready = await new Promise((resolve) => sim.once("message", resolve));
   const brokers = await Promise.all([spawnBroker(ready.env), spawnBroker(ready.env)]);
-  let next = 0;
-  const load = async (url, connections, seconds) => {
-    const result = await autocannon({
-      url: `${url}/token`,
-      method: "POST",
-      connections,
-      duration: seconds,
-      headers: { "content-type": "application/json" },
-      requests: [{ setupRequest: (request) => ({ ...request, body: JSON.stringify({ oidcToken: ready.tokens[next++ % ready.tokens.length], owner: "octo-org", repo: "app", ref: "refs/heads/main", runId: "1" }) }) }],
-    });
-    return { rps: result.requests.average, failed: result.non2xx + result.errors + result.timeouts };
-  };
+  const load = (url, connections, seconds) => loadToken(url, ready.tokens, { seconds, connections });
   const one = () => load(brokers[0].url, CONNECTIONS, TOKEN_ROUND_SECONDS);
   const two = async () => {
     const parts = await Promise.all(brokers.map((b) => load(b.url, CONNECTIONS / 2, TOKEN_ROUND_SECONDS)));
