@@ -2,13 +2,12 @@
 // and Redis, the platform simulator on the host. Checks: both instances ready; a webhook accepted
 // by one is processed once; an instance SIGKILLed mid-job, the other finishes the job (no pull
 // request updated twice); a cold /releases on both at once crawls once. Prints its figures.
-import { spawn } from "node:child_process";
 import { createHmac, randomBytes, randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createSimulator } from "../build/simulator/index.js";
-import { check, freePorts } from "./script-helpers.mjs";
+import { check, freePorts, run } from "./script-helpers.mjs";
 
 const COMPOSE = new URL("compose.yaml", import.meta.url).pathname;
 const project = `tokensmith-compose-${randomBytes(3).toString("hex")}`;
@@ -18,20 +17,6 @@ const TRIGGER = randomBytes(16).toString("hex");
 const sim = await createSimulator();
 let failed = false;
 
-function run(command, args, env = {}, { allowFail = false } = {}) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d) => (out += d));
-    child.stderr.on("data", (d) => (err += d));
-    child.on("error", reject);
-    child.on("close", (code) => {
-      if (code !== 0 && !allowFail) reject(new Error(`${command} ${args.slice(0, 4).join(" ")} exited ${code}: ${(err || out).split("\n").filter((l) => !l.startsWith("time=")).join(" | ").slice(-2000)}`));
-      else resolve({ code, out: out.trim(), err: err.trim() });
-    });
-  });
-}
 async function until(what, condition, withinMs = 60_000) {
   const giveUp = Date.now() + withinMs;
   for (;;) {

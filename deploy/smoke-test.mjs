@@ -1,13 +1,12 @@
 // The image's smoke test (run by deploy/smoke-test.sh): the production image against the platform
 // simulator on the host. Each check prints one line; the first failure exits 1 after removing the
 // container. Figures (image size, time to /healthz and to /readyz 200, SIGTERM to exit) are printed.
-import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createSimulator } from "../build/simulator/index.js";
-import { check, freePorts } from "./script-helpers.mjs";
+import { check, freePorts, run } from "./script-helpers.mjs";
 
 const image = process.argv[2] ?? "localhost/tokensmith:latest";
 /** The broker's drain limit (server/main.ts forces an exit after 9 s) plus a margin: what docs/deploying.md documents. */
@@ -17,20 +16,7 @@ const work = mkdtempSync(join(tmpdir(), "tokensmith-smoke-"));
 const sim = await createSimulator();
 let failed = false;
 
-function podman(args, { allowFail = false } = {}) {
-  return new Promise((resolve, reject) => {
-    const child = spawn("podman", args, { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d) => (out += d));
-    child.stderr.on("data", (d) => (err += d));
-    child.on("error", reject);
-    child.on("close", (code) => {
-      if (code !== 0 && !allowFail) reject(new Error(`podman ${args.slice(0, 2).join(" ")} exited ${code}: ${err.trim().split("\n").filter((l) => !l.startsWith("time=")).join(" | ").slice(0, 2000)}`));
-      else resolve({ code, out: out.trim(), err: err.trim() });
-    });
-  });
-}
+const podman = (args, options) => run("podman", args, {}, options);
 
 /** Polls `url` until `accept(response)` or the deadline; returns ms waited, or null. */
 async function waitFor(url, accept, withinMs, from = Date.now()) {
