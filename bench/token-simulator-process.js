@@ -1,6 +1,7 @@
-// The platform simulator as a process of its own for the /token benchmark: it sets up an App
-// installed on octo-org/app, pre-signs a pool of OIDC tokens, and answers the parent's questions
-// about what it was asked (over the fork IPC channel).
+// The platform simulator as a process of its own for the /token benchmarks (`token`, `token-policy`):
+// it sets up an App installed on octo-org (app and .github), pre-signs a pool of OIDC tokens, sets
+// policy files on request, and answers the parent's questions about what it was asked (over the
+// fork IPC channel).
 import { createSimulator } from "../build/simulator/index.js";
 
 const POOL = Number(process.env.BENCH_TOKEN_POOL || 2000);
@@ -15,18 +16,26 @@ const installationId = sim.addInstallation({
   appId: app.id,
   account: "octo-org",
   permissions: { contents: "write", pull_requests: "write", metadata: "read" },
-  repositories: ["app"],
+  repositories: ["app", ".github"],
 });
+sim.git.createBranch("octo-org/app", "main", { files: { "README.md": "# app\n", ".github/workflows/release.yml": "on: push\n" } });
+sim.git.createBranch("octo-org/.github", "main", { files: { "README.md": "# octo-org\n" } });
 const now = Math.floor(Date.now() / 1000);
 const tokens = [];
 // Valid for the whole run (a real runner's token lives 5 minutes; the bench runs longer in all).
+// The simulator's default claims: a push to refs/heads/main of octo-org/app (release.yml).
 for (let i = 0; i < POOL; i += 1) tokens.push(await sim.oidc.sign({ exp: now + 1800, run_id: String(10_000 + i) }));
+
+let primaryAtReset = 0;
+const FILES = { repository: ["octo-org/app", ".github/tokensmith.yml"], owner: ["octo-org/.github", ".github/tokensmith-org.yml"] };
 
 function stats() {
   const appJwts = new Set();
   let mints = 0;
   let readerMints = 0;
+  let policyReads = 0;
   let other = 0;
+  const statuses = {};
   for (const r of sim.requests) {
     if (r.auth.kind === "app") appJwts.add(r.headers.authorization);
     if (r.method === "POST" && r.path.endsWith("/access_tokens")) {
@@ -34,9 +43,26 @@ function stats() {
       // upkeep, not an exchange's mint: counted apart.
       if (JSON.stringify(r.body?.permissions) === '{"contents":"read"}') readerMints += 1;
       else mints += 1;
-    } else other += 1;
+      continue;
+    }
+    other += 1;
+    if (/\/contents(\/|$)/.test(r.path)) {
+      policyReads += 1;
+      const status = String(r.response?.status ?? "none");
+      statuses[status] = (statuses[status] ?? 0) + 1;
+    }
   }
-  return { total: sim.requests.length, mints, readerMints, other, appJwts: appJwts.size, jwks: sim.oidc.jwksRequests };
+  return {
+    total: sim.requests.length,
+    mints,
+    readerMints,
+    other, // every request but a mint, the policy reads included
+    policyReads,
+    statuses,
+    appJwts: appJwts.size,
+    jwks: sim.oidc.jwksRequests,
+    primarySpent: sim.primaryRateLimitUsed(installationId) - primaryAtReset,
+  };
 }
 
 process.on("message", (message) => {
@@ -44,13 +70,18 @@ process.on("message", (message) => {
   if (message === "link") process.send({ type: "link", stats: sim.link ? { ...sim.link.stats } : null });
   if (message === "reset") {
     sim.clearRequests();
+    primaryAtReset = sim.primaryRateLimitUsed(installationId);
     // The jobs' tokens are forgotten between rounds (memory); the broker's policy reader token is
     // kept, as GitHub keeps it: revoking it made every round start with a 401 on a policy read and
-    // a reader re-mint, a bench artefact (as in token-policy-simulator-process.js).
+    // a reader re-mint, a bench artefact.
     for (const [token, issued] of sim.tokens) if (JSON.stringify(issued.permissions) !== '{"contents":"read"}') sim.tokens.delete(token);
     // What the last round left behind is collected now, not during the next target's round.
     globalThis.gc?.();
     process.send({ type: "reset" });
+  }
+  if (message?.type === "policies") {
+    for (const kind of ["repository", "owner"]) sim.git.setFile(...FILES[kind], message[kind] ?? null);
+    process.send({ type: "policies" });
   }
   if (message === "exit") void sim.close().then(() => process.exit(0));
 });

@@ -55,7 +55,7 @@ export async function run(options = {}) {
   const seconds = Number(process.env.BENCH_SECONDS || options.seconds || 9);
   const warmSeconds = Number(process.env.BENCH_WARMUP_SECONDS || 5);
   const connections = Number(options.connections || 64);
-  const sim = fork(here("../token-policy-simulator-process.js"), [], { stdio: "inherit", execArgv: ["--expose-gc"] });
+  const sim = fork(here("../token-simulator-process.js"), [], { stdio: "inherit", execArgv: ["--expose-gc"] });
   const ready = await ask(sim, null, "ready");
   const floor = await startFloor(ready.floor);
   const n = (x, d = 1) => x.toFixed(d);
