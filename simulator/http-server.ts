@@ -1,9 +1,9 @@
 // The loopback HTTP front end: records every request, applies latency and faults, then hands
 // over to the route table. Tests talk to it over real sockets, so timeouts and resets are real.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { createGzip, gzipSync } from "node:zlib";
 import type { FaultTable } from "./faults.js";
+import { listenOnLoopback } from "./listen.js";
 import { jsonChunks } from "./json-text.js";
 import type { Router } from "./router.js";
 import type { SecondaryLimits } from "./secondary-limits.js";
@@ -242,11 +242,7 @@ export async function startHttpServer(deps: HttpServerDeps): Promise<RunningServ
       }
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
+  const port = await listenOnLoopback(server);
 
   return {
     url: `http://127.0.0.1:${port}`,

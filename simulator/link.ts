@@ -10,7 +10,8 @@
 // keep-alive timer can close the connection under a client that is about to reuse it.
 // Not modelled: slow start, loss. So the link is, if anything, friendlier than a real one: a
 // floor, not a forecast.
-import { createConnection, createServer, type AddressInfo, type Socket } from "node:net";
+import { listenOnLoopback } from "./listen.js";
+import { createConnection, createServer, type Socket } from "node:net";
 
 export interface LinkOptions {
   /** Round-trip time in milliseconds (each direction gets half). */
@@ -181,11 +182,7 @@ export async function startLink(target: { host?: string; port: number }, options
     client.on("close", () => toServer.send(null));
     upstream.on("close", () => toClient.send(null));
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
+  const port = await listenOnLoopback(server);
   return {
     url: `http://127.0.0.1:${port}`,
     port,
