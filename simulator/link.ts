@@ -10,8 +10,8 @@
 // keep-alive timer can close the connection under a client that is about to reuse it.
 // Not modelled: slow start, loss. So the link is, if anything, friendlier than a real one: a
 // floor, not a forecast.
-import { listenOnLoopback } from "./listen.js";
 import { createConnection, createServer, type Socket } from "node:net";
+import { listenOnLoopback } from "./listen.js";
 
 export interface LinkOptions {
   /** Round-trip time in milliseconds (each direction gets half). */
