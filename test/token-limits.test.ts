@@ -57,9 +57,16 @@ const LOOKUP = (repo: string) => new RegExp(`/repos/octo-org/${repo}/installatio
 const MINT = /\/access_tokens$/;
 const count = (path: RegExp) => fx.sim.requests.filter((r) => path.test(r.path)).length;
 
-/** One exchange for another repository: the issuer's key set is fetched, "app" stays cold. */
+/**
+ * One exchange for another repository: the issuer's key set is fetched, "app" stays cold. A
+ * broker's first exchange (key set, App JWT, lookup, mint, all cold) can pass a test's 400 ms
+ * deadline on a loaded machine (it did once in CI, on Node 22): it is asked again, a few times at
+ * most, since warming is the set-up and not what these tests assert.
+ */
 async function warm(to: TestBroker) {
-  expect((await exchange(to, "other")).status).toBe(200);
+  let status = 0;
+  for (let attempt = 0; attempt < 5 && status !== 200; attempt += 1) status = (await exchange(to, "other")).status;
+  expect(status).toBe(200);
   fx.sim.clearRequests();
   fx.sim.limits.resetPeak();
 }
