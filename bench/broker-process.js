@@ -19,7 +19,9 @@ async function freePort() {
 
 export async function spawnBroker(env) {
   const port = await freePort();
-  const child = spawn(process.execPath, [MAIN], {
+  // BENCH_BROKER_NODE_ARGS: flags for the broker's node (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), to profile it.
+  const nodeArgs = process.env.BENCH_BROKER_NODE_ARGS ? process.env.BENCH_BROKER_NODE_ARGS.split(" ") : [];
+  const child = spawn(process.execPath, [...nodeArgs, MAIN], {
     env: { PATH: process.env.PATH, PORT: String(port), LOG_LEVEL: process.env.BENCH_LOG_LEVEL || "info", ...env },
     // The log is drained into nothing (BENCH_BROKER_LOG: appended to that file): the broker pays
     // for writing it, as in production.
