@@ -37,6 +37,12 @@ export interface Link {
   options: LinkOptions;
   readonly stats: LinkStats;
   resetStats(): void;
+  /**
+   * Cuts every connection open across the link (as a network change would): a client's kept
+   * connections are gone, and its next request opens a new one, handshake included. For a
+   * measurement that must start cold.
+   */
+  dropConnections(): void;
   close(): Promise<void>;
 }
 
@@ -97,9 +103,13 @@ class Lane {
     // Before the handshake is over, bytes wait at this end (they do not hold the wire meanwhile).
     if (performance.now() < this.opensAt || this.pending.length > 0) {
       this.pending.push(chunk);
+      // Node's timers keep whole milliseconds: this one may fire a fraction before opensAt, and a
+      // chunk sent in that fraction waits here again; so each firing clears the handle, and a
+      // chunk that finds none sets another (a kept handle would leave it here for good).
       this.opening ??= setTimeout(() => {
+        this.opening = undefined;
         for (const held of this.pending.splice(0)) this.carry(held);
-      }, this.opensAt - performance.now());
+      }, Math.max(0, this.opensAt - performance.now()));
       return;
     }
     this.carry(chunk);
@@ -197,6 +207,9 @@ export async function startLink(target: { host?: string; port: number }, options
       stats.connections = 0;
       stats.bytesUp = 0;
       stats.bytesDown = 0;
+    },
+    dropConnections() {
+      for (const socket of sockets) socket.destroy();
     },
     close: () =>
       new Promise<void>((resolve) => {
