@@ -2,6 +2,7 @@ import type { Readable } from "node:stream";
 import { promisify } from "node:util";
 import { createGunzip, gunzip as gunzipCallback, gunzipSync } from "node:zlib";
 import { request, type Dispatcher } from "undici";
+import { upstreamAgent } from "./upstream-connections.js";
 
 // The broker's transport for every upstream call (platform, OIDC issuers): `fetch`'s shape, so
 // every caller (the lean platform client, Octokit, the key-set source) and every wrapper (the
@@ -148,7 +149,7 @@ export const upstreamFetch: typeof fetch = async (input, init) => {
   if (!names.includes("accept-encoding")) sent["accept-encoding"] = "gzip";
   let answer: Dispatcher.ResponseData;
   try {
-    answer = await request(url, { method: method as "GET", headers: sent, body, signal });
+    answer = await request(url, { method: method as "GET", headers: sent, body, signal, dispatcher: upstreamAgent });
   } catch (error) {
     throw fetchShaped(error, signal);
   }

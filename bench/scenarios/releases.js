@@ -93,6 +93,12 @@ function check({ status, text }, repositories) {
 async function freshCrawls(sim, app, { runs, warmUps, repositories, start }) {
   const fresh = [];
   for (let i = 0; i < runs + warmUps; i += 1) {
+    // Cold connections too: a new broker in this process would otherwise find the last one's
+    // connections still open in the shared pool (kept 4 s) and skip their handshakes.
+    if (sim.link) {
+      sim.link.dropConnections();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
     const broker = await start(envOf(sim, app));
     let answer;
     let ms;
@@ -126,6 +132,10 @@ async function freshCrawls(sim, app, { runs, warmUps, repositories, start }) {
 
 /** The peer's crawl, timed, its bytes counted over the link. */
 async function peer(sim, app, repositories) {
+  if (sim.link) {
+    sim.link.dropConnections(); // cold, as ours
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
   const before = sim.link ? { ...sim.link.stats } : undefined;
   const { result, ms } = await timed(() => peerCrawl({ apiBase: sim.apiBase, appId: app.id, privateKeyPem: app.privateKeyPem }));
   if (result.repositories !== repositories) throw new Error(`peer crawl: saw ${result.repositories} repositories, not ${repositories}`);

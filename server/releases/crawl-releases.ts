@@ -3,6 +3,7 @@ import type { RepoReleases } from "../../shared/types.js";
 import type { AppCredentials } from "../app-credentials.js";
 import type { BrokerContext } from "../context.js";
 import type { PlatformSettings } from "../settings.js";
+import { idleConnections, preconnect } from "../upstream-connections.js";
 import { PAGE_CONCURRENCY } from "./collect-pages.js";
 import { crawlInstallation } from "./crawl-installation.js";
 import { listInstallations } from "./list-installations.js";
@@ -21,6 +22,13 @@ import { createRepositoryBudget, takeFirst } from "./repository-budget.js";
  */
 export const INSTALLATION_CONCURRENCY = 24;
 export const QUERY_CONCURRENCY = 20;
+
+/**
+ * Connections a crawl opens ahead (upstream-connections.ts): as many as the last crawl to the same
+ * platform left open, or, for a process's first crawl, the mints and queries it may send at once.
+ */
+const lastConnections = new Map<string, number>();
+const FIRST_CRAWL_CONNECTIONS = INSTALLATION_CONCURRENCY + QUERY_CONCURRENCY;
 
 export interface CrawlResult {
   repos: RepoReleases[];
@@ -52,6 +60,9 @@ export interface CrawlInput {
 export async function crawlReleases(input: CrawlInput): Promise<CrawlResult> {
   const { ctx, platform, app } = input;
   const started = ctx.now();
+  // Opened while the App JWT is signed and the installations are listed, so that the mints and
+  // then the queries find connections ready instead of each waiting for a handshake.
+  preconnect(platform.apiBase, lastConnections.get(platform.apiBase) ?? FIRST_CRAWL_CONNECTIONS);
   const appJwt = await ctx.appJwt.jwtFor(app);
   let listing: Awaited<ReturnType<typeof listInstallations>>;
   try {
@@ -116,6 +127,8 @@ export async function crawlReleases(input: CrawlInput): Promise<CrawlResult> {
   const nothingCrawled =
     (failedInstallations.length > 0 && !listing.installations.some((installation, i) => !installation.suspended && crawled[i]!.status === "ok")) ||
     (lookups.failed > 0 && lookups.learnt === 0);
+  // The connections this crawl used are now idle in the pool: the next crawl opens as many ahead.
+  lastConnections.set(platform.apiBase, Math.max(1, idleConnections(platform.apiBase)));
   return { repos, truncated, failedInstallations, nothingCrawled };
 }
 
