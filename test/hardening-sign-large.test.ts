@@ -13,7 +13,10 @@ const REPO = "octo-org/app";
 const MIB = 1024 * 1024;
 let branchCounter = 0;
 
-const t = brokerPerTest({ secrets: [SECRET], env: { PROCESS_TRIGGER_SECRET: SECRET } });
+// A 20 MiB commit takes the simulator about 2 s alone on this 2-core machine, more under the
+// suite's load: past the tests' usual 2 s upstream timeout (sign_failed). The limit is what is
+// tested here, not the timeout.
+const t = brokerPerTest({ secrets: [SECRET], env: { PROCESS_TRIGGER_SECRET: SECRET }, broker: { timing: { upstreamTimeoutMs: 20_000 } } });
 
 function freshBranch(): { branch: string; head: string } {
   const branch = `large-${++branchCounter}`;
