@@ -1,6 +1,7 @@
 // Scenario `releases`: fresh GET /releases crawls, on loopback (each upstream request delayed
-// 30 ms by the simulator) and over an emulated link (simulator/link.ts: no added delay, the link's
-// round trip, bandwidth and connection set-up instead), for two fleets:
+// 30 ms by the simulator, which runs in this process) and over an emulated link (simulator/link.ts:
+// no added delay, the link's round trip, bandwidth and connection set-up instead; the simulator and
+// the link's relay in a process of their own, bench/releases-simulator-process.js), for two fleets:
 //   20 installations × 50 repositories, the broker in this process (issue 5: ≤ 65 upstream
 //   requests, ≤ 0.6 s on loopback; a cached answer ≤ 5 ms), and
 //   1 installation × 5,000 selected repositories, a new broker process per crawl (as after a
@@ -21,19 +22,19 @@
 // wire (link.stats). So floor = 4 × RTT + max(bytes up, bytes down) × 8 ÷ bandwidth; it takes
 // the bytes as they were: their own target (≤ 1.5 MB per 5,000 repositories) says whether there
 // were too many.
-import { execFileSync } from "node:child_process";
+import { execFileSync, fork } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { request } from "undici";
 import { createSimulator, linkFloorMs } from "../../build/simulator/index.js";
 import { spawnBroker } from "../broker-process.js";
 import { appJwt, peerCrawl } from "../peer-crawl.js";
+import { INSTALLATIONS, LARGE, REPOSITORIES, seed } from "../releases-fleet.js";
+import { ask, processTimes } from "../token-support.js";
 import { bytesSince, linkName, median, megabytes, percentile, seconds, startBroker, timed } from "../support.js";
 
-const INSTALLATIONS = 20;
-const REPOSITORIES = 50;
-const LARGE = 5000;
 const LATENCY_MS = 30;
 const FRESH_RUNS = 5;
 const LINK_RUNS = 3;
@@ -44,32 +45,6 @@ const CRAWL_ROUND_TRIPS = 4;
 const SECRET = "bench-secret";
 
 export const description = `fresh GET /releases, ${INSTALLATIONS} installations × ${REPOSITORIES} repositories and 1 × ${LARGE}, on loopback (${LATENCY_MS} ms per upstream request) and over the link; the peer: a plain @octokit/graphql crawl`;
-
-/** The two fleets on one simulator, each its own App: → { fleet, large } App credentials. */
-function seed(sim) {
-  const fleet = sim.createApp();
-  for (let i = 0; i < INSTALLATIONS; i += 1) {
-    const account = `bench-org-${String(i).padStart(2, "0")}`;
-    const repositories = Array.from({ length: REPOSITORIES }, (_, j) => `repo-${String(j).padStart(2, "0")}`);
-    sim.addInstallation({ appId: fleet.id, account, permissions: { contents: "write", metadata: "read" }, repositories });
-    // Two in three repositories have releases; some newest ones are prereleases or drafts.
-    repositories.forEach((name, j) => {
-      if (j % 3 === 2) return;
-      sim.releases.add(`${account}/${name}`, { tagName: "v1.0.0", createdAt: "2026-01-01T00:00:00Z" });
-      if (j % 5 === 0) sim.releases.add(`${account}/${name}`, { tagName: "v1.1.0-rc.1", isPrerelease: true, createdAt: "2026-02-01T00:00:00Z" });
-      if (j % 7 === 0) sim.releases.add(`${account}/${name}`, { tagName: "v2.0.0", isDraft: true, createdAt: "2026-03-01T00:00:00Z" });
-    });
-  }
-  const large = sim.createApp();
-  const account = "bench-large";
-  const names = Array.from({ length: LARGE }, (_, j) => `repo-${String(j).padStart(4, "0")}`);
-  for (const name of names) sim.repository(account, name);
-  sim.addInstallation({ appId: large.id, account, permissions: { contents: "write", metadata: "read" }, repositories: names });
-  names.forEach((name, j) => {
-    if (j % 3 !== 2) sim.releases.add(`${account}/${name}`, { tagName: "v1.0.0", createdAt: "2026-01-01T00:00:00Z" });
-  });
-  return { fleet, large };
-}
 
 const envOf = (sim, app) => ({
   HOST_APP_ID: String(app.id),
@@ -93,46 +68,87 @@ function check({ status, text }, repositories) {
 
 /**
  * Fresh crawls, a new broker each (no cache, no App JWT yet): `start(env)` starts it (in this
- * process or its own). The first `warmUps` are not kept (JIT, the simulator's schema).
+ * process or its own). The first `warmUps` are not kept (JIT, the simulator's schema; over the
+ * link, the simulator's new process: GitHub is warm).
  */
-async function freshCrawls(sim, app, { runs, warmUps, repositories, start }) {
+async function freshCrawls(platform, app, { runs, warmUps, repositories, start }) {
   const fresh = [];
   for (let i = 0; i < runs + warmUps; i += 1) {
     // Cold connections too: a new broker in this process would otherwise find the last one's
     // connections still open in the shared pool (kept 4 s) and skip their handshakes.
-    if (sim.link) {
-      sim.link.dropConnections();
+    if (platform.linked) {
+      await platform.drop();
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    const broker = await start(envOf(sim, app));
+    const broker = await start(envOf(platform, app));
     let answer;
     let ms;
     let bytes;
     let cpu;
     try {
-      sim.clearRequests();
-      const before = sim.link ? { ...sim.link.stats } : undefined;
-      const simCpu = process.cpuUsage();
+      await platform.clear();
+      const before = platform.linked ? await platform.linkStats() : undefined;
+      const simCpu = platform.cpuMs();
       const brokerCpu = broker.cpuMs?.();
       ({ result: answer, ms } = await timed(() => get(broker.url)));
-      bytes = before ? bytesSince(sim.link, before) : undefined;
-      // This process's CPU: the simulator, the link's relay, the client; the broker's own when it has a process.
-      cpu = { sim: (({ user, system }) => (user + system) / 1000)(process.cpuUsage(simCpu)), broker: brokerCpu === undefined ? undefined : broker.cpuMs() - brokerCpu };
+      bytes = before ? bytesSince({ stats: await platform.linkStats() }, before) : undefined;
+      // The simulator's process (with the link's relay; in this process, the client's too), and the broker's own when it has a process.
+      cpu = { sim: platform.cpuMs() - simCpu, broker: brokerCpu === undefined ? undefined : broker.cpuMs() - brokerCpu };
     } finally {
       await (broker.close ?? broker.stop)();
     }
     check(answer, repositories);
     if (i < warmUps) continue;
-    const count = (pattern) => sim.requests.filter((r) => pattern.test(`${r.method} ${r.path}`)).length;
+    const requests = await platform.requests();
+    const count = (pattern) => requests.filter((r) => pattern.test(r)).length;
     fresh.push({
       ms,
       bytes,
       cpu,
-      upstream: sim.requests.length,
+      upstream: requests.length,
       breakdown: [/^GET \/app\/installations$/, /^POST \/app\/installations\/\d+\/access_tokens$/, /^GET \/installation\/repositories$/, /^POST \/graphql$/].map(count),
     });
   }
   return fresh;
+}
+
+/** The simulator in this process (the loopback runs). */
+function localPlatform(sim) {
+  return {
+    apiBase: sim.apiBase,
+    linked: Boolean(sim.link),
+    drop: async () => sim.link.dropConnections(),
+    linkStats: async () => ({ ...sim.link.stats }),
+    clear: async () => sim.clearRequests(),
+    requests: async () => sim.requests.map((r) => `${r.method} ${r.path}`),
+    cpuMs: () => (({ user, system }) => (user + system) / 1000)(process.cpuUsage()),
+  };
+}
+
+/**
+ * The simulator behind the link in a process of its own (bench/releases-simulator-process.js), as
+ * GitHub is on other machines: its work (graphql-js executing the queries, 26 MB of JSON built and
+ * compressed per 1 × 5,000 mint) runs beside the broker's on this machine's two cores, not
+ * between its steps on one thread.
+ */
+async function remotePlatform(link) {
+  const child = fork(fileURLToPath(new URL("../releases-simulator-process.js", import.meta.url)), [], { stdio: "inherit", env: { ...process.env, BENCH_RELEASES_LINK: JSON.stringify(link) } });
+  const ready = await ask(child, null, "ready");
+  return {
+    apiBase: ready.apiBase,
+    apps: ready.apps,
+    linked: true,
+    drop: () => ask(child, { type: "drop" }, "dropped"),
+    linkStats: async () => (await ask(child, { type: "stats" }, "stats")).stats,
+    clear: () => ask(child, { type: "clear" }, "cleared"),
+    requests: async () => (await ask(child, { type: "requests" }, "requests")).requests,
+    cpuMs: () => processTimes(child.pid).cpuMs,
+    close: async () => {
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.send({ type: "exit" });
+      await exited;
+    },
+  };
 }
 
 /**
@@ -161,15 +177,15 @@ async function readingFloor(sim, app) {
 }
 
 /** The peer's crawl, timed, its bytes counted over the link. */
-async function peer(sim, app, repositories) {
-  if (sim.link) {
-    sim.link.dropConnections(); // cold, as ours
+async function peer(platform, app, repositories) {
+  if (platform.linked) {
+    await platform.drop(); // cold, as ours
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  const before = sim.link ? { ...sim.link.stats } : undefined;
-  const { result, ms } = await timed(() => peerCrawl({ apiBase: sim.apiBase, appId: app.id, privateKeyPem: app.privateKeyPem }));
+  const before = platform.linked ? await platform.linkStats() : undefined;
+  const { result, ms } = await timed(() => peerCrawl({ apiBase: platform.apiBase, appId: app.id, privateKeyPem: app.privateKeyPem }));
   if (result.repositories !== repositories) throw new Error(`peer crawl: saw ${result.repositories} repositories, not ${repositories}`);
-  return { ms, bytes: before ? bytesSince(sim.link, before) : undefined };
+  return { ms, bytes: before ? bytesSince({ stats: await platform.linkStats() }, before) : undefined };
 }
 
 const inProcess = (env) => startBroker(env);
@@ -185,21 +201,22 @@ async function step(name, call) {
 
 export async function run({ link } = {}) {
   const loop = await createSimulator();
-  const linked = link ? await createSimulator({ link }) : undefined;
-  const apps = { loop: seed(loop), linked: linked ? seed(linked) : undefined };
+  const linked = link ? await remotePlatform(link) : undefined;
+  const apps = { loop: seed(loop), linked: linked?.apps };
+  const local = localPlatform(loop);
   loop.latencyMs = LATENCY_MS;
   try {
     // 20 × 50.
-    const fleetLoop = await step("fleetLoop", () => freshCrawls(loop, apps.loop.fleet, { runs: FRESH_RUNS, warmUps: 1, repositories: INSTALLATIONS * REPOSITORIES, start: inProcess }));
+    const fleetLoop = await step("fleetLoop", () => freshCrawls(local, apps.loop.fleet, { runs: FRESH_RUNS, warmUps: 1, repositories: INSTALLATIONS * REPOSITORIES, start: inProcess }));
     const cachedTimes = await step("cachedTimes", () => cachedAnswers(loop, apps.loop.fleet));
-    const fleetLink = linked ? await step("fleetLink", () => freshCrawls(linked, apps.linked.fleet, { runs: LINK_RUNS, warmUps: 0, repositories: INSTALLATIONS * REPOSITORIES, start: inProcess })) : [];
-    const fleetPeerLoop = await step("fleetPeerLoop", () => peer(loop, apps.loop.fleet, INSTALLATIONS * REPOSITORIES));
+    const fleetLink = linked ? await step("fleetLink", () => freshCrawls(linked, apps.linked.fleet, { runs: LINK_RUNS, warmUps: 1, repositories: INSTALLATIONS * REPOSITORIES, start: inProcess })) : [];
+    const fleetPeerLoop = await step("fleetPeerLoop", () => peer(local, apps.loop.fleet, INSTALLATIONS * REPOSITORIES));
     const fleetPeerLink = linked ? await step("fleetPeerLink", () => peer(linked, apps.linked.fleet, INSTALLATIONS * REPOSITORIES)) : undefined;
 
     // 1 × 5,000.
-    const largeLoop = await step("largeLoop", () => freshCrawls(loop, apps.loop.large, { runs: LARGE_RUNS, warmUps: 1, repositories: LARGE, start: ownProcess }));
-    const largeLink = linked ? await step("largeLink", () => freshCrawls(linked, apps.linked.large, { runs: LARGE_RUNS, warmUps: 0, repositories: LARGE, start: ownProcess })) : [];
-    const largePeerLoop = await step("largePeerLoop", () => peer(loop, apps.loop.large, LARGE));
+    const largeLoop = await step("largeLoop", () => freshCrawls(local, apps.loop.large, { runs: LARGE_RUNS, warmUps: 1, repositories: LARGE, start: ownProcess }));
+    const largeLink = linked ? await step("largeLink", () => freshCrawls(linked, apps.linked.large, { runs: LARGE_RUNS, warmUps: 1, repositories: LARGE, start: ownProcess })) : [];
+    const largePeerLoop = await step("largePeerLoop", () => peer(local, apps.loop.large, LARGE));
     const largePeerLink = linked ? await step("largePeerLink", () => peer(linked, apps.linked.large, LARGE)) : undefined;
 
     const largeCpuFloor = await step("largeCpuFloor", () => readingFloor(loop, apps.loop.large));
@@ -217,7 +234,7 @@ export async function run({ link } = {}) {
       { metric: "  installations listing + mints + repository listings or counts + GraphQL", loopback: `${listing} + ${mints} + ${repoListings} + ${queries}`, target: "", ok: null },
       { metric: `20×50 fresh crawl: wall time (median of ${FRESH_RUNS} loopback, ${LINK_RUNS} link)`, loopback: seconds(fleetWall), ...linkColumns(link, fleetLink), target: linked ? "≤ 0.6 s / ≤ 1.5 × floor" : "≤ 0.6 s", ok: linked ? [fleetWall <= 600, ratioOf(link, fleetLink) <= 1.5] : fleetWall <= 600 },
       { metric: `  slowest`, loopback: seconds(Math.max(...fleetLoop.map((f) => f.ms))), link: linked ? seconds(Math.max(...fleetLink.map((f) => f.ms))) : "", target: "", ok: null },
-      ...bytesRows(linked, fleetLink, fleetPeerLink, null),
+      ...bytesRows(linked, link, fleetLink, fleetPeerLink, null),
       peerRow("20×50", fleetWall, fleetPeerLoop, linked ? wall(fleetLink) : undefined, fleetPeerLink, null),
       { metric: `20×50 cached answer: median of ${CACHED_CALLS}`, loopback: `${cachedMedian.toFixed(2)} ms`, target: "≤ 5 ms", ok: cachedMedian <= 5 },
       { metric: `  p95 of ${CACHED_CALLS}`, loopback: `${percentile(cachedTimes, 95).toFixed(2)} ms`, target: "", ok: null },
@@ -237,7 +254,7 @@ export async function run({ link } = {}) {
       { metric: `1×5,000 fresh crawl: wall time (median of ${LARGE_RUNS}, new process each)`, loopback: seconds(largeWall), ...linkColumns(link, largeLink), target: linked ? "- / ≤ 1.5 × floor" : "", ok: linked ? [null, ratioOf(link, largeLink) <= 1.5] : null },
       { metric: "  upstream: installations + mints + listings + GraphQL", loopback: `1 + ${largeMints} + ${largeListings} + ${largeQueries}`, link: linked ? ((b) => `1 + ${b[1]} + ${b[2]} + ${b[3]}`)(largeLink[0].breakdown) : "", target: "", ok: null },
       {
-        metric: "  CPU per crawl: broker process / this process (simulator, relay, client), median",
+        metric: "  CPU per crawl: broker process / simulator's (loopback: this process, with the client; link: its own, with the relay), median",
         loopback: cpuText(largeLoop),
         link: linked ? cpuText(largeLink) : "",
         target: "",
@@ -250,7 +267,7 @@ export async function run({ link } = {}) {
         target: "",
         ok: null,
       },
-      ...bytesRows(linked, largeLink, largePeerLink, 1.5e6),
+      ...bytesRows(linked, link, largeLink, largePeerLink, 1.5e6),
       peerRow("1×5,000", largeWall, largePeerLoop, linked ? wall(largeLink) : undefined, largePeerLink, 5),
     );
     return rows;
@@ -336,13 +353,13 @@ function linkColumns(link, fresh) {
   return { link: seconds(median(fresh.map((f) => f.ms))), floor: seconds(floorOf(link, fresh)), ratio: ratioOf(link, fresh).toFixed(2) };
 }
 
-function bytesRows(linked, fresh, peerRun, target) {
+function bytesRows(linked, link, fresh, peerRun, target) {
   if (!linked) return [];
   const total = median(fresh.map((f) => f.bytes.up + f.bytes.down));
   const up = median(fresh.map((f) => f.bytes.up));
   return [
     {
-      metric: `  bytes on the wire per crawl, up + down (${linkName(linked.link.options)} link)`,
+      metric: `  bytes on the wire per crawl, up + down (${linkName(link)} link)`,
       link: `${megabytes(total)} (${megabytes(up)} up)`,
       target: target === null ? "" : `- / ≤ ${megabytes(target)}`,
       ok: target === null ? null : [null, total <= target],
