@@ -108,7 +108,7 @@ function send(res: ServerResponse, record: RecordedRequest, result: RouteResult,
     out.count(response.wireBytes);
   };
   if (json && payload !== undefined && delivery === "truncated-gzip") {
-    const whole = gzipSync(Buffer.concat(payload.map((chunk) => (typeof chunk === "string" ? Buffer.from(chunk) : chunk))));
+    const whole = gzipSync(joined(payload));
     const half = whole.subarray(0, Math.floor(whole.length / 2));
     Object.assign(headers, { "content-encoding": "gzip", vary: "Accept-Encoding", "content-length": String(half.length) });
     res.writeHead(result.status, headers);
@@ -118,12 +118,11 @@ function send(res: ServerResponse, record: RecordedRequest, result: RouteResult,
   if (json && payload !== undefined && acceptsGzip(record.headers["accept-encoding"])) {
     Object.assign(headers, { "content-encoding": "gzip", vary: "Accept-Encoding" });
     res.writeHead(result.status, headers);
-    const size = payload.reduce((sum, chunk) => sum + (typeof chunk === "string" ? chunk.length : chunk.length), 0);
-    if (size <= GZIP_SYNC_BYTES) {
+    if (payload.reduce((size, chunk) => size + chunk.length, 0) <= GZIP_SYNC_BYTES) {
       // A small answer (a mint for one repository, a GraphQL page) in one synchronous call: a zlib
       // stream per answer costs its set-up, a job on libuv's threads and turns of the loop. Same
       // bytes on the wire.
-      res.write(gzipSync(payload.length === 1 ? payload[0]! : Buffer.concat(payload.map((chunk) => (typeof chunk === "string" ? Buffer.from(chunk) : chunk)))));
+      res.write(gzipSync(payload.length === 1 ? payload[0]! : joined(payload)));
       return finish();
     }
     // 64 KiB pieces: a 22 MB listing compresses to about 1 MB, some 16 writes rather than 64.
@@ -152,6 +151,11 @@ function send(res: ServerResponse, record: RecordedRequest, result: RouteResult,
   res.cork();
   for (const chunk of payload ?? []) res.write(chunk);
   finish();
+}
+
+/** An answer's pieces as one buffer. */
+function joined(payload: Array<string | Buffer>): Buffer {
+  return Buffer.concat(payload.map((chunk) => (typeof chunk === "string" ? Buffer.from(chunk) : chunk)));
 }
 
 /** Answers up to this size (in string length or bytes) are compressed in one synchronous call (see send()). */

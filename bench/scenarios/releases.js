@@ -90,7 +90,7 @@ async function freshCrawls(platform, app, { runs, warmUps, repositories, start }
       const before = platform.linked ? await platform.linkStats() : undefined;
       const simCpu = platform.cpuMs();
       // A broker in this process: this process's CPU (the client's too; with a local simulator, its too).
-      const brokerCpuMs = broker.cpuMs ?? (() => (({ user, system }) => (user + system) / 1000)(process.cpuUsage()));
+      const brokerCpuMs = broker.cpuMs ?? ownCpuMs;
       const brokerCpu = brokerCpuMs();
       ({ result: answer, ms } = await timed(() => get(broker.url)));
       bytes = before ? bytesSince({ stats: await platform.linkStats() }, before) : undefined;
@@ -114,6 +114,9 @@ async function freshCrawls(platform, app, { runs, warmUps, repositories, start }
   return fresh;
 }
 
+/** This process's CPU milliseconds so far. */
+const ownCpuMs = () => (({ user, system }) => (user + system) / 1000)(process.cpuUsage());
+
 /** The simulator in this process (the loopback runs). */
 function localPlatform(sim) {
   return {
@@ -123,7 +126,7 @@ function localPlatform(sim) {
     linkStats: async () => ({ ...sim.link.stats }),
     clear: async () => sim.clearRequests(),
     requests: async () => sim.requests.map((r) => `${r.method} ${r.path}`),
-    cpuMs: () => (({ user, system }) => (user + system) / 1000)(process.cpuUsage()),
+    cpuMs: ownCpuMs,
   };
 }
 
