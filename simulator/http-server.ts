@@ -4,6 +4,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import { createGzip, gzipSync } from "node:zlib";
 import type { FaultTable } from "./faults.js";
 import { listenOnLoopback } from "./listen.js";
+import { gzipWithKeptRun } from "./gzip-kept.js";
 import { jsonChunks } from "./json-text.js";
 import type { Router } from "./router.js";
 import type { SecondaryLimits } from "./secondary-limits.js";
@@ -123,6 +124,12 @@ function send(res: ServerResponse, record: RecordedRequest, result: RouteResult,
       // stream per answer costs its set-up, a job on libuv's threads and turns of the loop. Same
       // bytes on the wire.
       res.write(gzipSync(payload.length === 1 ? payload[0]! : joined(payload)));
+      return finish();
+    }
+    // Mostly kept bytes (a listing, a mint over many repositories): their compression is reused.
+    const reused = gzipWithKeptRun(payload);
+    if (reused !== undefined) {
+      res.write(reused);
       return finish();
     }
     // 64 KiB pieces: a 22 MB listing compresses to about 1 MB, some 16 writes rather than 64.

@@ -5,7 +5,10 @@ import { connect } from "node:net";
 import { gunzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { createSimulator, type Simulator } from "../simulator/index.js";
+import fc from "fast-check";
+import { gzipWithKeptRun, KEPT_RUN_BYTES } from "../simulator/gzip-kept.js";
 import { acceptsGzip } from "../simulator/http-server.js";
+import { signCompact } from "../simulator/jws.js";
 
 let sim: Simulator;
 let token: string;
@@ -115,5 +118,58 @@ describe("gzip-compressed JSON answers", () => {
     ["", false],
   ])("Accept-Encoding %j allows gzip: %s", (header, allowed) => {
     expect(acceptsGzip(header)).toBe(allowed);
+  });
+});
+
+describe("a large answer's kept run, compressed once (gzip-kept.ts)", () => {
+  const kept = (text: string) => Buffer.from(text);
+  const piece = fc.oneof(fc.string({ unit: "grapheme", maxLength: 40 }).map(String), fc.string({ unit: "grapheme", minLength: 1, maxLength: 3000 }).map(kept));
+
+  it("gunzips to the pieces joined, byte for byte, the first time and every time after", () => {
+    fc.assert(
+      fc.property(fc.array(piece, { maxLength: 80 }), fc.string({ unit: "grapheme", maxLength: 60 }), (pieces, token) => {
+        // A run the size of a listing page, and text before it that changes between answers (a mint's token).
+        const run = [...pieces, kept("x".repeat(KEPT_RUN_BYTES))];
+        for (const head of ["{", `{"token":${JSON.stringify(token)},"r":[`]) {
+          const answer = [head, ...run, "]}"];
+          const expected = Buffer.concat(answer.map((p) => (typeof p === "string" ? Buffer.from(p) : p)));
+          expect(gunzipSync(gzipWithKeptRun(answer)!).equals(expected)).toBe(true);
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it("leaves an answer without a run of at least KEPT_RUN_BYTES kept bytes to the stream", () => {
+    expect(gzipWithKeptRun(["{", '"a":1', "}"])).toBeUndefined();
+    expect(gzipWithKeptRun(["[", kept("x".repeat(KEPT_RUN_BYTES - 10)), ",", kept("y".repeat(5)), "]"])).toBeUndefined();
+    expect(gzipWithKeptRun(["[", kept("x".repeat(KEPT_RUN_BYTES - 10)), ",", kept("y".repeat(10)), "]"])).toBeInstanceOf(Buffer);
+  });
+
+  it("a mint over 120 selected repositories, twice, then after a deletion: each answer the JSON recorded, the deleted one gone from the last", async () => {
+    const app = sim.createApp();
+    const names = Array.from({ length: 120 }, (_, i) => `m-${i}`);
+    const installationId = sim.addInstallation({ appId: app.id, account: "gzip-mint-org", permissions: { metadata: "read" }, repositories: names });
+    const now = Math.floor(Date.now() / 1000);
+    const appJwt = signCompact({ alg: "RS256", typ: "JWT" }, { iss: String(app.id), iat: now - 30, exp: now + 500 }, app.privateKeyPem);
+    const mint = async () => {
+      const response = await fetch(`${sim.apiBase}/app/installations/${installationId}/access_tokens`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${appJwt}`, "accept-encoding": "gzip", "content-type": "application/json" },
+        body: "{}",
+      });
+      expect(response.status).toBe(201);
+      expect(response.headers.get("content-encoding")).toBe("gzip");
+      const text = await response.text(); // fetch gunzips, strictly
+      expect(text).toBe(JSON.stringify(sim.requests.at(-1)!.response!.body));
+      return JSON.parse(text) as { token: string; repositories: Array<{ full_name: string }> };
+    };
+    const first = await mint();
+    const second = await mint();
+    expect(second.token).not.toBe(first.token);
+    expect(second.repositories).toEqual(first.repositories);
+    sim.deleteRepository("gzip-mint-org", "m-7");
+    const third = await mint();
+    expect(third.repositories.map((r) => r.full_name)).toEqual(first.repositories.map((r) => r.full_name).filter((name) => name !== "gzip-mint-org/m-7"));
   });
 });
