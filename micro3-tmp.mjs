@@ -1,0 +1,17 @@
+import { createSimulator } from "/work/main/build/simulator/index.js";
+import { seed } from "/work/main/bench/releases-fleet.js";
+import { latestReleasesQuery } from "/work/main/build/server/releases/latest-releases-query.js";
+import { request } from "undici";
+const sim = await createSimulator();
+const { large } = seed(sim);
+const inst = [...sim.installations.values()].find((i) => i.appId === large.id);
+const token = sim.issueToken(inst.id);
+const repos = Array.from({ length: 100 }, (_, j) => ({ owner: "bench-large", name: `repo-${String(j).padStart(4, "0")}`, fullName: "" }));
+const body = JSON.stringify(latestReleasesQuery(repos));
+const one = async () => { const r = await request(`${sim.graphqlUrl}`, { method: "POST", headers: { authorization: `Bearer ${token}`, "accept-encoding": "gzip" }, body }); await r.body.arrayBuffer(); };
+for (let i = 0; i < 50; i++) await one();
+const c0 = process.cpuUsage(); const t0 = performance.now();
+for (let i = 0; i < 500; i++) await one();
+const c = process.cpuUsage(c0);
+console.log("per query wall", ((performance.now() - t0) / 500).toFixed(3), "ms cpu", ((c.user + c.system) / 1000 / 500).toFixed(3), "ms");
+await sim.close();
