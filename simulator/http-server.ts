@@ -3,8 +3,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { createGzip, gzipSync } from "node:zlib";
 import type { FaultTable } from "./faults.js";
-import { listenOnLoopback } from "./listen.js";
 import { gzipWithKeptRun } from "./gzip-kept.js";
+import { listenOnLoopback } from "./listen.js";
 import { jsonChunks } from "./json-text.js";
 import type { Router } from "./router.js";
 import type { SecondaryLimits } from "./secondary-limits.js";
