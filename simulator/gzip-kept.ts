@@ -55,7 +55,7 @@ export function gzipWithKeptRun(pieces: ReadonlyArray<string | Buffer>): Buffer 
   const trailer = Buffer.alloc(8);
   trailer.writeUInt32LE(crc >>> 0, 0);
   trailer.writeUInt32LE((head.length + bytes + tail.length) % 2 ** 32, 4);
-  // One buffer, one write: with several corked writes and end(), Node 24.21 ended the chunked
+  // One buffer, one write: with several corked writes and end(), Node 22.23 and 24.21 (not 20) ended the chunked
   // body (0\r\n\r\n) after the first of them and sent the rest after the end.
   return Buffer.concat([GZIP_HEADER, deflateRawSync(head, { finishFlush: constants.Z_SYNC_FLUSH }), compressed.deflated, deflateRawSync(tail), trailer]);
 }
