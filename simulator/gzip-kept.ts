@@ -10,6 +10,7 @@
 // machines; here it took turns with the broker being measured on the same two cores, and delayed
 // the answer past what the link itself allows (issue 28's bench).
 import { constants, crc32, deflateRawSync } from "node:zlib";
+import { joinedChunks } from "./json-text.js";
 
 /** A run of kept pieces worth remembering: smaller ones are compressed with the rest. */
 export const KEPT_RUN_BYTES = 64 * 1024;
@@ -44,11 +45,11 @@ export function gzipWithKeptRun(pieces: ReadonlyArray<string | Buffer>): Buffer 
   const known = runs.get(key) ?? [];
   let compressed = known.find((entry) => entry.pieces.length === run.length && entry.pieces.every((piece, i) => piece === run[i]));
   if (compressed === undefined) {
-    compressed = { pieces: run, deflated: deflateRawSync(Buffer.concat(run.map(asBuffer), bytes), { finishFlush: constants.Z_SYNC_FLUSH }) };
+    compressed = { pieces: run, deflated: deflateRawSync(joinedChunks(run), { finishFlush: constants.Z_SYNC_FLUSH }) };
     runs.set(key, [compressed, ...known].slice(0, RUNS_PER_PIECE));
   }
-  const head = Buffer.concat(pieces.slice(0, first).map(asBuffer));
-  const tail = Buffer.concat(pieces.slice(last + 1).map(asBuffer));
+  const head = joinedChunks(pieces.slice(0, first));
+  const tail = joinedChunks(pieces.slice(last + 1));
   let crc = crc32(head);
   for (const piece of run) crc = crc32(piece, crc);
   crc = crc32(tail, crc);
@@ -59,5 +60,3 @@ export function gzipWithKeptRun(pieces: ReadonlyArray<string | Buffer>): Buffer 
   // body (0\r\n\r\n) after the first of them and sent the rest after the end.
   return Buffer.concat([GZIP_HEADER, deflateRawSync(head, { finishFlush: constants.Z_SYNC_FLUSH }), compressed.deflated, deflateRawSync(tail), trailer]);
 }
-
-const asBuffer = (piece: string | Buffer): Buffer => (typeof piece === "string" ? Buffer.from(piece) : piece);

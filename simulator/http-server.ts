@@ -5,7 +5,7 @@ import { createGzip, gzipSync } from "node:zlib";
 import type { FaultTable } from "./faults.js";
 import { gzipWithKeptRun } from "./gzip-kept.js";
 import { listenOnLoopback } from "./listen.js";
-import { jsonChunks } from "./json-text.js";
+import { jsonChunks, joinedChunks } from "./json-text.js";
 import type { Router } from "./router.js";
 import type { SecondaryLimits } from "./secondary-limits.js";
 import type { RecordedRequest, RequestAuth, RouteResult, Simulator } from "./types.js";
@@ -109,7 +109,7 @@ function send(res: ServerResponse, record: RecordedRequest, result: RouteResult,
     out.count(response.wireBytes);
   };
   if (json && payload !== undefined && delivery === "truncated-gzip") {
-    const whole = gzipSync(joined(payload));
+    const whole = gzipSync(joinedChunks(payload));
     const half = whole.subarray(0, Math.floor(whole.length / 2));
     Object.assign(headers, { "content-encoding": "gzip", vary: "Accept-Encoding", "content-length": String(half.length) });
     res.writeHead(result.status, headers);
@@ -123,7 +123,7 @@ function send(res: ServerResponse, record: RecordedRequest, result: RouteResult,
       // A small answer (a mint for one repository, a GraphQL page) in one synchronous call: a zlib
       // stream per answer costs its set-up, a job on libuv's threads and turns of the loop. Same
       // bytes on the wire.
-      res.write(gzipSync(payload.length === 1 ? payload[0]! : joined(payload)));
+      res.write(gzipSync(payload.length === 1 ? payload[0]! : joinedChunks(payload)));
       return finish();
     }
     // Mostly kept bytes (a listing, a mint over many repositories): their compression is reused.
@@ -158,11 +158,6 @@ function send(res: ServerResponse, record: RecordedRequest, result: RouteResult,
   res.cork();
   for (const chunk of payload ?? []) res.write(chunk);
   finish();
-}
-
-/** An answer's pieces as one buffer. */
-function joined(payload: Array<string | Buffer>): Buffer {
-  return Buffer.concat(payload.map((chunk) => (typeof chunk === "string" ? Buffer.from(chunk) : chunk)));
 }
 
 /** Answers up to this size (in string length or bytes) are compressed in one synchronous call (see send()). */

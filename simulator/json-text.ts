@@ -76,3 +76,8 @@ export function jsonChunks(value: unknown): Array<string | Buffer> | undefined {
   if (text !== "") chunks.push(text);
   return chunks;
 }
+
+/** `jsonChunks`' pieces (or any such pieces) as one buffer. */
+export function joinedChunks(pieces: ReadonlyArray<string | Buffer>): Buffer {
+  return Buffer.concat(pieces.map((piece) => (typeof piece === "string" ? Buffer.from(piece) : piece)));
+}
