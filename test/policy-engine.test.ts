@@ -39,7 +39,9 @@ describe("globs with GitHub's meaning", () => {
     ["refs/heads/rel**", "refs/heads/rel/2/x", true],
     ["refs/heads/main", "refs/heads/main2", false],
     ["refs/heads/main", "xrefs/heads/main", false],
-    ["v?.?", "v1.2", true],
+    // `?` repeats the character before it (zero or one), it is not "any one character".
+    ["v?.?", "v1.2", false],
+    ["v1.2?", "v1.", true],
     ["v[0-9]*", "vx", false],
     ["*", "a/b", false],
     ["**", "a/b", true],
