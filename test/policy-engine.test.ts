@@ -80,6 +80,8 @@ describe("checkPolicy", () => {
     expect(checkPolicy(open, job())).toEqual({ ok: false, detail: "rule any-env: environment is absent, wants **" });
     expect(checkPolicy(open, job({ environment: 42 })).ok).toBe(false);
     expect(checkPolicy(open, job({ environment: "prod" })).ok).toBe(true);
+    // Present but empty: as good as absent, even for `**`.
+    expect(checkPolicy(open, job({ environment: "" }))).toEqual({ ok: false, detail: "rule any-env: environment is empty, wants **" });
   });
 
   it("workflow is the path of workflow_ref in the job's own repository", () => {
