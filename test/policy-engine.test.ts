@@ -149,6 +149,9 @@ describe("invalid policies say where", () => {
     ["repository_policies: ignore\nrules:\n  - name: a\n    permissions: {contents: read}\n", "line 1: repository_policies belongs in the owner policy"],
     ["rules:\n  - name: a\n    repositories: [x]\n    permissions: {contents: read}\n", "line 3: rule a: repositories belongs in the owner policy"],
     ["{}\n", ": the policy: missing rules"],
+    // A glob GitHub gives no meaning: the rule, the pattern and why (policy_invalid's detail).
+    ["rules:\n  - name: a\n    if: {ref: \"refs/heads/[^a]*\"}\n    permissions: {contents: read}\n", 'line 2: rule a: pattern "refs/heads/[^a]*" is not a valid glob: [^a] at character 12: negated classes are not supported'],
+    ["rules:\n  - name: a\n    if: {claims: {sub: \"?x\"}}\n    permissions: {contents: read}\n", 'line 2: rule a: pattern "?x" is not a valid glob: ? at character 1 follows no single character'],
   ])("%j", (text, where) => {
     expect(problem(text)).toContain(where);
   });

@@ -23,12 +23,8 @@ interface Automaton {
   readonly classes: ReadonlyArray<ReadonlyArray<readonly [number, number]>>;
   readonly caseInsensitive: boolean;
 }
-const NONE = 0;
-const ANY = 1;
-const NOT_SLASH = 2;
-const SLASH = 3;
-const LITERAL = 4;
-const CLASS = 5;
+/** What an edge consumes (`arg`: the code point of a literal, the index of a class). */
+const Edge = { None: 0, Any: 1, NotSlash: 2, Slash: 3, Literal: 4, Class: 5 } as const;
 const SLASH_CODE = 0x2f;
 
 /** A compiled glob; throws (an Error naming the pattern and why) when the pattern is refused. */
@@ -60,7 +56,7 @@ function buildAutomaton(tokens: readonly GlobToken[], caseInsensitive: boolean):
   const classes: Array<ReadonlyArray<readonly [number, number]>> = [];
   const add = (edges: Array<[kind: number, arg: number, to: number]>, skip = -1) => {
     for (const e of [0, 1]) {
-      const [kind, arg, to] = edges[e] ?? [NONE, 0, -1];
+      const [kind, arg, to] = edges[e] ?? [Edge.None, 0, -1];
       kinds.push(kind);
       args.push(arg);
       tos.push(to);
@@ -72,20 +68,20 @@ function buildAutomaton(tokens: readonly GlobToken[], caseInsensitive: boolean):
     switch (token.kind) {
       case "star":
       case "globstar":
-        add([[token.kind === "star" ? NOT_SLASH : ANY, 0, self]], self + 1);
+        add([[token.kind === "star" ? Edge.NotSlash : Edge.Any, 0, self]], self + 1);
         break;
       case "globstar-slash":
         // entry: skip it all, or go on; loop: any character, until a `/` leaves.
-        add([[SLASH, 0, self + 2], [ANY, 0, self + 1]], self + 2);
-        add([[SLASH, 0, self + 2], [ANY, 0, self + 1]]);
+        add([[Edge.Slash, 0, self + 2], [Edge.Any, 0, self + 1]], self + 2);
+        add([[Edge.Slash, 0, self + 2], [Edge.Any, 0, self + 1]]);
         break;
       default: {
         let edge: [number, number, number];
         if (token.kind === "literal") {
           const code = token.char.codePointAt(0)!;
-          edge = [LITERAL, caseInsensitive ? fold(code) : code, self + 1];
+          edge = [Edge.Literal, caseInsensitive ? fold(code) : code, self + 1];
         } else {
-          edge = [CLASS, classes.length, self + 1];
+          edge = [Edge.Class, classes.length, self + 1];
           classes.push(token.ranges);
         }
         if (token.repeat === "once") add([edge]);
@@ -103,15 +99,15 @@ function buildAutomaton(tokens: readonly GlobToken[], caseInsensitive: boolean):
 
 function consumes(nfa: Automaton, edge: number, code: number): boolean {
   switch (nfa.kind[edge]) {
-    case ANY:
+    case Edge.Any:
       return true;
-    case NOT_SLASH:
+    case Edge.NotSlash:
       return code !== SLASH_CODE;
-    case SLASH:
+    case Edge.Slash:
       return code === SLASH_CODE;
-    case LITERAL:
+    case Edge.Literal:
       return (nfa.caseInsensitive ? fold(code) : code) === nfa.arg[edge];
-    case CLASS: {
+    case Edge.Class: {
       const ranges = nfa.classes[nfa.arg[edge]!]!;
       const within = (c: number) => ranges.some(([from, to]) => c >= from && c <= to);
       return within(code) || (nfa.caseInsensitive && within(otherCase(code)));
@@ -144,7 +140,7 @@ function walk(nfa: Automaton, value: string): boolean {
         next[to[edge]!] = 1;
         any = true;
       }
-      if (kind[edge + 1] !== NONE && consumes(nfa, edge + 1, code)) {
+      if (kind[edge + 1] !== Edge.None && consumes(nfa, edge + 1, code)) {
         next[to[edge + 1]!] = 1;
         any = true;
       }
