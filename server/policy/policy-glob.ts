@@ -11,9 +11,9 @@ export type GlobTest = (value: string) => boolean;
 
 /**
  * The NFA, flat (a walk visits states × characters of them, so no closures or objects per step):
- * state i consumes a character matching edge `e` (0 or 1) into EDGE_TO[2i+e], and reaches SKIP[i]
- * without consuming (always a later state, so one forward pass closes a set). The accepting state
- * is the one after the last.
+ * state i consumes a character matching its edge e (0 or 1; `kind[2i+e]`, `arg[2i+e]`) into state
+ * `to[2i+e]`, and reaches state `skip[i]` (-1: none) without consuming, always a later state, so
+ * one forward pass closes a set. The accepting state is the one after the last.
  */
 interface Automaton {
   readonly kind: Uint8Array;
