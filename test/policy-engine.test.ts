@@ -39,7 +39,9 @@ describe("globs with GitHub's meaning", () => {
     ["refs/heads/rel**", "refs/heads/rel/2/x", true],
     ["refs/heads/main", "refs/heads/main2", false],
     ["refs/heads/main", "xrefs/heads/main", false],
-    ["v?.?", "v1.2", true],
+    // `?` repeats the character before it (zero or one), it is not "any one character".
+    ["v?.?", "v1.2", false],
+    ["v1.2?", "v1.", true],
     ["v[0-9]*", "vx", false],
     ["*", "a/b", false],
     ["**", "a/b", true],
@@ -78,6 +80,8 @@ describe("checkPolicy", () => {
     expect(checkPolicy(open, job())).toEqual({ ok: false, detail: "rule any-env: environment is absent, wants **" });
     expect(checkPolicy(open, job({ environment: 42 })).ok).toBe(false);
     expect(checkPolicy(open, job({ environment: "prod" })).ok).toBe(true);
+    // Present but empty: as good as absent, even for `**`.
+    expect(checkPolicy(open, job({ environment: "" }))).toEqual({ ok: false, detail: "rule any-env: environment is empty, wants **" });
   });
 
   it("workflow is the path of workflow_ref in the job's own repository", () => {
@@ -145,6 +149,9 @@ describe("invalid policies say where", () => {
     ["repository_policies: ignore\nrules:\n  - name: a\n    permissions: {contents: read}\n", "line 1: repository_policies belongs in the owner policy"],
     ["rules:\n  - name: a\n    repositories: [x]\n    permissions: {contents: read}\n", "line 3: rule a: repositories belongs in the owner policy"],
     ["{}\n", ": the policy: missing rules"],
+    // A glob GitHub gives no meaning: the rule, the pattern and why (policy_invalid's detail).
+    ["rules:\n  - name: a\n    if: {ref: \"refs/heads/[^a]*\"}\n    permissions: {contents: read}\n", 'line 2: rule a: pattern "refs/heads/[^a]*" is not a valid glob: [^a] at character 12: negated classes are not supported'],
+    ["rules:\n  - name: a\n    if: {claims: {sub: \"?x\"}}\n    permissions: {contents: read}\n", 'line 2: rule a: pattern "?x" is not a valid glob: ? at character 1 follows no single character'],
   ])("%j", (text, where) => {
     expect(problem(text)).toContain(where);
   });

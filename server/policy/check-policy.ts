@@ -45,6 +45,7 @@ export function ruleFails(rule: CompiledRule, claims: Readonly<Record<string, un
 function conditionFails(condition: CompiledCondition, claims: Readonly<Record<string, unknown>>): string | undefined {
   const value = condition.read(claims);
   if (value === undefined) return `${condition.key} is absent, wants ${wants(condition.patterns)}`;
+  if (value === "") return `${condition.key} is empty, wants ${wants(condition.patterns)}`;
   if (condition.test(value)) return undefined;
   return `${condition.key} is ${oneLine(value)}, wants ${wants(condition.patterns)}`;
 }
