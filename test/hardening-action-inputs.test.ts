@@ -4,33 +4,18 @@
 // runner's ID-token endpoint, POST /token and the platform's DELETE, every request recorded), so
 // "fails before any request" is checked on the server's own record: no OIDC token asked for, no
 // broker called.
-import { afterEach, beforeAll, describe, expect, it } from "@jest/globals";
+import { describe, expect, it } from "@jest/globals";
 import { checkAnswer, strictUtcTime } from "../action/check-answer.js";
 import { isInstallationToken } from "../shared/installation-token.js";
 import { runStep, type StepResult } from "./support/action-runner.js";
-import { node24 } from "./support/action-node24.js";
 import { closedPortUrl, startConnectProxy, startStubServer } from "./support/action-stub-server.js";
-import { CANNED_JWT, goodAnswer, runnerData, startCannedBroker, type CannedBroker, type TokenHandler } from "./support/canned-broker.js";
+import { CANNED_JWT, goodAnswer, runnerData, useCannedBrokers, type CannedBroker } from "./support/canned-broker.js";
 import { selfSignedCertificate } from "./support/test-certificate.js";
 
-let node = "";
-beforeAll(() => {
-  node = node24();
-}, 360_000);
-
-const closers: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  await Promise.all(closers.splice(0).map((close) => close()));
-});
-
-async function canned(onToken: TokenHandler = () => ({ status: 200, body: goodAnswer() })): Promise<CannedBroker> {
-  const broker = await startCannedBroker(onToken);
-  closers.push(() => broker.close());
-  return broker;
-}
+const { node, canned, closeAfterTest } = useCannedBrokers();
 
 function main(broker: CannedBroker, inputs: Record<string, string> = {}, env: Record<string, string> = {}): Promise<StepResult> {
-  return runStep("main", { node, inputs: { "auth-mode": "public-app", "broker-url": broker.url, ...inputs }, env: { ...broker.jobEnv(), ...env }, killAfterMs: 60_000 });
+  return runStep("main", { node: node(), inputs: { "auth-mode": "public-app", "broker-url": broker.url, ...inputs }, env: { ...broker.jobEnv(), ...env }, killAfterMs: 60_000 });
 }
 
 /** The step failed with exactly one ::error:: line; its data as the runner shows it. */
@@ -257,7 +242,7 @@ describe("item 6: each failure line says what happened", () => {
 
   it("a proxy that answers 407 is named with its variable, not blamed on broker-url, and not retried", async () => {
     const proxy = await startConnectProxy({ refuse: 407 });
-    closers.push(() => proxy.close());
+    closeAfterTest(() => proxy.close());
     const broker = await canned();
     const proxyWithPassword = proxy.url.replace("http://", "http://ci:proxy-pw@");
     const step = await main(broker, { "broker-url": "https://tokensmith-broker.invalid" }, { HTTPS_PROXY: proxyWithPassword });
@@ -271,7 +256,7 @@ describe("item 6: each failure line says what happened", () => {
   it("an https proxy whose certificate names another host is named, not retried", async () => {
     const certificate = selfSignedCertificate("proxy.other.example");
     const proxy = await startConnectProxy({ tls: certificate });
-    closers.push(() => proxy.close());
+    closeAfterTest(() => proxy.close());
     const broker = await canned();
     const step = await main(broker, { "broker-url": "https://tokensmith-broker.invalid" }, { https_proxy: proxy.url, NODE_EXTRA_CA_CERTS: certificate.certFile });
     const line = failure(step);
@@ -285,11 +270,11 @@ describe("item 6: each failure line says what happened", () => {
 describe("item 8: github-api-url is where the token is revoked", () => {
   it("post revokes at github-api-url, not at the runner's GITHUB_API_URL", async () => {
     const ghes = await startStubServer(() => ({ status: 204 }));
-    closers.push(() => ghes.close());
+    closeAfterTest(() => ghes.close());
     const broker = await canned();
     const token = goodAnswer().token as string;
     const post = await runStep("post", {
-      node,
+      node: node(),
       inputs: { "github-api-url": `${ghes.url}/api/v3/` },
       state: { token, "expires-at": new Date(Date.now() + 3_600_000).toISOString() },
       env: broker.jobEnv(),
@@ -303,7 +288,7 @@ describe("item 8: github-api-url is where the token is revoked", () => {
 
   it("main revokes a refused answer's token at github-api-url too", async () => {
     const ghes = await startStubServer(() => ({ status: 204 }));
-    closers.push(() => ghes.close());
+    closeAfterTest(() => ghes.close());
     const broker = await canned(() => ({ status: 200, body: goodAnswer({ repository: "evil-org/other" }) }));
     const step = await main(broker, { "github-api-url": `${ghes.url}/api/v3` });
     expect(failure(step)).toContain("The token it carried has been revoked.");
@@ -314,7 +299,7 @@ describe("item 8: github-api-url is where the token is revoked", () => {
   it("a plain-http github-api-url off loopback: post warns and sends the token nowhere", async () => {
     const broker = await canned();
     const post = await runStep("post", {
-      node,
+      node: node(),
       inputs: { "github-api-url": "http://ghes.example.com/api/v3" },
       state: { token: goodAnswer().token as string, "expires-at": new Date(Date.now() + 3_600_000).toISOString() },
       env: broker.jobEnv(),

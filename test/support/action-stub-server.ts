@@ -102,9 +102,7 @@ export async function startConnectProxy(options: { refuse?: number; tls?: { key:
   server.on("connect", (req: { url?: string }, client: Socket, head: Buffer) => {
     const target = req.url ?? "";
     connects.push(target);
-    sockets.add(client);
-    client.on("error", () => undefined);
-    client.on("close", () => sockets.delete(client));
+    tracked(sockets, client);
     if (options.refuse !== undefined) {
       client.end(`HTTP/1.1 ${options.refuse} Refused\r\nProxy-Authenticate: Basic realm="proxy"\r\nContent-Length: 0\r\n\r\n`);
       return;
@@ -116,11 +114,8 @@ export async function startConnectProxy(options: { refuse?: number; tls?: { key:
       upstream.pipe(client);
       client.pipe(upstream);
     });
-    sockets.add(upstream);
-    upstream.on("error", () => undefined);
-    upstream.on("close", () => sockets.delete(upstream));
-    upstream.on("close", () => client.destroy());
-    client.on("close", () => upstream.destroy());
+    tracked(sockets, upstream);
+    tiedTogether(client, upstream);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
@@ -147,13 +142,9 @@ export async function startTlsFront(targetPort: number, tls: { key: string; cert
     const upstream = connect(targetPort, "127.0.0.1");
     client.pipe(upstream);
     upstream.pipe(client);
-    for (const socket of [client, upstream]) {
-      sockets.add(socket);
-      socket.on("error", () => undefined);
-      socket.on("close", () => sockets.delete(socket));
-    }
-    upstream.on("close", () => client.destroy());
-    client.on("close", () => upstream.destroy());
+    tracked(sockets, client);
+    tracked(sockets, upstream);
+    tiedTogether(client, upstream);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {
@@ -163,4 +154,17 @@ export async function startTlsFront(targetPort: number, tls: { key: string; cert
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** In `sockets` while open (close() destroys what is left), its errors ignored. */
+function tracked(sockets: Set<Socket>, socket: Socket): void {
+  sockets.add(socket);
+  socket.on("error", () => undefined);
+  socket.on("close", () => sockets.delete(socket));
+}
+
+/** Either end closing closes the other. */
+function tiedTogether(a: Socket, b: Socket): void {
+  a.on("close", () => b.destroy());
+  b.on("close", () => a.destroy());
 }
