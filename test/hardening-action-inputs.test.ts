@@ -38,7 +38,7 @@ describe("item 1: a permission-* input that is not in the catalogue fails the st
     ["permission-security-events-x", "", "did you mean permission-security-events?"],
   ])("%s: %j", async (name, value, expected) => {
     const broker = await canned();
-    const step = await main(broker, { [name]: value, "permission-contents": "read" });
+    const step = await main(broker, { [name]: value });
     const line = failure(step);
     expect(line).toContain(expected);
     expect(line).toContain("the token would get the broker's whole grant");
@@ -65,9 +65,9 @@ describe("item 1: a permission-* input that is not in the catalogue fails the st
 
 describe("item 2: plain http is refused off loopback", () => {
   it.each([
-    ["broker-url", { "broker-url": "http://tokensmith.example.com" }, "broker-url http://tokensmith.example.com is plain http"],
-    ["broker-url, an address of the network", { "broker-url": "http://10.0.0.7:8080" }, "broker-url http://10.0.0.7:8080 is plain http"],
-    ["broker-fallback-url", { "broker-fallback-url": "http://fallback.example.com" }, "broker-fallback-url http://fallback.example.com is plain http"],
+    ["broker-url", { "broker-url": "http://tokensmith.invalid" }, "broker-url http://tokensmith.invalid is plain http"],
+    ["broker-url, an address of the network", { "broker-url": "http://192.0.2.7:8080" }, "broker-url http://192.0.2.7:8080 is plain http"],
+    ["broker-fallback-url", { "broker-fallback-url": "http://fallback.invalid" }, "broker-fallback-url http://fallback.invalid is plain http"],
   ])("%s: fails before any request, saying to use https", async (_name, inputs, expected) => {
     const broker = await canned();
     const line = failure(await main(broker, inputs));
@@ -112,8 +112,8 @@ describe("item 3: a password in broker-url is never printed", () => {
 
   it("a plain-http broker-url with a password is refused without printing it", async () => {
     const broker = await canned();
-    const step = await main(broker, { "broker-url": `http://ci:${PASSWORD}@tokensmith.example.com` });
-    expect(failure(step)).toContain("broker-url http://tokensmith.example.com is plain http");
+    const step = await main(broker, { "broker-url": `http://ci:${PASSWORD}@tokensmith.invalid` });
+    expect(failure(step)).toContain("broker-url http://tokensmith.invalid is plain http");
     expect(leaks(step)).toEqual([]);
   });
 });
@@ -300,13 +300,13 @@ describe("item 8: github-api-url is where the token is revoked", () => {
     const broker = await canned();
     const post = await runStep("post", {
       node: node(),
-      inputs: { "github-api-url": "http://ghes.example.com/api/v3" },
+      inputs: { "github-api-url": "http://ghes.invalid/api/v3" },
       state: { token: goodAnswer().token as string, "expires-at": new Date(Date.now() + 3_600_000).toISOString() },
       env: broker.jobEnv(),
       killAfterMs: 60_000,
     });
     expect(post.exitCode).toBe(0);
-    expect(post.lines.find((line) => line.startsWith("::warning::"))).toContain("github-api-url http://ghes.example.com/api/v3 is plain http to a host that is not this machine");
+    expect(post.lines.find((line) => line.startsWith("::warning::"))).toContain("github-api-url http://ghes.invalid/api/v3 is plain http to a host that is not this machine");
     expect(broker.requests).toEqual([]);
   });
 });
