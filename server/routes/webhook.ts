@@ -5,11 +5,14 @@ import type { BrokerContext } from "../context.js";
 import { MIB, parseJsonObject, rawBody } from "../http/json-body.js";
 import { sendJson } from "../http/send-json.js";
 import { dropPoliciesOnPush, dropReadersOnInstallationChange } from "../policy/drop-on-push.js";
-import { readPolicyPullRequest, runPolicyCheck } from "../policy/policy-check-run.js";
+import { readPolicyPullRequest } from "../policy/policy-check-run.js";
 import { requireApp } from "../token/trust.js";
 import { bodyDigest } from "../webhook/body-digests.js";
+import { createMemoryCheckRunQueue, type CheckRunQueue } from "../webhook/check-run-queue.js";
+import { createCheckRunShare } from "../webhook/check-run-share.js";
 import { createMemoryQueue, type PushQueue } from "../webhook/memory-queue.js";
 import { readPush } from "../webhook/read-push.js";
+import { createRedisCheckRunQueue } from "../webhook/redis-check-run-queue.js";
 import { createRedisQueue } from "../webhook/redis-queue.js";
 import { verifySignature } from "../webhook/verify-signature.js";
 
@@ -30,21 +33,33 @@ export function webhookRoute(ctx: BrokerContext): { handlers: RequestHandler[]; 
   };
 }
 
+/** The push queue and the check-run queue of one `WEBHOOK_QUEUE`. */
+interface Queues {
+  push: PushQueue;
+  checks: CheckRunQueue;
+}
+
 /**
- * The push queue of the current `WEBHOOK_QUEUE` (one per URL; unset: in process). The durable one
- * is started with the app when the setting is there at start-up, so a restarted instance takes
- * over the jobs left waiting or running.
+ * The queues of the current `WEBHOOK_QUEUE` (one pair per URL; unset: in process). The durable ones
+ * are started with the app when the setting is there at start-up, so a restarted instance takes
+ * over the jobs left waiting or running. Check runs spend one share of the App's budget, whichever queue.
  */
 function createPushQueues(ctx: BrokerContext) {
-  const queues = new Map<string, PushQueue>();
-  const forUrl = (url: string | null): PushQueue => {
+  const queues = new Map<string, Queues>();
+  const share = createCheckRunShare(ctx);
+  const forUrl = (url: string | null): Queues => {
     const key = url ?? "";
-    let queue = queues.get(key);
-    if (!queue) {
-      queue = url === null ? createMemoryQueue(ctx) : createRedisQueue(ctx, url);
-      queues.set(key, queue);
+    let pair = queues.get(key);
+    if (!pair) {
+      if (url === null) {
+        pair = { push: createMemoryQueue(ctx), checks: createMemoryCheckRunQueue(ctx, share) };
+      } else {
+        const push = createRedisQueue(ctx, url);
+        pair = { push, checks: createRedisCheckRunQueue(ctx, push.redis, share) };
+      }
+      queues.set(key, pair);
     }
-    return queue;
+    return pair;
   };
   try {
     const atStart = ctx.settings().webhookQueueUrl;
@@ -54,7 +69,7 @@ function createPushQueues(ctx: BrokerContext) {
     ctx.log.error({ problem: error instanceof Error ? error.message.slice(0, 200) : "unusable" }, "webhook queue not started: pushes are answered 500 internal_error until WEBHOOK_QUEUE is usable");
   }
   return {
-    get(url: string | null): PushQueue {
+    get(url: string | null): Queues {
       try {
         return forUrl(url);
       } catch (error) {
@@ -62,7 +77,11 @@ function createPushQueues(ctx: BrokerContext) {
       }
     },
     async close(): Promise<void> {
-      await Promise.all([...queues.values()].map((queue) => queue.close()));
+      // The check-run queue first: it uses the push queue's Redis connection.
+      await Promise.all([...queues.values()].map(async (pair) => {
+        await pair.checks.close();
+        await pair.push.close();
+      }));
     },
   };
 }
@@ -100,10 +119,18 @@ function handleDelivery(ctx: BrokerContext, queues: ReturnType<typeof createPush
     };
 
     if (event === "pull_request" && ctx.settings().policyCheckRuns) {
-      // DESIGN.md: only with POLICY_CHECK_RUNS on is a pull_request acted on; answered first, checked after.
+      // DESIGN.md: only with POLICY_CHECK_RUNS on is a pull_request acted on; answered first, checked
+      // after, from the check-run queue, each delivery claimed as a push is (docs/security.md).
       const pr = readPolicyPullRequest(req.body as Record<string, unknown>);
       if (!pr) return void answer({ ok: true, event: "pull_request", skipped: "not_checked" });
-      void runPolicyCheck(ctx, pr);
+      const settings = ctx.settings();
+      const store = ctx.stores.get(settings.releasesKvUrl, "tokensmith-deliveries");
+      const mark = { id: deliveryId, bodyDigest: res.locals.bodyDigest as string };
+      const queued = await queues.get(settings.webhookQueueUrl).checks.enqueue(pr, mark, store, ctx.stores.lockFor(settings.releasesKvUrl));
+      if (queued !== "queued") {
+        ctx.log.info({ event, delivery: deliveryId, repository: `${pr.owner}/${pr.repo}`, request_id: requestId, seen: queued }, "pull_request delivery already acted on: not acted on again");
+        return void answer({ ok: true, event: "pull_request", skipped: "duplicate_delivery", duplicate: true });
+      }
       return void answer({ ok: true, event: "pull_request", queued: true, repository: `${pr.owner}/${pr.repo}`, number: pr.number, delivery: deliveryId ?? null }, 202);
     }
     if (event !== "push") {
@@ -122,7 +149,7 @@ function handleDelivery(ctx: BrokerContext, queues: ReturnType<typeof createPush
     requireApp(settings.main);
 
     const store = ctx.stores.get(settings.releasesKvUrl, "tokensmith-deliveries");
-    const queued = await queues.get(settings.webhookQueueUrl).enqueue(push, { id: deliveryId, bodyDigest: res.locals.bodyDigest as string }, store, ctx.stores.lockFor(settings.releasesKvUrl));
+    const queued = await queues.get(settings.webhookQueueUrl).push.enqueue(push, { id: deliveryId, bodyDigest: res.locals.bodyDigest as string }, store, ctx.stores.lockFor(settings.releasesKvUrl));
     if (queued === "replayed") {
       // The same signed body under another id within the day: a replay, or a copy sent twice. Answered as a duplicate (DESIGN.md's words).
       ctx.log.warn({ event, delivery: deliveryId, repository: push.repository, request_id: requestId }, "push body already seen under another delivery id: not acted on again");

@@ -1,0 +1,151 @@
+// Issue 37 items 1 and 2 over HTTP through the simulator, in-process queue: pull_request deliveries
+// (POLICY_CHECK_RUNS on) run from the check-run queue; a pull request that changes no policy file
+// costs no mint (its files are compared with the installation's kept reader token) and never takes
+// another owner's /token budget; every delivery is claimed (id and signed body), so a replay makes
+// no second check run; and one head sha gets one check run, whichever deliveries name it.
+import { describe, expect, it } from "@jest/globals";
+import { randomUUID } from "node:crypto";
+import { postJson } from "./support/broker.js";
+import { brokerPerTest } from "./support/broker-per-test.js";
+import { INSTALLED_PERMISSIONS } from "./support/fixtures.js";
+import { signatureFor } from "../server/webhook/verify-signature.js";
+
+const SECRET = "check-run-share-secret";
+const OTHER = "other-org";
+const t = brokerPerTest({
+  // Policies read where they exist (the default), so /token and the check runs share one reader token per installation.
+  env: { HOST_WEBHOOK_SECRET: SECRET, POLICY_CHECK_RUNS: "true", TOKEN_POLICY: "optional" },
+  setup: (fx) => {
+    fx.sim.installation(fx.installationId).permissions = { ...fx.sim.installation(fx.installationId).permissions, checks: "write" };
+    fx.sim.git.createBranch("octo-org/app", "main", { files: { "README.md": "# app\n" } });
+    fx.sim.addInstallation({ appId: fx.app.id, account: OTHER, permissions: { ...INSTALLED_PERMISSIONS }, repositories: ["lib"] });
+    fx.sim.git.createBranch(`${OTHER}/lib`, "main", { files: { "README.md": "# lib\n" } });
+  },
+});
+
+let branches = 0;
+/** A pull request on a new branch of octo-org/app whose head changes `path` (a policy file or not). */
+function pullRequestChanging(path: string, text: string): { number: number; headSha: string } {
+  branches += 1;
+  const branch = `share-${branches}`;
+  t.fx.sim.git.createBranch("octo-org/app", branch, { from: "main" });
+  t.fx.sim.git.setFile("octo-org/app", path, text, { branch });
+  const number = t.fx.sim.git.addPullRequest("octo-org/app", { base: "main", head: branch });
+  return { number, headSha: t.fx.sim.git.pullRequest("octo-org/app", number).headSha };
+}
+
+/** A signed pull_request delivery as GitHub sends it (base and head shas). */
+function pullRequestBody(pr: { number: number; headSha: string }, action = "opened"): string {
+  const repo = t.fx.sim.repository("octo-org", "app");
+  return JSON.stringify({
+    action, number: pr.number,
+    pull_request: { number: pr.number, head: { sha: pr.headSha, ref: "x" }, base: { ref: "main", sha: t.fx.sim.git.pullRequest("octo-org/app", pr.number).mergedBaseSha } },
+    repository: { id: repo.id, name: "app", full_name: "octo-org/app", owner: { login: "octo-org", id: repo.ownerId } },
+    installation: { id: t.fx.installationId },
+  });
+}
+
+async function deliver(raw: string, delivery: string = randomUUID()) {
+  const response = await fetch(`${t.broker.url}/webhook`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-github-event": "pull_request", "x-github-delivery": delivery, "x-hub-signature-256": signatureFor(SECRET, raw) },
+    body: raw,
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+const outcomes = () => t.broker.logs.filter((line) => /policy check run (created|skipped|failed)/.test(line));
+/** Waits until `count` checks logged their outcome (the work runs after the answer). */
+async function checksDone(count: number): Promise<void> {
+  for (let waited = 0; waited < 60_000; waited += 20) {
+    if (outcomes().length >= count) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error(`${outcomes().length} of ${count} policy check outcomes logged`);
+}
+
+const mints = (installationId: number) => t.fx.sim.requests.filter((r) => r.method === "POST" && r.path.endsWith(`/app/installations/${installationId}/access_tokens`));
+const lookups = () => t.fx.sim.requests.filter((r) => r.method === "GET" && /\/(installation|app\/installations\/\d+)$/.test(r.path));
+const DUPLICATE = { ok: true, event: "pull_request", skipped: "duplicate_delivery", duplicate: true };
+
+describe("pull requests that change no policy file", () => {
+  it("160 deliveries: no mint, two contents reads each, and another owner's /token answered 200 meanwhile", async () => {
+    const N = 160;
+    const prs = Array.from({ length: N }, (_, i) => pullRequestChanging(`src/file-${i}.ts`, `export const n = ${i};\n`));
+    // One /token of octo-org first: its policy read keeps the installation's reader token, which the checks reuse.
+    expect((await postJson(`${t.broker.url}/token`, { oidcToken: await t.fx.sim.oidc.sign({ repository: "octo-org/app" }), owner: "octo-org", repo: "app" })).status).toBe(200);
+    t.fx.sim.clearRequests();
+
+    const bodies = prs.map((pr) => pullRequestBody(pr));
+    const otherTokens: Array<Promise<number>> = [];
+    const answers = await Promise.all(bodies.map(async (raw, i) => {
+      if (i % 32 === 0) otherTokens.push(t.fx.sim.oidc.sign({ repository: `${OTHER}/lib` }).then((oidcToken) => postJson(`${t.broker.url}/token`, { oidcToken, owner: OTHER, repo: "lib" })).then((r) => r.status));
+      return (await deliver(raw)).status;
+    }));
+    expect(answers).toEqual(Array(N).fill(202));
+    expect(await Promise.all(otherTokens)).toEqual([200, 200, 200, 200, 200]);
+    await checksDone(N);
+
+    expect(outcomes().filter((line) => line.includes("no policy file changed"))).toHaveLength(N);
+    expect(mints(t.fx.installationId)).toHaveLength(0);
+    // No installation lookup for the pull requests (the other owner's /token looks its own up).
+    expect(lookups().filter((r) => !r.path.includes(OTHER))).toHaveLength(0);
+    const forPullRequests = t.fx.sim.requests.filter((r) => r.path.startsWith("/repos/octo-org/app/"));
+    expect(forPullRequests.every((r) => r.method === "GET" && r.path === "/repos/octo-org/app/contents/.github/tokensmith.yml")).toBe(true);
+    expect(forPullRequests).toHaveLength(2 * N); // head and base of each
+    expect(t.fx.sim.git.checkRuns).toHaveLength(0);
+  });
+
+  it("a cold installation: one reader mint for many deliveries, never a check token", async () => {
+    const prs = Array.from({ length: 20 }, (_, i) => pullRequestChanging(`docs/cold-${i}.md`, `${i}\n`));
+    const answers = await Promise.all(prs.map(async (pr) => (await deliver(pullRequestBody(pr))).status));
+    expect(answers).toEqual(Array(20).fill(202));
+    await checksDone(20);
+    const minted = mints(t.fx.installationId);
+    expect(minted).toHaveLength(1);
+    expect(minted[0]!.body).toEqual({ permissions: { contents: "read" } });
+  });
+});
+
+describe("replays and heads", () => {
+  it("one delivery sent 10 times (same id, then fresh ids) → one check run; the replays answered as duplicates", async () => {
+    const pr = pullRequestChanging(".github/tokensmith.yml", "rules:\n  - name: pr\n    if: {event: pull_request}\n    permissions: {contents: read}\n");
+    const raw = pullRequestBody(pr);
+    const id = randomUUID();
+    const first = await deliver(raw, id);
+    expect(first).toEqual({ status: 202, body: { ok: true, event: "pull_request", queued: true, repository: "octo-org/app", number: pr.number, delivery: id } });
+    const again = [];
+    for (let i = 0; i < 4; i += 1) again.push(await deliver(raw, id));
+    for (let i = 0; i < 5; i += 1) again.push(await deliver(raw));
+    expect(again).toEqual(Array(9).fill({ status: 200, body: DUPLICATE }));
+    await checksDone(1);
+    await new Promise((resolve) => setTimeout(resolve, 200)); // a second check, if one were queued, would have run by now
+    expect(t.fx.sim.git.checkRuns.filter((run) => run.headSha === pr.headSha)).toEqual([expect.objectContaining({ conclusion: "success", name: "tokensmith policy" })]);
+    // The reader (contents read) and one check token (checks write), nothing per replay.
+    expect(mints(t.fx.installationId).map((r) => r.body)).toEqual([{ permissions: { contents: "read" } }, { repository_ids: [t.fx.sim.repository("octo-org", "app").id], permissions: { checks: "write" } }]);
+  });
+
+  it("two deliveries for one head sha (opened, reopened) → one check run", async () => {
+    const pr = pullRequestChanging(".github/tokensmith.yml", "rules: [\n");
+    const answers = await Promise.all(["opened", "reopened"].map(async (action) => (await deliver(pullRequestBody(pr, action))).status));
+    expect(answers).toEqual([202, 202]);
+    await checksDone(2);
+    expect(t.fx.sim.git.checkRuns.filter((run) => run.headSha === pr.headSha)).toHaveLength(1);
+    expect(outcomes().filter((line) => line.includes("this head was checked already"))).toHaveLength(1);
+  });
+
+  it("a check that failed before acting hands its claims back: the platform's redelivery makes the check run", async () => {
+    const pr = pullRequestChanging(".github/tokensmith.yml", "rules: [\n");
+    const raw = pullRequestBody(pr);
+    const id = randomUUID();
+    t.fx.sim.faults.add({ method: "POST", path: "/repos/octo-org/app/check-runs", times: 1, respond: { status: 502, body: { message: "Bad Gateway" } } });
+    expect((await deliver(raw, id)).status).toBe(202);
+    await checksDone(1);
+    expect(outcomes().at(-1)).toContain("policy check run failed");
+    expect(t.fx.sim.git.checkRuns.filter((run) => run.headSha === pr.headSha)).toHaveLength(0);
+    // Redelivered from the App's settings (same id, same body): acted on this time.
+    expect((await deliver(raw, id)).status).toBe(202);
+    await checksDone(2);
+    expect(t.fx.sim.git.checkRuns.filter((run) => run.headSha === pr.headSha)).toEqual([expect.objectContaining({ conclusion: "failure" })]);
+  });
+});
