@@ -118,8 +118,11 @@ describe("replays and heads", () => {
     for (let i = 0; i < 4; i += 1) again.push(await deliver(raw, id));
     for (let i = 0; i < 5; i += 1) again.push(await deliver(raw));
     expect(again).toEqual(Array(9).fill({ status: 200, body: DUPLICATE }));
-    await checksDone(1);
-    await new Promise((resolve) => setTimeout(resolve, 200)); // a second check, if one were queued, would have run by now
+    // The replays were answered without being queued; one more pull request run to its end after them
+    // leaves exactly two outcomes (an event to wait on, not a sleep).
+    expect((await deliver(pullRequestBody(pullRequestChanging("docs/after.md", "x\n")))).status).toBe(202);
+    await checksDone(2);
+    expect(outcomes()).toHaveLength(2);
     expect(t.fx.sim.git.checkRuns.filter((run) => run.headSha === pr.headSha)).toEqual([expect.objectContaining({ conclusion: "success", name: "tokensmith policy" })]);
     // The reader (contents read) and one check token (checks write), nothing per replay.
     expect(mints(t.fx.installationId).map((r) => r.body)).toEqual([{ permissions: { contents: "read" } }, { repository_ids: [t.fx.sim.repository("octo-org", "app").id], permissions: { checks: "write" } }]);

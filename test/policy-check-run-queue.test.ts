@@ -1,0 +1,123 @@
+// Issue 37 items 1 and 2 on the durable queue (WEBHOOK_QUEUE on the suite's real Redis), two built
+// broker processes sharing it, the simulator as the platform: a pull_request delivery is claimed
+// once across instances (same body under fresh ids), one head sha gets one check run whichever
+// instance each delivery reaches, and pull requests that change no policy file mint no check token.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
+import { randomUUID } from "node:crypto";
+import { signatureFor } from "../server/webhook/verify-signature.js";
+import { expectNoSecrets, INSTALLED_PERMISSIONS, tokenFixture, type TokenFixture } from "./support/fixtures.js";
+import { deleteKeysUnder, REDIS_URL } from "./support/redis-url.js";
+import { spawnBroker, type BrokerProcess } from "./support/spawn-broker.js";
+
+const SECRET = "check-run-queue-secret-0123456789";
+const ACCOUNT = "checks-org";
+let fx: TokenFixture;
+let installationId: number;
+let repoCounter = 0;
+const running: BrokerProcess[] = [];
+const logs: string[] = [];
+const prefixes: string[] = [];
+
+beforeAll(async () => {
+  fx = await tokenFixture();
+  installationId = fx.sim.addInstallation({ appId: fx.app.id, account: ACCOUNT, permissions: { ...INSTALLED_PERMISSIONS, checks: "write" }, repositories: "all" });
+});
+afterEach(async () => {
+  for (const broker of running.splice(0)) {
+    await broker.stop();
+    logs.push(...broker.lines);
+  }
+});
+afterAll(async () => {
+  await deleteKeysUnder(prefixes);
+  await fx.sim.close();
+  expectNoSecrets(logs, [SECRET, fx.app.privateKeyPem, ...fx.sim.tokens.keys()]);
+});
+
+/** Two instances on one durable queue of the test's own. */
+async function twoBrokers(): Promise<[BrokerProcess, BrokerProcess]> {
+  const prefix = `tokensmith-checks-${randomUUID()}`;
+  prefixes.push(prefix);
+  const env = { ...fx.env, HOST_WEBHOOK_SECRET: SECRET, POLICY_CHECK_RUNS: "on", WEBHOOK_QUEUE: `${REDIS_URL}?prefix=${prefix}` };
+  const pair = (await Promise.all([spawnBroker(env), spawnBroker(env)])) as [BrokerProcess, BrokerProcess];
+  running.push(...pair);
+  return pair;
+}
+
+/** A repository of its own with a pull request whose head changes `path`. */
+function pullRequest(path: string, text: string): { repository: string; name: string; number: number; headSha: string } {
+  const name = `repo-${++repoCounter}`;
+  const repository = `${ACCOUNT}/${name}`;
+  fx.sim.repository(ACCOUNT, name);
+  fx.sim.git.createBranch(repository, "main", { files: { "README.md": "# r\n" } });
+  fx.sim.git.createBranch(repository, "change", { from: "main" });
+  fx.sim.git.setFile(repository, path, text, { branch: "change" });
+  const number = fx.sim.git.addPullRequest(repository, { base: "main", head: "change" });
+  return { repository, name, number, headSha: fx.sim.git.pullRequest(repository, number).headSha };
+}
+
+function body(pr: ReturnType<typeof pullRequest>, action = "opened"): string {
+  const repo = fx.sim.repository(ACCOUNT, pr.name);
+  return JSON.stringify({
+    action, number: pr.number,
+    pull_request: { number: pr.number, head: { sha: pr.headSha, ref: "change" }, base: { ref: "main", sha: fx.sim.git.pullRequest(pr.repository, pr.number).mergedBaseSha } },
+    repository: { id: repo.id, name: pr.name, full_name: pr.repository, owner: { login: ACCOUNT, id: repo.ownerId } },
+    installation: { id: installationId },
+  });
+}
+
+async function deliver(to: BrokerProcess, raw: string, delivery = randomUUID()) {
+  const response = await fetch(`${to.url}/webhook`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-github-event": "pull_request", "x-github-delivery": delivery, "x-hub-signature-256": signatureFor(SECRET, raw) },
+    body: raw,
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+const outcomes = (brokers: BrokerProcess[]) => brokers.flatMap((b) => b.lines).filter((line) => /policy check run (created|skipped|failed)/.test(line));
+async function checksDone(brokers: BrokerProcess[], count: number): Promise<void> {
+  for (let waited = 0; waited < 60_000; waited += 20) {
+    if (outcomes(brokers).length >= count) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error(`${outcomes(brokers).length} of ${count} policy check outcomes logged`);
+}
+const checkRunsOn = (headSha: string) => fx.sim.git.checkRuns.filter((run) => run.headSha === headSha);
+const POLICY = "rules:\n  - name: pr\n    if: {event: pull_request}\n    permissions: {contents: read}\n";
+
+describe("policy check runs on the durable queue, two instances", () => {
+  it("one signed body sent 10 times to both instances (fresh ids) → one 202, nine duplicates, one check run", async () => {
+    const brokers = await twoBrokers();
+    const pr = pullRequest(".github/tokensmith.yml", POLICY);
+    const raw = body(pr);
+    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => deliver(brokers[i % 2]!, raw)));
+    expect(answers.filter((a) => a.status === 202)).toHaveLength(1);
+    expect(answers.filter((a) => a.status === 200)).toEqual(Array(9).fill({ status: 200, body: { ok: true, event: "pull_request", skipped: "duplicate_delivery", duplicate: true } }));
+    await checksDone(brokers, 1);
+    expect(checkRunsOn(pr.headSha)).toEqual([expect.objectContaining({ conclusion: "success" })]);
+  });
+
+  it("two deliveries for one head sha, one to each instance → one check run", async () => {
+    const brokers = await twoBrokers();
+    const pr = pullRequest(".github/tokensmith.yml", "rules: [\n");
+    const answers = await Promise.all([deliver(brokers[0], body(pr, "opened")), deliver(brokers[1], body(pr, "reopened"))]);
+    expect(answers.map((a) => a.status)).toEqual([202, 202]);
+    await checksDone(brokers, 2);
+    expect(checkRunsOn(pr.headSha)).toEqual([expect.objectContaining({ conclusion: "failure" })]);
+    expect(outcomes(brokers).filter((line) => line.includes("this head was checked already"))).toHaveLength(1);
+  });
+
+  it("30 pull requests that change no policy file → no check token, at most one reader mint per instance", async () => {
+    const brokers = await twoBrokers();
+    const prs = Array.from({ length: 30 }, (_, i) => pullRequest(`src/f-${i}.ts`, `export {};\n`));
+    fx.sim.clearRequests();
+    const answers = await Promise.all(prs.map((pr, i) => deliver(brokers[i % 2]!, body(pr))));
+    expect(answers.map((a) => a.status)).toEqual(Array(30).fill(202));
+    await checksDone(brokers, 30);
+    const mints = fx.sim.requests.filter((r) => r.method === "POST" && r.path === `/app/installations/${installationId}/access_tokens`);
+    expect(mints.length).toBeLessThanOrEqual(2);
+    expect(mints.every((r) => JSON.stringify(r.body) === JSON.stringify({ permissions: { contents: "read" } }))).toBe(true);
+    expect(fx.sim.requests.filter((r) => r.path.includes("/check-runs"))).toHaveLength(0);
+  });
+});
