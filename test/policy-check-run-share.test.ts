@@ -45,10 +45,10 @@ function pullRequestBody(pr: { number: number; headSha: string }, action = "open
   });
 }
 
-async function deliver(raw: string, delivery: string = randomUUID()) {
+async function deliver(raw: string, delivery: string = randomUUID(), event = "pull_request") {
   const response = await fetch(`${t.broker.url}/webhook`, {
     method: "POST",
-    headers: { "content-type": "application/json", "x-github-event": "pull_request", "x-github-delivery": delivery, "x-hub-signature-256": signatureFor(SECRET, raw) },
+    headers: { "content-type": "application/json", "x-github-event": event, "x-github-delivery": delivery, "x-hub-signature-256": signatureFor(SECRET, raw) },
     body: raw,
   });
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
@@ -150,5 +150,34 @@ describe("replays and heads", () => {
     expect((await deliver(raw, id)).status).toBe(202);
     await checksDone(2);
     expect(t.fx.sim.git.checkRuns.filter((run) => run.headSha === pr.headSha)).toEqual([expect.objectContaining({ conclusion: "failure" })]);
+  });
+});
+
+describe("deliveries acted on inside the broker", () => {
+  const deliverEvent = (event: string, raw: string) => deliver(raw, randomUUID(), event);
+  const drops = () => t.broker.logs.filter((line) => line.includes("policy reader token dropped by an installation change"));
+
+  it("a replayed installation_repositories delivery drops the installation's caches once; the answer stays the spec's", async () => {
+    const raw = JSON.stringify({ action: "added", installation: { id: t.fx.installationId, account: { login: "octo-org", id: t.fx.sim.repository("octo-org", "app").ownerId } }, repositories_added: [{ id: 1, name: "new", full_name: "octo-org/new" }] });
+    const ignored = { status: 200, body: { ok: true, ignored: "installation_repositories" } };
+    expect(await deliverEvent("installation_repositories", raw)).toEqual(ignored);
+    expect(drops()).toHaveLength(1);
+    for (let i = 0; i < 5; i += 1) expect(await deliverEvent("installation_repositories", raw)).toEqual(ignored);
+    expect(drops()).toHaveLength(1);
+    // Another change of the installation (another body) drops them again.
+    expect(await deliverEvent("installation_repositories", raw.replace('"added"', '"removed"'))).toEqual(ignored);
+    expect(drops()).toHaveLength(2);
+  });
+
+  it("a replayed push of a policy file drops the cached policy once (auto-update off: the answer stays auto_update_disabled)", async () => {
+    const repo = t.fx.sim.repository("octo-org", "app");
+    const raw = JSON.stringify({
+      ref: "refs/heads/main", after: "1".repeat(40), commits: [{ modified: [".github/tokensmith.yml"] }],
+      repository: { id: repo.id, name: "app", full_name: "octo-org/app", default_branch: "main", owner: { login: "octo-org", id: repo.ownerId } },
+      installation: { id: t.fx.installationId },
+    });
+    const pushDrops = () => t.broker.logs.filter((line) => line.includes("policy cache dropped by a push"));
+    for (let i = 0; i < 4; i += 1) expect(await deliverEvent("push", raw)).toEqual({ status: 200, body: { ok: true, event: "push", skipped: "auto_update_disabled" } });
+    expect(pushDrops()).toHaveLength(1);
   });
 });

@@ -1,15 +1,17 @@
-import type { RequestHandler } from "express";
+import type { RequestHandler, Response } from "express";
 import { BrokerError } from "../../shared/broker-error.js";
 import type { WebhookIgnoredResponse, WebhookPullRequestResponse, WebhookPushResponse } from "../../shared/types.js";
 import type { BrokerContext } from "../context.js";
 import { MIB, parseJsonObject, rawBody } from "../http/json-body.js";
 import { sendJson } from "../http/send-json.js";
-import { dropPoliciesOnPush, dropReadersOnInstallationChange } from "../policy/drop-on-push.js";
+import { isObject } from "../http/fields.js";
+import { dropPoliciesOnPush, dropReadersOnInstallationChange, policyFilesPushed } from "../policy/drop-on-push.js";
 import { readPolicyPullRequest } from "../policy/policy-check-run.js";
 import { requireApp } from "../token/trust.js";
 import { bodyDigest } from "../webhook/body-digests.js";
 import { createMemoryCheckRunQueue, type CheckRunQueue } from "../webhook/check-run-queue.js";
 import { createCheckRunShare } from "../webhook/check-run-share.js";
+import { createMemoryClaims } from "../webhook/memory-claims.js";
 import { createMemoryQueue, type PushQueue } from "../webhook/memory-queue.js";
 import { readPush } from "../webhook/read-push.js";
 import { createRedisCheckRunQueue } from "../webhook/redis-check-run-queue.js";
@@ -108,6 +110,11 @@ function verifyDelivery(ctx: BrokerContext): RequestHandler {
 }
 
 function handleDelivery(ctx: BrokerContext, queues: ReturnType<typeof createPushQueues>): RequestHandler {
+  // Deliveries acted on inside this process only (cache drops: installation changes, a pushed
+  // policy file), claimed here so a replay does not drop them again: each drop makes the next
+  // /token pay for a fresh read or reader mint. In process: the caches they drop are this process's.
+  const internal = createMemoryClaims({ now: ctx.now });
+  const firstTime = async (res: Response) => (await internal.claim({ id: res.req.get("x-github-delivery"), bodyDigest: res.locals.bodyDigest as string }, null, null)) === "claimed";
   return async (req, res) => {
     const event = req.get("x-github-event")?.trim() ?? "";
     if (!/^[a-z0-9_.-]{1,100}$/i.test(event)) throw new BrokerError("invalid_request", { detail: "no X-GitHub-Event" });
@@ -134,14 +141,16 @@ function handleDelivery(ctx: BrokerContext, queues: ReturnType<typeof createPush
       return void answer({ ok: true, event: "pull_request", queued: true, repository: `${pr.owner}/${pr.repo}`, number: pr.number, delivery: deliveryId ?? null }, 202);
     }
     if (event !== "push") {
-      dropReadersOnInstallationChange(ctx, event, req.body); // internal: the answer stays `ignored`
-      // The App's installations changed: "not installed" answers of that account go (internal; the answer stays the spec's).
-      if (event === "installation" || event === "installation_repositories") ctx.notInstalled.dropOwner(installationAccountId(req.body));
+      if ((event === "installation" || event === "installation_repositories") && (await firstTime(res))) {
+        dropReadersOnInstallationChange(ctx, event, req.body); // internal: the answer stays `ignored`
+        // The App's installations changed: "not installed" answers of that account go (internal; the answer stays the spec's).
+        ctx.notInstalled.dropOwner(installationAccountId(req.body));
+      }
       ctx.log.info({ event, delivery: deliveryId, request_id: requestId }, "webhook event ignored");
       return void answer({ ok: true, ignored: event });
     }
     // Internal, answer unchanged: a push that touches a policy file drops its cached read.
-    await dropPoliciesOnPush(ctx, req.body);
+    if (isObject(req.body) && policyFilesPushed(req.body) && (await firstTime(res))) await dropPoliciesOnPush(ctx, req.body);
     const settings = ctx.settings();
     if (!settings.autoUpdateBranches) return void answer({ ok: true, event: "push", skipped: "auto_update_disabled" });
     const push = readPush(req.body as Record<string, unknown>);
