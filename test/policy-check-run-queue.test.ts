@@ -13,40 +13,38 @@ const SECRET = "check-run-queue-secret-0123456789";
 const ACCOUNT = "checks-org";
 let fx: TokenFixture;
 let installationId: number;
-let repoCounter = 0;
-const running: BrokerProcess[] = [];
-const logs: string[] = [];
-const prefixes: string[] = [];
+/** This file's brokers (stopped after each test), their log lines, its queue prefixes, its repositories. */
+const kept = { running: [] as BrokerProcess[], logs: [] as string[], prefixes: [] as string[], repositories: 0 };
 
 beforeAll(async () => {
   fx = await tokenFixture();
   installationId = fx.sim.addInstallation({ appId: fx.app.id, account: ACCOUNT, permissions: { ...INSTALLED_PERMISSIONS, checks: "write" }, repositories: "all" });
 });
 afterEach(async () => {
-  for (const broker of running.splice(0)) {
+  for (const broker of kept.running.splice(0)) {
     await broker.stop();
-    logs.push(...broker.lines);
+    kept.logs.push(...broker.lines);
   }
 });
 afterAll(async () => {
-  await deleteKeysUnder(prefixes);
+  await deleteKeysUnder(kept.prefixes);
   await fx.sim.close();
-  expectNoSecrets(logs, [SECRET, fx.app.privateKeyPem, ...fx.sim.tokens.keys()]);
+  expectNoSecrets(kept.logs, [SECRET, fx.app.privateKeyPem, ...fx.sim.tokens.keys()]);
 });
 
 /** Two instances on one durable queue of the test's own. */
 async function twoBrokers(): Promise<[BrokerProcess, BrokerProcess]> {
   const prefix = `tokensmith-checks-${randomUUID()}`;
-  prefixes.push(prefix);
+  kept.prefixes.push(prefix);
   const env = { ...fx.env, HOST_WEBHOOK_SECRET: SECRET, POLICY_CHECK_RUNS: "on", WEBHOOK_QUEUE: `${REDIS_URL}?prefix=${prefix}` };
   const pair = (await Promise.all([spawnBroker(env), spawnBroker(env)])) as [BrokerProcess, BrokerProcess];
-  running.push(...pair);
+  kept.running.push(...pair);
   return pair;
 }
 
 /** A repository of its own with a pull request whose head changes `path`. */
 function pullRequest(path: string, text: string): { repository: string; name: string; number: number; headSha: string } {
-  const name = `repo-${++repoCounter}`;
+  const name = `repo-${++kept.repositories}`;
   const repository = `${ACCOUNT}/${name}`;
   fx.sim.repository(ACCOUNT, name);
   fx.sim.git.createBranch(repository, "main", { files: { "README.md": "# r\n" } });

@@ -7,6 +7,7 @@ import { describe, expect, it } from "@jest/globals";
 import { randomUUID } from "node:crypto";
 import { postJson } from "./support/broker.js";
 import { brokerPerTest } from "./support/broker-per-test.js";
+import { pullRequestChanging as changing } from "./support/policy-pull-request.js";
 import { INSTALLED_PERMISSIONS } from "./support/fixtures.js";
 import { signatureFor } from "../server/webhook/verify-signature.js";
 
@@ -25,14 +26,7 @@ const t = brokerPerTest({
 
 let branches = 0;
 /** A pull request on a new branch of octo-org/app whose head changes `path` (a policy file or not). */
-function pullRequestChanging(path: string, text: string): { number: number; headSha: string } {
-  branches += 1;
-  const branch = `share-${branches}`;
-  t.fx.sim.git.createBranch("octo-org/app", branch, { from: "main" });
-  t.fx.sim.git.setFile("octo-org/app", path, text, { branch });
-  const number = t.fx.sim.git.addPullRequest("octo-org/app", { base: "main", head: branch });
-  return { number, headSha: t.fx.sim.git.pullRequest("octo-org/app", number).headSha };
-}
+const pullRequestChanging = (path: string, text: string) => changing(t.fx.sim, { repository: "octo-org/app", branch: `share-${++branches}` }, path, text);
 
 /** A signed pull_request delivery as GitHub sends it (base and head shas). */
 function pullRequestBody(pr: { number: number; headSha: string }, action = "opened"): string {

@@ -23,9 +23,10 @@ export const WEBHOOK_BODY_LIMIT = 25 * MIB;
 
 /**
  * POST /webhook, top to bottom (DESIGN.md order of checks): secret configured → raw body (413 over
- * the limit) → signature over the raw bytes → JSON → event. Only `push` is acted on, and only when
+ * the limit) → signature over the raw bytes → JSON → event. A `push` is acted on when
  * AUTO_UPDATE_BRANCHES is on: the push is queued (answered 202 at once) and the queue brings the
- * open pull requests on the pushed branch up to date.
+ * open pull requests on the pushed branch up to date; a `pull_request` when POLICY_CHECK_RUNS is on:
+ * its policy check is queued likewise. Every delivery acted on is claimed first (id and signed body).
  */
 export function webhookRoute(ctx: BrokerContext): { handlers: RequestHandler[]; close(): Promise<void> } {
   const queues = createPushQueues(ctx);
