@@ -1,9 +1,11 @@
-// Issue 37 items 1 and 2 on the durable queue (WEBHOOK_QUEUE on the suite's real Redis), two built
-// broker processes sharing it, the simulator as the platform: a pull_request delivery is claimed
-// once across instances (same body under fresh ids), one head sha gets one check run whichever
-// instance each delivery reaches, and pull requests that change no policy file mint no check token.
+// Issue 37 items 1 and 2 with the suite's real Redis shared by two built broker processes, the
+// simulator as the platform — the durable queue (WEBHOOK_QUEUE), and the in-process queues claiming
+// through LEGACY_QUOTA_KV's lease lock: a pull_request delivery is claimed once across instances
+// (same body under fresh ids), one head sha gets one check run whichever instance each delivery
+// reaches, and pull requests that change no policy file mint no check token.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
 import { signatureFor } from "../server/webhook/verify-signature.js";
 import { expectNoSecrets, INSTALLED_PERMISSIONS, tokenFixture, type TokenFixture } from "./support/fixtures.js";
 import { deleteKeysUnder, REDIS_URL } from "./support/redis-url.js";
@@ -15,6 +17,8 @@ let fx: TokenFixture;
 let installationId: number;
 /** This file's brokers (stopped after each test), their log lines, its queue prefixes, its repositories. */
 const kept = { running: [] as BrokerProcess[], logs: [] as string[], prefixes: [] as string[], repositories: 0 };
+/** Claims taken through LEGACY_QUOTA_KV's lease lock (unprefixed keys): removed at the end. */
+const unprefixed = new Set<string>();
 
 beforeAll(async () => {
   fx = await tokenFixture();
@@ -28,15 +32,21 @@ afterEach(async () => {
 });
 afterAll(async () => {
   await deleteKeysUnder(kept.prefixes);
+  const redis = new Redis(REDIS_URL);
+  if (unprefixed.size > 0) await redis.del(...unprefixed);
+  await redis.quit();
   await fx.sim.close();
   expectNoSecrets(kept.logs, [SECRET, fx.app.privateKeyPem, ...fx.sim.tokens.keys()]);
 });
 
-/** Two instances on one durable queue of the test's own. */
-async function twoBrokers(): Promise<[BrokerProcess, BrokerProcess]> {
+type Sharing = "WEBHOOK_QUEUE" | "LEGACY_QUOTA_KV";
+
+/** Two instances on one durable queue of the test's own, or in-process queues sharing LEGACY_QUOTA_KV. */
+async function twoBrokers(sharing: Sharing): Promise<[BrokerProcess, BrokerProcess]> {
   const prefix = `tokensmith-checks-${randomUUID()}`;
   kept.prefixes.push(prefix);
-  const env = { ...fx.env, HOST_WEBHOOK_SECRET: SECRET, POLICY_CHECK_RUNS: "on", WEBHOOK_QUEUE: `${REDIS_URL}?prefix=${prefix}` };
+  const shared = sharing === "WEBHOOK_QUEUE" ? { WEBHOOK_QUEUE: `${REDIS_URL}?prefix=${prefix}` } : { LEGACY_QUOTA_KV: REDIS_URL };
+  const env = { ...fx.env, HOST_WEBHOOK_SECRET: SECRET, POLICY_CHECK_RUNS: "on", ...shared };
   const pair = (await Promise.all([spawnBroker(env), spawnBroker(env)])) as [BrokerProcess, BrokerProcess];
   kept.running.push(...pair);
   return pair;
@@ -56,6 +66,7 @@ function pullRequest(path: string, text: string): { repository: string; name: st
 
 function body(pr: ReturnType<typeof pullRequest>, action = "opened"): string {
   const repo = fx.sim.repository(ACCOUNT, pr.name);
+  unprefixed.add(`tokensmith-check-runs:head:${repo.id}:${pr.headSha}`);
   return JSON.stringify({
     action, number: pr.number,
     pull_request: { number: pr.number, head: { sha: pr.headSha, ref: "change" }, base: { ref: "main", sha: fx.sim.git.pullRequest(pr.repository, pr.number).mergedBaseSha } },
@@ -65,6 +76,7 @@ function body(pr: ReturnType<typeof pullRequest>, action = "opened"): string {
 }
 
 async function deliver(to: BrokerProcess, raw: string, delivery = randomUUID()) {
+  unprefixed.add(`tokensmith-deliveries:body:${createHash("sha256").update(raw).digest("hex")}`);
   const response = await fetch(`${to.url}/webhook`, {
     method: "POST",
     headers: { "content-type": "application/json", "x-github-event": "pull_request", "x-github-delivery": delivery, "x-hub-signature-256": signatureFor(SECRET, raw) },
@@ -84,9 +96,9 @@ async function checksDone(brokers: BrokerProcess[], count: number): Promise<void
 const checkRunsOn = (headSha: string) => fx.sim.git.checkRuns.filter((run) => run.headSha === headSha);
 const POLICY = "rules:\n  - name: pr\n    if: {event: pull_request}\n    permissions: {contents: read}\n";
 
-describe("policy check runs on the durable queue, two instances", () => {
+describe.each<Sharing>(["WEBHOOK_QUEUE", "LEGACY_QUOTA_KV"])("policy check runs, two instances sharing %s", (sharing) => {
   it("one signed body sent 10 times to both instances (fresh ids) → one 202, nine duplicates, one check run", async () => {
-    const brokers = await twoBrokers();
+    const brokers = await twoBrokers(sharing);
     const pr = pullRequest(".github/tokensmith.yml", POLICY);
     const raw = body(pr);
     const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => deliver(brokers[i % 2]!, raw)));
@@ -97,7 +109,7 @@ describe("policy check runs on the durable queue, two instances", () => {
   });
 
   it("two deliveries for one head sha, one to each instance → one check run", async () => {
-    const brokers = await twoBrokers();
+    const brokers = await twoBrokers(sharing);
     const pr = pullRequest(".github/tokensmith.yml", "rules: [\n");
     const answers = await Promise.all([deliver(brokers[0], body(pr, "opened")), deliver(brokers[1], body(pr, "reopened"))]);
     expect(answers.map((a) => a.status)).toEqual([202, 202]);
@@ -107,7 +119,7 @@ describe("policy check runs on the durable queue, two instances", () => {
   });
 
   it("30 pull requests that change no policy file → no check token, at most one reader mint per instance", async () => {
-    const brokers = await twoBrokers();
+    const brokers = await twoBrokers(sharing);
     const prs = Array.from({ length: 30 }, (_, i) => pullRequest(`src/f-${i}.ts`, `export {};\n`));
     fx.sim.clearRequests();
     const answers = await Promise.all(prs.map((pr, i) => deliver(brokers[i % 2]!, body(pr))));
