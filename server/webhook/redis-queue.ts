@@ -2,10 +2,9 @@ import { Queue, WaitingError, Worker, type Job } from "bullmq";
 import { Redis } from "ioredis";
 import { BrokerError } from "../../shared/broker-error.js";
 import type { BrokerContext } from "../context.js";
-import { BODY_DIGEST_TTL_MS } from "./body-digests.js";
-import { DELIVERY_TTL_MS } from "./deliveries.js";
 import { coalesceKey, JOB_CONCURRENCY, type PushQueue } from "./memory-queue.js";
 import { createPacer, redisPaceStore } from "./pacer.js";
+import { claimInRedis, claimKeys } from "./redis-claims.js";
 import { runPushJob, type JobProgress } from "./push-job.js";
 import type { BranchPush } from "./read-push.js";
 import type { OpenPullRequest, UpdateResult } from "./update-pull-requests.js";
@@ -42,6 +41,13 @@ export function parseQueueAddress(raw: string): QueueAddress {
   return { redisUrl: url.toString(), prefix, leaseMs: Number.isSafeInteger(lease) && lease >= 1000 ? lease : DEFAULT_LEASE_MS };
 }
 
+/** The queue's Redis, for the other durable queue on it (check runs): its address and command connection, and the bound on a call. */
+export interface QueueRedis {
+  address: QueueAddress;
+  commands: Redis;
+  bounded: <T>(work: Promise<T>) => Promise<T>;
+}
+
 interface JobData {
   push: BranchPush;
   /** Filled when the job first starts: the deliveries that joined it. */
@@ -65,7 +71,7 @@ interface JobData {
  *   first listed, so a pull request is updated at most once per job (see README "POST /webhook").
  * - Pacing: one slot schedule per installation in Redis, shared by every instance.
  */
-export function createRedisQueue(ctx: BrokerContext, raw: string): PushQueue {
+export function createRedisQueue(ctx: BrokerContext, raw: string): PushQueue & { redis: QueueRedis } {
   const address = parseQueueAddress(raw);
   const { prefix } = address;
   const commands = new Redis(address.redisUrl, { maxRetriesPerRequest: 1, lazyConnect: false });
@@ -76,8 +82,7 @@ export function createRedisQueue(ctx: BrokerContext, raw: string): PushQueue {
   const pacer = createPacer({ store: redisPaceStore(commands, prefix), now: ctx.now, sleep: ctx.sleep });
   let stopping = false;
 
-  const deliveryKey = (id: string) => `${prefix}:delivery:${id}`;
-  const bodyKey = (digest: string) => `${prefix}:body:${digest}`;
+  const { delivery: deliveryKey, body: bodyKey } = claimKeys(prefix);
   const joinedKey = (key: string) => `${prefix}:push-deliveries:${encodeURIComponent(key)}`;
   const resultsKey = (jobId: string) => `${prefix}:push-results:${jobId}`;
 
@@ -138,20 +143,14 @@ export function createRedisQueue(ctx: BrokerContext, raw: string): PushQueue {
     Promise.race([work, new Promise<never>((_, reject) => setTimeout(() => reject(new Error("webhook queue: Redis did not answer in time")), ENQUEUE_TIMEOUT_MS).unref())]);
 
   return {
+    redis: { address, commands, bounded: withTimeout },
     async enqueue(push, delivery) {
       const key = coalesceKey(push);
-      const id = delivery.id && /^[A-Za-z0-9-]{1,100}$/.test(delivery.id) ? delivery.id : undefined;
-      let claimed = false;
-      let claimedBody = false;
+      let claim: Awaited<ReturnType<typeof claimInRedis>> | undefined;
       try {
-        if (id !== undefined) {
-          claimed = (await withTimeout(commands.set(deliveryKey(id), delivery.bodyDigest, "PX", DELIVERY_TTL_MS, "NX"))) === "OK";
-          if (!claimed) return "duplicate";
-        }
-        claimedBody = (await withTimeout(commands.set(bodyKey(delivery.bodyDigest), id ?? "-", "PX", BODY_DIGEST_TTL_MS, "NX"))) === "OK";
-        // A replayed body under a fresh id: that id stays claimed, so resending it is a duplicate as well.
-        if (!claimedBody) return "replayed";
-        if (id !== undefined) await withTimeout(commands.multi().rpush(joinedKey(key), id).expire(joinedKey(key), PROGRESS_TTL_S).exec());
+        claim = await claimInRedis(commands, prefix, delivery, withTimeout);
+        if (claim.outcome !== "claimed") return claim.outcome;
+        if (delivery.id !== undefined && /^[A-Za-z0-9-]{1,100}$/.test(delivery.id)) await withTimeout(commands.multi().rpush(joinedKey(key), delivery.id).expire(joinedKey(key), PROGRESS_TTL_S).exec());
         await withTimeout(
           queue.add(QUEUE_NAME, { push }, {
             deduplication: { id: key, keepLastIfActive: true },
@@ -161,8 +160,7 @@ export function createRedisQueue(ctx: BrokerContext, raw: string): PushQueue {
         );
         return "queued";
       } catch (error) {
-        const keys = [...(claimed ? [deliveryKey(id!)] : []), ...(claimedBody ? [bodyKey(delivery.bodyDigest)] : [])];
-        if (keys.length > 0) await commands.del(...keys).catch(() => undefined);
+        await claim?.undo();
         throw new BrokerError("internal_error", { detail: "webhook queue unavailable", cause: error });
       }
     },
