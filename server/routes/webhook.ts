@@ -14,8 +14,7 @@ import { createCheckRunShare } from "../webhook/check-run-share.js";
 import { createMemoryClaims } from "../webhook/memory-claims.js";
 import { createMemoryQueue, type PushQueue } from "../webhook/memory-queue.js";
 import { readPush } from "../webhook/read-push.js";
-import { createRedisCheckRunQueue } from "../webhook/redis-check-run-queue.js";
-import { createRedisQueue } from "../webhook/redis-queue.js";
+import { createDurableQueues } from "../webhook/durable-queues.js";
 import { verifySignature } from "../webhook/verify-signature.js";
 
 /** The platform's cap on a webhook payload (DESIGN.md body limits). */
@@ -48,40 +47,45 @@ interface Queues {
  * over the jobs left waiting or running. Check runs spend one share of the App's budget, whichever queue.
  */
 function createPushQueues(ctx: BrokerContext) {
-  const queues = new Map<string, Queues>();
+  const queues = new Map<string, Promise<Queues>>();
   const share = createCheckRunShare(ctx);
-  const forUrl = (url: string | null): Queues => {
+  const forUrl = (url: string | null): Promise<Queues> => {
     const key = url ?? "";
     let pair = queues.get(key);
     if (!pair) {
-      if (url === null) {
-        pair = { push: createMemoryQueue(ctx), checks: createMemoryCheckRunQueue(ctx, share) };
-      } else {
-        const push = createRedisQueue(ctx, url);
-        pair = { push, checks: createRedisCheckRunQueue(ctx, push.redis, share) };
-      }
+      pair = url === null
+        ? Promise.resolve({ push: createMemoryQueue(ctx), checks: createMemoryCheckRunQueue(ctx, share) })
+        : createDurableQueues(ctx, url, share);
+      // An unusable URL is each delivery's to answer (500), and asked again by the next one.
+      pair.catch(() => queues.delete(key));
       queues.set(key, pair);
     }
     return pair;
   };
   try {
     const atStart = ctx.settings().webhookQueueUrl;
-    if (atStart !== null) forUrl(atStart);
+    if (atStart !== null) {
+      forUrl(atStart).catch((error: unknown) => {
+        ctx.log.error({ problem: error instanceof Error ? error.message.slice(0, 200) : "unusable" }, "webhook queue not started: pushes are answered 500 internal_error until WEBHOOK_QUEUE is usable");
+      });
+    }
   } catch (error) {
-    // An unreadable environment is each request's to answer (500); an unusable URL, each push's.
+    // An unreadable environment is each request's to answer (500).
     ctx.log.error({ problem: error instanceof Error ? error.message.slice(0, 200) : "unusable" }, "webhook queue not started: pushes are answered 500 internal_error until WEBHOOK_QUEUE is usable");
   }
   return {
-    get(url: string | null): Queues {
+    async get(url: string | null): Promise<Queues> {
       try {
-        return forUrl(url);
+        return await forUrl(url);
       } catch (error) {
         throw new BrokerError("internal_error", { detail: "WEBHOOK_QUEUE unusable", cause: error });
       }
     },
     async close(): Promise<void> {
       // The check-run queue first: it uses the push queue's Redis connection.
-      await Promise.all([...queues.values()].map(async (pair) => {
+      await Promise.all([...queues.values()].map(async (started) => {
+        const pair = await started.catch(() => undefined);
+        if (!pair) return;
         await pair.checks.close();
         await pair.push.close();
       }));
@@ -134,7 +138,7 @@ function handleDelivery(ctx: BrokerContext, queues: ReturnType<typeof createPush
       const settings = ctx.settings();
       const store = ctx.stores.get(settings.releasesKvUrl, "tokensmith-deliveries");
       const mark = { id: deliveryId, bodyDigest: res.locals.bodyDigest as string };
-      const queued = await queues.get(settings.webhookQueueUrl).checks.enqueue(pr, mark, store, ctx.stores.lockFor(settings.releasesKvUrl));
+      const queued = await (await queues.get(settings.webhookQueueUrl)).checks.enqueue(pr, mark, store, ctx.stores.lockFor(settings.releasesKvUrl));
       if (queued !== "queued") {
         ctx.log.info({ event, delivery: deliveryId, repository: `${pr.owner}/${pr.repo}`, request_id: requestId, seen: queued }, "pull_request delivery already acted on: not acted on again");
         return void answer({ ok: true, event: "pull_request", skipped: "duplicate_delivery", duplicate: true });
@@ -159,7 +163,7 @@ function handleDelivery(ctx: BrokerContext, queues: ReturnType<typeof createPush
     requireApp(settings.main);
 
     const store = ctx.stores.get(settings.releasesKvUrl, "tokensmith-deliveries");
-    const queued = await queues.get(settings.webhookQueueUrl).push.enqueue(push, { id: deliveryId, bodyDigest: res.locals.bodyDigest as string }, store, ctx.stores.lockFor(settings.releasesKvUrl));
+    const queued = await (await queues.get(settings.webhookQueueUrl)).push.enqueue(push, { id: deliveryId, bodyDigest: res.locals.bodyDigest as string }, store, ctx.stores.lockFor(settings.releasesKvUrl));
     if (queued === "replayed") {
       // The same signed body under another id within the day: a replay, or a copy sent twice. Answered as a duplicate (DESIGN.md's words).
       ctx.log.warn({ event, delivery: deliveryId, repository: push.repository, request_id: requestId }, "push body already seen under another delivery id: not acted on again");

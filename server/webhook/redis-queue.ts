@@ -4,42 +4,19 @@ import { BrokerError } from "../../shared/broker-error.js";
 import type { BrokerContext } from "../context.js";
 import { coalesceKey, JOB_CONCURRENCY, type PushQueue } from "./memory-queue.js";
 import { createPacer, redisPaceStore } from "./pacer.js";
+import { parseQueueAddress, type QueueAddress } from "./queue-address.js";
 import { claimInRedis, claimKeys } from "./redis-claims.js";
 import { runPushJob, type JobProgress } from "./push-job.js";
 import type { BranchPush } from "./read-push.js";
 import type { OpenPullRequest, UpdateResult } from "./update-pull-requests.js";
 
 const QUEUE_NAME = "push";
-const DEFAULT_PREFIX = "tokensmith";
-/** The lease of a running job: its instance renews it; unrenewed this long, another takes the job over. */
-const DEFAULT_LEASE_MS = 30_000;
 /** How long a job's progress (its listing, each pull request's answer) is kept. */
 const PROGRESS_TTL_S = 24 * 3600;
 /** Upper bound on queuing one delivery (claim + add): past it the delivery is answered 500. */
 const ENQUEUE_TIMEOUT_MS = 5_000;
 /** Upper bound on stopping the worker at shutdown (the process exits 1 after 9 s anyway). */
 const CLOSE_TIMEOUT_MS = 5_000;
-
-export interface QueueAddress {
-  /** The Redis URL without the broker's own query parameters. */
-  redisUrl: string;
-  /** BullMQ key prefix (and of the broker's own keys): `?prefix=` — separate queues on one Redis. */
-  prefix: string;
-  /** `?lease_ms=`: the job lease (BullMQ `lockDuration`, also the stalled-check interval). */
-  leaseMs: number;
-}
-
-/** `redis://host:port[/db][?prefix=name&lease_ms=30000]` (also `rediss://`). */
-export function parseQueueAddress(raw: string): QueueAddress {
-  const url = new URL(raw);
-  if (url.protocol !== "redis:" && url.protocol !== "rediss:") throw new Error("WEBHOOK_QUEUE must be a redis:// or rediss:// URL");
-  const prefix = url.searchParams.get("prefix") || DEFAULT_PREFIX;
-  if (!/^[A-Za-z0-9_.-]{1,100}$/.test(prefix)) throw new Error("WEBHOOK_QUEUE prefix must be letters, digits, _ . -");
-  const lease = Number(url.searchParams.get("lease_ms") ?? DEFAULT_LEASE_MS);
-  url.searchParams.delete("prefix");
-  url.searchParams.delete("lease_ms");
-  return { redisUrl: url.toString(), prefix, leaseMs: Number.isSafeInteger(lease) && lease >= 1000 ? lease : DEFAULT_LEASE_MS };
-}
 
 /** The queue's Redis, for the other durable queue on it (check runs): its address and command connection, and the bound on a call. */
 export interface QueueRedis {
