@@ -1,6 +1,7 @@
-// The /token step "trust policies" (DESIGN.md "Who gets which token"), between the installation
-// lookup and the mint: read the repository's and the owner's policy files (cached, conditional,
-// with the broker's own reader token), decide, and hand back the ceilings the grant is cut by.
+// The /token step "trust policies" (docs/policies.md), between the installation
+// lookup and the mint: read the owner's policy file, then the repository's unless the owner's says
+// `repository_policies: ignore` (cached, conditional, with the broker's own reader token), decide the
+// caller, then the other repositories it names, and hand back the ceilings the grant is cut by.
 // Fail closed: a file that does not validate → 403 policy_invalid; the platform not answering →
 // 503 policy_unavailable with Retry-After (never "no policy"); no rule → 403 policy_denied.
 import { BrokerError } from "../../shared/broker-error.js";
@@ -71,7 +72,8 @@ export async function applyPolicies(ctx: BrokerContext, step: PolicyStep): Promi
   const canRead = step.installation.permissions.contents !== undefined;
   // The owner policy first: under its `repository_policies: ignore` no repository file is read at
   // all (the caller's or a target's), so one the owner chose to ignore can neither fail the job nor
-  // cost a parse. Between expiries both reads come from the cache, so the order costs nothing then.
+  // cost a parse. Between expiries both reads come from the cache, so the order costs nothing then;
+  // the one request that re-checks them on expiry waits one more round trip (docs/security.md).
   const owner = canRead ? await load(ctx, step, "owner") : null;
   const ignore = owner?.policy.ignoreRepositoryPolicies === true;
   const repository = canRead && !ignore ? await load(ctx, step, "repository") : null;

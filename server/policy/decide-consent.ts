@@ -1,5 +1,5 @@
-// Whether another repository of the owner consents to a token that also covers it (DESIGN.md "Who
-// gets which token", "Other repositories"), pure: the target's own policy must have a rule whose `if`
+// Whether another repository of the owner consents to a token that also covers it
+// (docs/policies.md#other-repositories), pure: the target's own policy must have a rule whose `if`
 // has a `repository` condition (only such rules consent: a rule written for the target's own jobs
 // never lends the target to another repository) and whose conditions all hold for the job's claims
 // (the `repository` claim is the caller's). The owner policy is a ceiling as for any repository;

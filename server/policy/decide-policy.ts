@@ -1,4 +1,4 @@
-// Which policies apply to a job and what they allow (DESIGN.md "Who gets which token"), pure: the
+// Which policies apply to a job and what they allow (docs/policies.md), pure: the
 // repository policy (unless the owner policy says `repository_policies: ignore`), then the owner
 // policy as a ceiling. The caller has read both files; this only decides.
 import type { PermissionCeiling } from "../token/grant-permissions.js";
