@@ -33412,8 +33412,8 @@ const ERROR_CODES = {
     },
     installation_lookups_limited: {
         status: 503, routes: ["/token"], retryable: true,
-        meaning: "The repository's owner (the OIDC token's `repository_owner_id`) has used its share of the App's platform budget on installation lookups that found no installation, or lookups of `repositories` the App cannot see (a tenth of `UPSTREAM_POINTS_PER_MINUTE` a minute); `Retry-After` says when to try again.",
-        hint: "The broker is holding back installation lookups for this repository's owner; retry after the Retry-After delay.",
+        meaning: "The repository's owner (the OIDC token's `repository_owner_id`) has used its share of the App's platform budget on installation lookups that found no installation (a tenth of `UPSTREAM_POINTS_PER_MINUTE` a minute), or the calling repository its own share on lookups of `repositories` the App cannot see (a fiftieth); `Retry-After` says when to try again.",
+        hint: "The broker is holding back installation lookups for this repository's owner (or lookups of `repositories` for this repository); retry after the Retry-After delay.",
     },
     installation_token_failed: {
         status: 502, routes: ["/token", "/sign", "/webhook"], retryable: true,
@@ -33638,7 +33638,7 @@ const WORKFLOW_HINTS = {
     policy_invalid: "The trust policy of {repository} (or of its owner) does not parse or validate, so the broker refuses every token for it: fix the file on the default branch (`tokensmith policy check FILE` shows the line).",
     policy_unavailable: `The broker could not read the trust policy from GitHub. ${RERUN}, and tell the broker's operator if it persists.`,
     github_installation_lookup_failed: `GitHub gave the broker an unusable answer about the App's installation. ${RERUN}, and tell the broker's operator if it persists.`,
-    installation_lookups_limited: `The broker is holding back installation lookups for this repository's owner: many jobs of repositories the App is not installed on asked for tokens within the last minute. ${RERUN}; if the App should be installed on {repository}, install it.`,
+    installation_lookups_limited: `The broker is holding back installation lookups for this repository's owner: many jobs of repositories the App is not installed on asked for tokens within the last minute (or, with \`repositories\`, this repository's jobs named many repositories the App cannot see). ${RERUN}; if the App should be installed on {repository}, install it, and check the names in \`repositories\`.`,
     installation_token_failed: `GitHub refused or failed to mint the token. ${RERUN}; if it persists, tell the broker's operator (the App may lack a permission the broker asks for).`,
     sign_failed: MISMATCH,
     oidc_key_fetch_failed: `The broker could not fetch the OIDC issuer's keys. ${RERUN}.`,
