@@ -16,7 +16,7 @@ import { ERROR_CODES } from "../shared/error-codes.js";
 import { postJson } from "./support/broker.js";
 import { brokerPerTest } from "./support/broker-per-test.js";
 
-const WEBHOOK_SECRET = "negative-lookups-webhook-secret";
+const WEBHOOK_SECRET = "negative-lookups-webhook-secret-0123";
 const secrets: string[] = [WEBHOOK_SECRET];
 const t = brokerPerTest({ secrets, env: { HOST_WEBHOOK_SECRET: WEBHOOK_SECRET } });
 

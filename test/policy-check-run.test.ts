@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import { brokerPerTest } from "./support/broker-per-test.js";
 import { signatureFor } from "../server/webhook/verify-signature.js";
 
-const SECRET = "policy-check-secret";
+const SECRET = "policy-check-secret-0123456789abcdef";
 const t = brokerPerTest({
   env: { HOST_WEBHOOK_SECRET: SECRET, POLICY_CHECK_RUNS: "true" },
   setup: (fx) => {

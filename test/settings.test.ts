@@ -2,10 +2,12 @@
 // decisions and the error-code table. The same rules are exercised over HTTP in token*.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { ERROR_CODES, OIDC_REASONS } from "../shared/error-codes.js";
 import { parseTokenPermissions } from "../shared/token-permissions.js";
 import { intersectPermissions } from "../server/github/intersect-permissions.js";
-import { graphqlUrlFor, parseAllowlist, parseAudiences, parseFlag, parseSettings, parseUpstreamPointsPerMinute, createSettingsReader, normaliseIssuer } from "../server/settings.js";
+import { graphqlUrlFor, parseAllowlist, parseAudiences, parseFlag, parseSettings, parseUpstreamPointsPerMinute, createSettingsReader, normaliseIssuer, secretWeakness } from "../server/settings.js";
+import { parseStartSettings } from "../server/start-settings.js";
 import { settingsProblems, WHOLE_NUMBER_SETTINGS } from "../server/settings-problems.js";
 import { checkAllowlist, matchRepository } from "../server/token/trust.js";
 import { signatureFor } from "../server/webhook/verify-signature.js";
@@ -25,17 +27,89 @@ describe("parseAudiences", () => {
 });
 
 describe("parseAllowlist", () => {
+  const shape = (raw: string | undefined) => {
+    const list = parseAllowlist(raw);
+    return list === null ? null : { repositories: [...list.repositories], owners: [...list.owners], invalid: list.invalid };
+  };
   it.each([
     [undefined, null],
     ["  ", null],
-    [" o/a , o/b ", ["o/a", "o/b"]],
-    ["o/*", ["o/*"]],
-  ])("%j → %j", (raw, expected) => expect(parseAllowlist(raw) === null ? null : [...parseAllowlist(raw)!]).toEqual(expected));
+    [" o/a , o/b ", { repositories: ["o/a", "o/b"], owners: [], invalid: [] }],
+    ["octo-org/*", { repositories: [], owners: ["octo-org"], invalid: [] }],
+    // Only a whole trailing `/*` is a pattern: anything else that looks like one is refused, never half-read.
+    ["o/api-*, *, o, o/*/x, */a, o/., o/.., a/b/c", { repositories: [], owners: [], invalid: ["o/api-*", "*", "o", "o/*/x", "*/a", "o/.", "o/..", "a/b/c"] }],
+  ])("%j → %j", (raw, expected) => expect(shape(raw)).toEqual(expected));
 
-  it("has no globbing", () => {
-    expect(() => checkAllowlist(parseAllowlist("o/*"), "o/a")).toThrow();
+  it("matches an exact owner/name, or every repository of an owner/* entry's owner; nothing else", () => {
+    expect(() => checkAllowlist(parseAllowlist("o/*"), "o/a")).not.toThrow();
+    expect(() => checkAllowlist(parseAllowlist("o/*"), "other/a")).toThrow();
+    expect(() => checkAllowlist(parseAllowlist("o/*"), "O/a")).toThrow(); // exact, like owner/name
+    expect(() => checkAllowlist(parseAllowlist("o/a-*"), "o/a-b")).toThrow();
+    expect(() => checkAllowlist(parseAllowlist("*"), "o/a")).toThrow();
     expect(() => checkAllowlist(parseAllowlist(" o/a "), "o/a")).not.toThrow();
+    expect(() => checkAllowlist(parseAllowlist(" o/a "), "o/ab")).toThrow();
     expect(() => checkAllowlist(null, "any/thing")).not.toThrow();
+  });
+
+  it("the shipped Kubernetes ConfigMap's allowlist is usable as written", () => {
+    const configMap = readFileSync(new URL("../deploy/kubernetes/configmap.yaml", import.meta.url), "utf8");
+    const raw = /ALLOWED_REPOSITORIES: "([^"]*)"/.exec(configMap)![1];
+    const list = parseAllowlist(raw)!;
+    expect(list.invalid).toEqual([]);
+    expect(() => checkAllowlist(list, "octo-org/app")).not.toThrow();
+  });
+});
+
+describe("shared secrets", () => {
+  it.each([
+    [undefined, null],
+    ["   ", null],
+    ["a".repeat(32), "is a placeholder, not a generated secret"],
+    ["policy-webhook-secret", "is shorter than 32 characters"],
+    ["0123456789abcdef0123456789abcde", "is shorter than 32 characters"],
+    ["0123456789abcdef0123456789abcdef", null],
+    [" 0123456789abcdef0123456789abcdef\n", null],
+    ["replace-me", "is a placeholder, not a generated secret"],
+    ["CHANGEME", "is a placeholder, not a generated secret"],
+    ["replace-me-with-a-long-random-string-please", "is a placeholder, not a generated secret"],
+    ["change_me_0123456789abcdef0123456789", "is a placeholder, not a generated secret"],
+  ])("%j → %j", (raw, expected) => expect(secretWeakness(raw)).toBe(expected));
+
+  it("a weak secret is read as unset (the routes answer 503 as when unset) and named, without its value, among the problems", () => {
+    const env = { PROCESS_TRIGGER_SECRET: "replace-me", HOST_WEBHOOK_SECRET: "short-secret" };
+    const settings = parseSettings(env);
+    expect(settings.processTriggerSecret).toBeNull();
+    expect(settings.webhookSecret).toBeNull();
+    const messages = settingsProblems(settings, env).map((p) => p.message);
+    expect(messages).toContain("PROCESS_TRIGGER_SECRET is a placeholder, not a generated secret (at least 32 random characters): treated as unset, /sign and /releases answer 503 sign_disabled / releases_disabled");
+    expect(messages).toContain("HOST_WEBHOOK_SECRET is shorter than 32 characters (at least 32 random characters): treated as unset, /webhook answers 503 webhook_disabled");
+    expect(messages.join("\n")).not.toContain("short-secret");
+  });
+});
+
+describe("start-up settings", () => {
+  it.each([
+    [{}, []],
+    [{ PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: " DEBUG ", MAX_CONNECTIONS: "3", ADMIN_PORT: "9090", ADMIN_HOST: "::1" }, []],
+    [{ HOST: "broker.internal" }, []],
+    [{ PORT: "abc" }, ["PORT"]],
+    [{ PORT: "65536" }, ["PORT"]],
+    [{ PORT: "-1" }, ["PORT"]],
+    [{ HOST: "not a host" }, ["HOST"]],
+    [{ HOST: "[::1]" }, ["HOST"]],
+    [{ LOG_LEVEL: "verbose" }, ["LOG_LEVEL"]],
+    [{ MAX_CONNECTIONS: "0" }, ["MAX_CONNECTIONS"]],
+    [{ ADMIN_PORT: "eighty" }, ["ADMIN_PORT"]],
+    [{ ADMIN_PORT: "9090", ADMIN_HOST: "http://0.0.0.0" }, ["ADMIN_HOST"]],
+    [{ PORT: "x", LOG_LEVEL: "loud" }, ["PORT", "LOG_LEVEL"]],
+  ])("%j → problems with %j", (env, settings) => {
+    const { problems } = parseStartSettings(env);
+    expect(problems.map((p) => p.setting)).toEqual(settings);
+    for (const problem of problems) expect(problem.message).toMatch(new RegExp(`^${problem.setting} .*: the broker does not start$`));
+  });
+
+  it("blank values are the defaults", () => {
+    expect(parseStartSettings({ PORT: " ", HOST: "", LOG_LEVEL: "" })).toMatchObject({ port: 8080, host: "0.0.0.0", logLevel: "info", problems: [] });
   });
 });
 
@@ -148,11 +222,11 @@ describe("secrets are trimmed (PROCESS_TRIGGER_SECRET, HOST_WEBHOOK_SECRET)", ()
   it.each([
     [undefined, null, false],
     ["", null, false],
-    ["s3cret", "s3cret", false],
-    ["s3cret\n", "s3cret", true],
-    ["s3cret \r\n", "s3cret", true],
-    [" \ts3cret", "s3cret", true],
-    ["in ner", "in ner", false],
+    ["0123456789abcdef0123456789abcdef", "0123456789abcdef0123456789abcdef", false],
+    ["0123456789abcdef0123456789abcdef\n", "0123456789abcdef0123456789abcdef", true],
+    ["0123456789abcdef0123456789abcdef \r\n", "0123456789abcdef0123456789abcdef", true],
+    [" \t0123456789abcdef0123456789abcdef", "0123456789abcdef0123456789abcdef", true],
+    ["in ner 0123456789abcdef0123456789abcdef", "in ner 0123456789abcdef0123456789abcdef", false],
     [" \n", null, true],
   ])("%j → %j (changed: %j)", (raw, expected, changed) => {
     const s = parseSettings({ PROCESS_TRIGGER_SECRET: raw, HOST_WEBHOOK_SECRET: raw });
@@ -167,8 +241,8 @@ describe("secrets are trimmed (PROCESS_TRIGGER_SECRET, HOST_WEBHOOK_SECRET)", ()
 });
 
 describe("secrets with a trailing newline, over HTTP", () => {
-  const TRIGGER = "trimmed-trigger-secret-0123";
-  const HOOK = "trimmed-webhook-secret-4567";
+  const TRIGGER = "trimmed-trigger-secret-0123456789abcdef";
+  const HOOK = "trimmed-webhook-secret-456789abcdef0123";
   let fx: TokenFixture;
   let broker: TestBroker;
   beforeAll(async () => {
@@ -207,14 +281,60 @@ describe("secrets with a trailing newline, over HTTP", () => {
 
 describe("the built broker warns at start-up about a trimmed secret", () => {
   it("one warning per changed setting, naming it, never the value", async () => {
-    const value = "spawned-trigger-secret-89ab";
-    const broker = await spawnBroker({ PROCESS_TRIGGER_SECRET: `${value}\n`, HOST_WEBHOOK_SECRET: "untouched-hook-secret" });
+    const value = "spawned-trigger-secret-89abcdef0123";
+    const broker = await spawnBroker({ PROCESS_TRIGGER_SECRET: `${value}\n`, HOST_WEBHOOK_SECRET: "untouched-hook-secret-0123456789ab" });
     await broker.stop();
     const warnings = broker.lines.filter((line) => line.includes("trimmed before use"));
     expect(warnings).toHaveLength(1);
     expect(JSON.parse(warnings[0]!)).toMatchObject({ level: 40, setting: "PROCESS_TRIGGER_SECRET" });
     expect(broker.lines.join("\n")).not.toContain(value);
     expect(broker.lines.join("\n")).not.toContain("untouched-hook-secret");
+  });
+});
+
+describe("weak secrets fail closed, over HTTP", () => {
+  // Right bearer and right signature: the secret itself is refused, so nobody is let in with it.
+  const TRIGGER = "replace-me";
+  const HOOK = "webhook-secret-too-short";
+  let fx: TokenFixture;
+  let broker: TestBroker;
+  beforeAll(async () => {
+    fx = await tokenFixture();
+    broker = await startBroker({ ...fx.env, PROCESS_TRIGGER_SECRET: TRIGGER, HOST_WEBHOOK_SECRET: HOOK });
+  });
+  afterAll(async () => {
+    await broker.close();
+    await fx.sim.close();
+    expectNoSecrets(broker.logs, [TRIGGER, HOOK, fx.app.privateKeyPem]);
+  });
+
+  it("/releases and /sign answer 503 as when PROCESS_TRIGGER_SECRET is unset, even to its bearer", async () => {
+    const releases = await fetch(`${broker.url}/releases`, { headers: { authorization: `Bearer ${TRIGGER}` } });
+    expect(releases.status).toBe(503);
+    expect(((await releases.json()) as { error: string }).error).toBe("releases_disabled");
+    const sign = await postJson(`${broker.url}/sign`, {}, { authorization: `Bearer ${TRIGGER}` });
+    expect([sign.status, sign.body.error]).toEqual([503, "sign_disabled"]);
+  });
+
+  it("/webhook answers 503 webhook_disabled to a delivery signed with the short secret", async () => {
+    const raw = JSON.stringify({ zen: "Keep it logically awesome.", hook_id: 1 });
+    const response = await fetch(`${broker.url}/webhook`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-github-event": "ping", "x-github-delivery": randomUUID(), "x-hub-signature-256": signatureFor(HOOK, raw) },
+      body: raw,
+    });
+    expect(response.status).toBe(503);
+    expect(((await response.json()) as { error: string }).error).toBe("webhook_disabled");
+  });
+
+  it("the built broker starts and logs one error line per weak secret, naming it and the minimum, never the value", async () => {
+    const spawned = await spawnBroker({ PROCESS_TRIGGER_SECRET: TRIGGER, HOST_WEBHOOK_SECRET: HOOK });
+    await spawned.stop();
+    const lines = spawned.lines.map((l) => JSON.parse(l) as { level: number; setting?: string; msg: string }).filter((e) => e.setting === "PROCESS_TRIGGER_SECRET" || e.setting === "HOST_WEBHOOK_SECRET");
+    expect(lines.map((e) => [e.level, e.setting])).toEqual([[50, "PROCESS_TRIGGER_SECRET"], [50, "HOST_WEBHOOK_SECRET"]]);
+    for (const line of lines) expect(line.msg).toContain("at least 32 random characters");
+    expectNoSecrets(spawned.lines, [HOOK]);
+    expect(spawned.lines.join("\n")).not.toContain(TRIGGER);
   });
 });
 

@@ -8,7 +8,7 @@ import { branchNameProblem, commitPathProblem } from "../server/sign/read-sign-r
 import { postJson } from "./support/broker.js";
 import { brokerPerTest } from "./support/broker-per-test.js";
 
-const SECRET = "sign-trigger-secret-0123456789";
+const SECRET = "sign-trigger-secret-0123456789-01234";
 const REPO = "octo-org/app";
 let branchCounter = 0;
 const secrets: string[] = [SECRET];
