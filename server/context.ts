@@ -18,6 +18,7 @@ import { createKeySetSource, type KeySetSource } from "./oidc/key-set-source.js"
 import { deriveSnapshotKey, type SnapshotBinding } from "./oidc/snapshot-seal.js";
 import { createSettingsReader, type Env, type PlatformSettings, type Settings } from "./settings.js";
 import { parseLogLevel } from "./start-settings.js";
+import { createOidcTokenClaims } from "./token/oidc-token-claims.js";
 import { upstreamFetch } from "./upstream-fetch.js";
 
 /** Everything the broker touches outside itself is injected here (STYLE.md practice 1, 7). */
@@ -183,6 +184,8 @@ export function createContext(deps: BrokerDeps = {}) {
     appJwt: createAppJwtSigner(now),
     installations: createInstallationCache({ now, ttlMs: timing.installationTtlMs }),
     notInstalled: createNotInstalledCache({ now }),
+    /** OIDC tokens already used, so each mints once (server/token/oidc-token-claims.ts). */
+    oidcClaims: createOidcTokenClaims({ now }),
     // A tenth of UPSTREAM_POINTS_PER_MINUTE (as of the latest request) per owner and points window.
     ownerLookups: createOwnerLookupLimiter({ now, windowMs: timing.pointsWindowMs, pointsPerWindow: () => (latest ?? settings()).upstreamPointsPerMinute }),
     crawlTokens: createCrawlTokenCache(now),
