@@ -511,8 +511,8 @@ describe("SIGN_ALLOWED_REPOSITORIES", () => {
     expect(t.fx.sim.git.head(REPO, branch)).toBe(head);
   });
 
-  it("has no globbing and matches exactly", async () => {
-    t.broker.env.SIGN_ALLOWED_REPOSITORIES = "octo-org/*";
+  it("owner/* is its only pattern; anything else matches exactly", async () => {
+    t.broker.env.SIGN_ALLOWED_REPOSITORIES = "other-org/*, octo-org/ap*, *";
     expect(await sign(signBody())).toMatchObject({ status: 403, body: { error: "repo_not_allowed" } });
     t.broker.env.SIGN_ALLOWED_REPOSITORIES = "Octo-Org/App";
     expect(await sign(signBody())).toMatchObject({ status: 403, body: { error: "repo_not_allowed" } });
@@ -525,6 +525,12 @@ describe("SIGN_ALLOWED_REPOSITORIES", () => {
     const res = await sign(signBody({ branch, expected_head_oid: head }));
     expect(res.status).toBe(200);
     expect(t.fx.sim.git.head(REPO, branch)).not.toBe(head);
+  });
+
+  it("octo-org/* commits to any repository of octo-org", async () => {
+    t.broker.env.SIGN_ALLOWED_REPOSITORIES = "octo-org/*";
+    const { branch, head } = freshBranch();
+    expect((await sign(signBody({ branch, expected_head_oid: head }))).status).toBe(200);
   });
 
   it("unset or blank: every repository the App is installed on, as before", async () => {
