@@ -13,6 +13,7 @@ import { checkAllowlist, matchRepository } from "../server/token/trust.js";
 import { signatureFor } from "../server/webhook/verify-signature.js";
 import { postJson, startBroker, type TestBroker } from "./support/broker.js";
 import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
+import { brokerPerTest } from "./support/broker-per-test.js";
 import { spawnBroker } from "./support/spawn-broker.js";
 
 describe("parseAudiences", () => {
@@ -296,29 +297,19 @@ describe("weak secrets fail closed, over HTTP", () => {
   // Right bearer and right signature: the secret itself is refused, so nobody is let in with it.
   const TRIGGER = "replace-me";
   const HOOK = "webhook-secret-too-short";
-  let fx: TokenFixture;
-  let broker: TestBroker;
-  beforeAll(async () => {
-    fx = await tokenFixture();
-    broker = await startBroker({ ...fx.env, PROCESS_TRIGGER_SECRET: TRIGGER, HOST_WEBHOOK_SECRET: HOOK });
-  });
-  afterAll(async () => {
-    await broker.close();
-    await fx.sim.close();
-    expectNoSecrets(broker.logs, [TRIGGER, HOOK, fx.app.privateKeyPem]);
-  });
+  const t = brokerPerTest({ env: { PROCESS_TRIGGER_SECRET: TRIGGER, HOST_WEBHOOK_SECRET: HOOK }, secrets: [TRIGGER, HOOK] });
 
   it("/releases and /sign answer 503 as when PROCESS_TRIGGER_SECRET is unset, even to its bearer", async () => {
-    const releases = await fetch(`${broker.url}/releases`, { headers: { authorization: `Bearer ${TRIGGER}` } });
+    const releases = await fetch(`${t.broker.url}/releases`, { headers: { authorization: `Bearer ${TRIGGER}` } });
     expect(releases.status).toBe(503);
     expect(((await releases.json()) as { error: string }).error).toBe("releases_disabled");
-    const sign = await postJson(`${broker.url}/sign`, {}, { authorization: `Bearer ${TRIGGER}` });
+    const sign = await postJson(`${t.broker.url}/sign`, {}, { authorization: `Bearer ${TRIGGER}` });
     expect([sign.status, sign.body.error]).toEqual([503, "sign_disabled"]);
   });
 
   it("/webhook answers 503 webhook_disabled to a delivery signed with the short secret", async () => {
     const raw = JSON.stringify({ zen: "Keep it logically awesome.", hook_id: 1 });
-    const response = await fetch(`${broker.url}/webhook`, {
+    const response = await fetch(`${t.broker.url}/webhook`, {
       method: "POST",
       headers: { "content-type": "application/json", "x-github-event": "ping", "x-github-delivery": randomUUID(), "x-hub-signature-256": signatureFor(HOOK, raw) },
       body: raw,
