@@ -1,18 +1,17 @@
-// Text → CompiledPolicy, once per file version: YAML (the `yaml` package, aliases bounded), the
+// Text → CompiledPolicy, once per file version: YAML (parse-policy-yaml.ts: bounded time), the
 // JSON Schema the package ships (ajv), the platform's permission catalogue, then every glob
 // compiled. Every problem is one line naming the file's line (policy_invalid's detail).
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
-import { isMap, isSeq, LineCounter, parseDocument, type Document } from "yaml";
+import { isMap, isSeq, type Document } from "yaml";
 import { checkCatalogue, type PermissionLevel, type Permissions } from "../../shared/token-permissions.js";
 import { compileGlobs } from "./policy-glob.js";
 import { CONDITION_CLAIMS, stringClaim } from "./policy-claims.js";
+import { MAX_POLICY_ALIASES, parsePolicyYaml } from "./parse-policy-yaml.js";
 import { readPolicySchema } from "./policy-schema.js";
 import type { CompiledCondition, CompiledPolicy, CompiledRule, PolicyKind } from "./policy-types.js";
 
 /** Policy files over this are refused unread (DESIGN.md threats). */
 export const MAX_POLICY_BYTES = 64 * 1024;
-/** YAML aliases beyond this are refused: a few anchors are handy, a billion laughs is not. */
-export const MAX_POLICY_ALIASES = 20;
 
 export type PolicyCompile = { ok: true; policy: CompiledPolicy } | { ok: false; detail: string };
 
@@ -31,11 +30,9 @@ export function createPolicyCompiler(): PolicyCompiler {
 function compilePolicy(validate: ValidateFunction, text: string, kind: PolicyKind, file: string): PolicyCompile {
   const fail = (line: number | undefined, what: string): PolicyCompile => ({ ok: false, detail: `${file}${line ? ` line ${line}` : ""}: ${what}` });
   if (Buffer.byteLength(text, "utf8") > MAX_POLICY_BYTES) return fail(undefined, `over ${MAX_POLICY_BYTES / 1024} KiB`);
-  const lines = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true, strict: true });
-  const lineAt = (offset: number | undefined) => (offset === undefined ? undefined : lines.linePos(offset).line);
-  const syntax = doc.errors[0];
-  if (syntax) return fail(lineAt(syntax.pos[0]), `not valid YAML (${syntax.code.toLowerCase().replace(/_/g, " ")})`);
+  const parsed = parsePolicyYaml(text);
+  if (!parsed.ok) return fail(parsed.line, parsed.what);
+  const { doc, lineAt } = parsed;
   let data: unknown;
   try {
     data = doc.toJS({ maxAliasCount: MAX_POLICY_ALIASES });
