@@ -8,6 +8,7 @@ import { compileGlobs } from "./policy-glob.js";
 import { CONDITION_CLAIMS, stringClaim } from "./policy-claims.js";
 import { MAX_POLICY_ALIASES, parsePolicyYaml } from "./parse-policy-yaml.js";
 import { readPolicySchema } from "./policy-schema.js";
+import { policyWarnings } from "./policy-warnings.js";
 import type { CompiledCondition, CompiledPolicy, CompiledRule, PolicyKind } from "./policy-types.js";
 
 /** Policy files over this are refused unread (DESIGN.md threats). */
@@ -47,7 +48,6 @@ function compilePolicy(validate: ValidateFunction, text: string, kind: PolicyKin
   if (kind === "repository" && raw.repository_policies !== undefined) return fail(lineOf(doc, "/repository_policies", lineAt), "repository_policies belongs in the owner policy (.github/tokensmith-org.yml)");
   const rules: CompiledRule[] = [];
   const names = new Set<string>();
-  const warnings: string[] = [];
   for (const [index, rule] of raw.rules.entries()) {
     const at = (path: string) => lineOf(doc, `/rules/${index}${path}`, lineAt);
     if (names.has(rule.name)) return fail(at("/name"), `rule name ${rule.name} is used twice`);
@@ -65,13 +65,9 @@ function compilePolicy(validate: ValidateFunction, text: string, kind: PolicyKin
     } catch (error) {
       return fail(at(""), `rule ${rule.name}: ${(error as Error).message}`);
     }
-    const line = at("") ?? 0;
-    if (Object.values(rule.permissions).includes("write") && !rule.if?.event) {
-      warnings.push(`${file} line ${line}: rule ${rule.name} grants write without an event condition (a pull_request_target job on the default branch would match)`);
-    }
-    rules.push({ name: rule.name, conditions, ...(repositories ? { repositories } : {}), permissions: { ...rule.permissions }, line });
+    rules.push({ name: rule.name, conditions, ...(repositories ? { repositories } : {}), permissions: { ...rule.permissions }, line: at("") ?? 0 });
   }
-  return { ok: true, policy: { kind, rules, ignoreRepositoryPolicies: raw.repository_policies === "ignore", warnings } };
+  return { ok: true, policy: { kind, rules, ignoreRepositoryPolicies: raw.repository_policies === "ignore", warnings: policyWarnings(rules, file) } };
 }
 
 interface RawRule {
