@@ -6,7 +6,7 @@ import { isMap, isSeq, type Document } from "yaml";
 import { checkCatalogue, type PermissionLevel, type Permissions } from "../../shared/token-permissions.js";
 import { compileGlobs } from "./policy-glob.js";
 import { CONDITION_CLAIMS, stringClaim } from "./policy-claims.js";
-import { MAX_POLICY_ALIASES, parsePolicyYaml } from "./parse-policy-yaml.js";
+import { parsePolicyYaml } from "./parse-policy-yaml.js";
 import { readPolicySchema } from "./policy-schema.js";
 import { policyWarnings } from "./policy-warnings.js";
 import type { CompiledCondition, CompiledPolicy, CompiledRule, PolicyKind } from "./policy-types.js";
@@ -33,13 +33,7 @@ function compilePolicy(validate: ValidateFunction, text: string, kind: PolicyKin
   if (Buffer.byteLength(text, "utf8") > MAX_POLICY_BYTES) return fail(undefined, `over ${MAX_POLICY_BYTES / 1024} KiB`);
   const parsed = parsePolicyYaml(text);
   if (!parsed.ok) return fail(parsed.line, parsed.what);
-  const { doc, lineAt } = parsed;
-  let data: unknown;
-  try {
-    data = doc.toJS({ maxAliasCount: MAX_POLICY_ALIASES });
-  } catch {
-    return fail(undefined, `more than ${MAX_POLICY_ALIASES} YAML aliases`);
-  }
+  const { doc, data, lineAt } = parsed;
   if (!validate(data)) {
     const error = validate.errors![0]!;
     return fail(lineOf(doc, error.instancePath, lineAt), schemaProblem(error));

@@ -17,7 +17,7 @@ export const MAX_POLICY_YAML_DEPTH = 12;
 export const MAX_POLICY_ALIASES = 20;
 
 export type PolicyYaml =
-  | { ok: true; doc: Document.Parsed; lineAt(offset: number | undefined): number | undefined }
+  | { ok: true; doc: Document.Parsed; data: unknown; lineAt(offset: number | undefined): number | undefined }
   | { ok: false; line?: number; what: string };
 
 const SCALAR_MARK = CST.SCALAR;
@@ -48,13 +48,22 @@ export function parsePolicyYaml(text: string): PolicyYaml {
   for (const token of parser.end()) tokens.push(token);
 
   const composer = new Composer({ prettyErrors: false, uniqueKeys: false, strict: true });
-  const docs = [...composer.compose(tokens, true, text.length)];
+  const docs: Document.Parsed[] = [];
+  for (const composed of composer.compose(tokens, true, text.length)) {
+    docs.push(composed);
+    if (docs.length > 1) break; // a second document is an error already: compose no more of them
+  }
   const doc = docs[0]!;
   const syntax = doc.errors[0] ?? (docs.length > 1 ? { pos: docs[1]!.range, code: "MULTIPLE_DOCS" } : undefined);
   if (syntax) return { ok: false, line: lineAt(syntax.pos[0]), what: `not valid YAML (${syntax.code.toLowerCase().replace(/_/g, " ")})` };
   const problem = keyProblem(doc);
   if (problem) return { ok: false, line: lineAt(problem.offset), what: problem.what };
-  return { ok: true, doc, lineAt };
+  try {
+    // yaml counts the anchored node as one of its copies; an alias of an alias multiplies.
+    return { ok: true, doc, data: doc.toJS({ maxAliasCount: MAX_POLICY_ALIASES + 1 }), lineAt };
+  } catch {
+    return { ok: false, what: `YAML aliases expand to more than ${MAX_POLICY_ALIASES} copies` };
+  }
 }
 
 /** Duplicate keys (a Set per mapping: linear), keys that are not plain strings, and merge keys. */
