@@ -65,6 +65,8 @@ describe("plain YAML only: tags, directives and merge keys are policy_invalid, n
     ["rules:\n  - name: a\n    permissions: {contents: read, contents: write}\n", "line 3: not valid YAML (duplicate key)"],
     ["rules:\n  - name: a\n    permissions: {contents: read}\n    name: b\n", "line 4: not valid YAML (duplicate key)"],
     [RULE + "---\n" + RULE, "line 5: not valid YAML (multiple docs)"],
+    ["---\n" + RULE + "---\n" + RULE, "line 6: not valid YAML (multiple docs)"],
+    [RULE + "...\n0\n...\n", "line 7: not valid YAML (multiple docs)"],
   ])("%j", (text, want) => {
     expect(detail(text)).toContain(want);
   });
@@ -106,7 +108,7 @@ describe("the worst files we could build compile in well under 50 ms each", () =
 
   it("the 64 KiB files over the token cap are refused by a cap, not by the full parse", () => {
     for (const { name, text } of worst.filter((w) => w.name.endsWith("(64 KiB)") && lexerTokens(w.text, MAX_POLICY_YAML_TOKENS) > MAX_POLICY_YAML_TOKENS)) {
-      expect({ name, detail: detail(text) }).toEqual({ name, detail: expect.stringMatching(/YAML tokens|YAML nesting deeper|YAML aliases|YAML anchors|YAML tag/) as unknown });
+      expect({ name, detail: detail(text) }).toEqual({ name, detail: expect.stringMatching(/YAML tokens|YAML nesting deeper|YAML aliases|YAML anchors|YAML tag|multiple docs/) as unknown });
     }
   });
 });

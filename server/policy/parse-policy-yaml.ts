@@ -2,7 +2,7 @@
 // microseconds per token and more in places (its `uniqueKeys` check is quadratic in a mapping's
 // keys, each alias walks the whole document), so a 64 KiB file shaped to hurt held the event loop
 // for seconds. Here the lexer and the CST parser are driven one token at a time and stopped at the
-// first cap crossed (tokens, nesting, aliases, anchors), before anything is composed; tags,
+// first cap crossed (tokens, nesting, aliases, anchors, documents), before anything is composed; tags,
 // directives and merge keys are refused (plain YAML is all a policy needs, and a YAML 1.1 `<<` or
 // `!!set` would otherwise read silently as a plain key or value). Then the Document is composed
 // from the CST already built, and duplicate keys are found with a Set per mapping.
@@ -32,6 +32,8 @@ export function parsePolicyYaml(text: string): PolicyYaml {
   let count = 0;
   let aliases = 0;
   let anchors = 0;
+  let starts = 0;
+  let ends = 0;
   let scalarSource = false;
   for (const lexeme of new Lexer().lex(text)) {
     // After the scalar mark comes the scalar's own text, whatever it starts with.
@@ -42,6 +44,8 @@ export function parsePolicyYaml(text: string): PolicyYaml {
     if (type === "anchor" && ++anchors > MAX_POLICY_ALIASES) return fail(`more than ${MAX_POLICY_ALIASES} YAML anchors`);
     if (type === "tag") return fail(`YAML tag ${lexeme} is not supported (a policy is plain YAML: no !tags, !!binary, !!set or !!omap)`);
     if (type === "directive-line") return fail(`YAML directive ${lexeme.split(/\s/)[0]} is not supported`);
+    // A second `---` or `...` starts another document: refused here, not after lexing thousands.
+    if ((type === "doc-start" && ++starts > 1) || (type === "doc-end" && ++ends > 1)) return fail("not valid YAML (multiple docs)");
     for (const token of parser.next(lexeme)) tokens.push(token);
     if (parser.stack.length > MAX_POLICY_YAML_DEPTH) return fail(`YAML nesting deeper than ${MAX_POLICY_YAML_DEPTH} (a policy needs 8)`);
   }
