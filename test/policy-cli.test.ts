@@ -81,7 +81,7 @@ describe("tokensmith policy check: warnings, plain YAML and the caps", () => {
     ["binary.yml", "rules:\n  - name: !!binary YQ==\n    permissions: {contents: read}\n", "binary.yml line 2: YAML tag !!binary is not supported (a policy is plain YAML: no !tags, !!binary, !!set or !!omap)\n"],
     ["merge.yml", "rules:\n  - name: a\n    if: &on {event: push}\n    permissions: {contents: read}\n  - name: b\n    if: {<<: *on}\n    permissions: {contents: read}\n", "merge.yml line 6: YAML merge keys (<<) are not supported: write the keys out\n"],
     ["yaml11.yml", "%YAML 1.1\n---\nrules: []\n", "yaml11.yml line 1: YAML directive %YAML is not supported\n"],
-    ["long.yml", `rules:\n  - name: a\n    if: {event: push, ref: [${"x, ".repeat(3000)}x]}\n    permissions: {contents: read}\n`, "long.yml line 3: more than 8000 YAML tokens (a policy this long is not one; see docs/policies.md#limits)\n"],
+    ["long.yml", `rules:\n  - name: a\n    if: {event: push, ref: [${"x, ".repeat(3000)}x]}\n    permissions: {contents: read}\n`, "long.yml line 3: more than 8000 YAML tokens (docs/policies.md#limits)\n"],
   ])("%s: exit 1 naming what is refused", async (file, text, stderr) => {
     await writeFile(join(dir, file), text);
     expect(await cli(["check", file])).toEqual({ code: 1, stdout: "", stderr });

@@ -1,7 +1,7 @@
 // Policy files shaped to cost the YAML parser most, each as large as a pushed file may be (64 KiB),
 // and, where that crosses the token cap, also the largest under it (so the whole compile runs):
 // one mapping of many keys, deep nesting, aliases, anchors, long flow lists, long scalars, many
-// documents, comments, odd indentation, explicit keys, tags, rules and globs.
+// documents, comments, odd indentation, explicit keys, tags, rules and globs, line breaks of all kinds.
 import { Lexer } from "yaml";
 import { MAX_POLICY_BYTES } from "../../server/policy/compile-policy.js";
 import { MAX_POLICY_YAML_TOKENS } from "../../server/policy/parse-policy-yaml.js";
@@ -30,6 +30,13 @@ const SHAPES: Record<string, (n: number) => string> = {
   "long plain scalar": (n) => `x: ${"a".repeat(n)}\n${RULE}`,
   "long double-quoted escapes": (n) => `x: "${"\\u00e9".repeat(n)}"\n${RULE}`,
   "long folded scalar": (n) => `x: >\n${"  a\n".repeat(n)}${RULE}`,
+  "multi-line plain scalar": (n) => `x: a\n${"  a\n".repeat(n)}${RULE}`,
+  "multi-line double-quoted scalar": (n) => `x: "a\n${" a\n".repeat(n)}"\n${RULE}`,
+  "double-quoted line folds": (n) => `x: "${"\\\n".repeat(n)}"\n${RULE}`,
+  "unterminated flow list": (n) => `${RULE}x: [${"a, ".repeat(n)}`,
+  "blank lines": (n) => `${RULE}${"\n".repeat(n)}`,
+  "tabs in a flow list": (n) => `x: [${"\t0,".repeat(n)}]\n${RULE}`,
+  "CRLF line ends": (n) => `${RULE.replace(/\n/g, "\r\n")}${"x\r\n".repeat(n)}`,
   "many documents": (n) => `${RULE}${"---\n".repeat(n)}`,
   "many documents with content": (n) => `${RULE}${"--- 0\n".repeat(n)}`,
   "comments": (n) => `${RULE}${"#\n".repeat(n)}`,
