@@ -107,7 +107,7 @@ export const ERROR_CODES = {
   },
   policy_invalid: {
     status: 403, routes: ["/token"], retryable: false,
-    meaning: "The repository's or the owner's policy file does not parse or validate (YAML, schema, over 64 KiB, too many aliases); `detail` says which file and line. Fail closed.",
+    meaning: "The repository's or the owner's policy file does not parse or validate (YAML, schema, over 64 KiB or another of its limits, a tag or merge key, a refused pattern); `detail` says which file and line. Fail closed.",
     hint: "Fix the policy file on the default branch (`tokensmith policy check FILE` validates it offline); see detail for the line.",
   },
   policy_unavailable: {
