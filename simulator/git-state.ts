@@ -3,8 +3,12 @@
 // helpers tests use to arrange it (create a branch, push as someone else, open pull requests…).
 import { createHash } from "node:crypto";
 import { registerGitGraphql } from "./git-graphql.js";
+import { GitObjects } from "./git-objects.js";
 import { registerChecksRoutes, type CheckRunState } from "./rest-checks-routes.js";
 import { registerContentsRoutes } from "./rest-contents-routes.js";
+import { registerContentsWriteRoutes } from "./rest-contents-write-routes.js";
+import { registerGitDataRoutes } from "./rest-git-data-routes.js";
+import { registerReleaseRoutes } from "./rest-release-routes.js";
 import { registerPullRoutes } from "./rest-pull-routes.js";
 import type { Simulator } from "./types.js";
 
@@ -98,6 +102,10 @@ export class GitStore {
   /** repository (lower case) → branch → head oid */
   readonly branches = new Map<string, Map<string, string>>();
   readonly pulls = new Map<string, Map<number, PullRequestState>>();
+  /** repository (lower case) → tag name → the oid it points at (a commit, or an annotated tag object) */
+  readonly tagRefs = new Map<string, Map<string, string>>();
+  /** Blobs, trees and annotated tags of the git data API. */
+  readonly objects = new GitObjects();
   readonly mutationCommits: CommitState[] = [];
   readonly updateBranchCalls: UpdateBranchCall[] = [];
   contentCreationPerMinute = 80;
@@ -112,6 +120,16 @@ export class GitStore {
     if (!found) {
       found = new Map();
       this.branches.set(key, found);
+    }
+    return found;
+  }
+
+  tagsOf(repository: string): Map<string, string> {
+    const key = repository.toLowerCase();
+    let found = this.tagRefs.get(key);
+    if (!found) {
+      found = new Map();
+      this.tagRefs.set(key, found);
     }
     return found;
   }
@@ -173,6 +191,10 @@ export function registerGit(sim: Simulator): GitApi {
   registerGitGraphql(sim, store);
   registerPullRoutes(sim, store);
   registerContentsRoutes(sim, store);
+  registerContentsWriteRoutes(sim, store);
+  registerGitDataRoutes(sim, store);
+  // Releases live in releases-state.ts; their REST routes need the tags kept here.
+  registerReleaseRoutes(sim, store);
   const checkRuns: CheckRunState[] = [];
   registerChecksRoutes(sim, store, checkRuns);
 
