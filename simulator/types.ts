@@ -76,6 +76,11 @@ export interface FaultSpec {
    * the fault then ignores every other caller. Default: any caller.
    */
   installationId?: number;
+  /**
+   * Only requests whose parsed JSON body this accepts, e.g. one kind of mint among the
+   * `access_tokens` requests (tokensmith/testing's `isPolicyReaderMint`). Default: any body.
+   */
+  body?: (body: unknown) => boolean;
   respond: FaultResponse;
 }
 

@@ -20,4 +20,5 @@ export type { RouteContext, RouteHandler, RouteResult } from "../../simulator/in
 export type { ActionRun, JobClaims, Sandbox, SandboxOptions } from "./start-sandbox.js";
 export { DEFAULT_WORLD, parseWorld } from "./world.js";
 export type { World, WorldRepository } from "./world.js";
-export type { BranchUpdate, Mint, PlatformView, Release, Revocation, SignedCommit } from "./platform-view.js";
+export type { BranchUpdate, Mint, MintPurpose, PlatformView, Release, Revocation, SignedCommit } from "./platform-view.js";
+export { isPolicyReaderMint, mintPurpose } from "./platform-view.js";

@@ -1,3 +1,4 @@
+/// <reference lib="esnext.disposable" preserve="true" />
 // A whole CI platform on loopback for trying tokensmith or testing a release workflow: the platform
 // simulator (OIDC issuer, GitHub REST and GraphQL, the runner's ID-token endpoint) seeded with a
 // world, and a broker pointed at it. Every token it hands out is fake and only this process's
@@ -93,9 +94,19 @@ export interface Sandbox {
   readonly simulator: Simulator;
   /** The emulated link in front of the platform (`link` option): its settings and byte counts. */
   readonly link: Link | undefined;
+  /**
+   * The broker's log lines (JSON, one object a line, `info` and up; the last {@link LOG_LINES_KEPT}),
+   * as it would write them to stdout. It never logs a token, key or OIDC JWT.
+   */
+  readonly logs: readonly string[];
   /** Stops the broker and the simulator. */
   close(): Promise<void>;
+  /** `close()`, for `await using sandbox = await startSandbox()`. */
+  [Symbol.asyncDispose](): Promise<void>;
 }
+
+/** How many of the broker's last log lines `sandbox.logs` keeps (a sandbox may run for days). */
+export const LOG_LINES_KEPT = 10_000;
 
 const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]"]);
 
@@ -148,9 +159,19 @@ async function started(options: SandboxOptions, world: World, opened: Array<() =
     UPDATE_BRANCH_PER_HOUR: "1000000",
     ...options.env,
   };
-  // The broker's log stays in memory: the sandbox's own lines are what a user reads.
-  const sink = new Writable({ write: (_chunk, _encoding, done) => done() });
-  const app = createApp({ env: () => env, fetch: loopbackOnlyFetch, logger: createLogger({ level: "warn", destination: sink }) });
+  // The broker's log stays in memory (`sandbox.logs`): the sandbox's own lines are what a user reads.
+  const logs: string[] = [];
+  let partial = "";
+  const sink = new Writable({
+    write(chunk: Buffer | string, _encoding, done) {
+      const lines = (partial + chunk.toString()).split("\n");
+      partial = lines.pop() ?? "";
+      logs.push(...lines.filter(Boolean));
+      if (logs.length > LOG_LINES_KEPT) logs.splice(0, logs.length - LOG_LINES_KEPT);
+      done();
+    },
+  });
+  const app = createApp({ env: () => env, fetch: loopbackOnlyFetch, logger: createLogger({ level: "info", destination: sink }) });
   opened.push(() => app.close());
   const server = await listenBroker(app, options.port ?? 0);
   const brokerUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -187,6 +208,15 @@ async function started(options: SandboxOptions, world: World, opened: Array<() =
   sim.actions.claims = defaultRunnerClaims;
 
   let closed: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closed ??= (async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await app.close();
+      await sim.close();
+    })();
+    return closed;
+  };
   return {
     brokerUrl,
     platformUrl: sim.url,
@@ -235,15 +265,9 @@ async function started(options: SandboxOptions, world: World, opened: Array<() =
     platform: createPlatformView(sim),
     simulator: sim,
     link: sim.link,
-    close() {
-      closed ??= (async () => {
-        server.closeAllConnections();
-        await new Promise<void>((resolve) => server.close(() => resolve()));
-        await app.close();
-        await sim.close();
-      })();
-      return closed;
-    },
+    logs,
+    [Symbol.asyncDispose]: close,
+    close,
   };
 }
 
