@@ -115,33 +115,15 @@ export class GitStore {
   constructor(private readonly now: () => number) {}
 
   branchesOf(repository: string): Map<string, string> {
-    const key = repository.toLowerCase();
-    let found = this.branches.get(key);
-    if (!found) {
-      found = new Map();
-      this.branches.set(key, found);
-    }
-    return found;
+    return perRepository(this.branches, repository);
   }
 
   tagsOf(repository: string): Map<string, string> {
-    const key = repository.toLowerCase();
-    let found = this.tagRefs.get(key);
-    if (!found) {
-      found = new Map();
-      this.tagRefs.set(key, found);
-    }
-    return found;
+    return perRepository(this.tagRefs, repository);
   }
 
   pullsOf(repository: string): Map<number, PullRequestState> {
-    const key = repository.toLowerCase();
-    let found = this.pulls.get(key);
-    if (!found) {
-      found = new Map();
-      this.pulls.set(key, found);
-    }
-    return found;
+    return perRepository(this.pulls, repository);
   }
 
   head(repository: string, branch: string): string | undefined {
@@ -179,6 +161,17 @@ export class GitStore {
     this.branchesOf(repository).set(branch, commit.oid);
     return commit;
   }
+}
+
+/** `repository`'s own map in `maps` (keyed by the repository's name in lower case), made on first use. */
+function perRepository<K, V>(maps: Map<string, Map<K, V>>, repository: string): Map<K, V> {
+  const key = repository.toLowerCase();
+  let found = maps.get(key);
+  if (!found) {
+    found = new Map();
+    maps.set(key, found);
+  }
+  return found;
 }
 
 const SOMEONE = { name: "Mona Lisa Octocat", email: "mona@example.com" };
