@@ -1,4 +1,4 @@
-// docs/sandbox.md#one-fault-of-each-kind: every example block there (and the `simulator.route()` one) runs as written (with
+// docs/sandbox.md#faults: every example block there (and the `simulator.route()` one) runs as written (with
 // `tokensmith/testing` pointed at the build: `npx tsc -p tsconfig.build.json` first), each in a
 // process of its own, and passes its own assertions; there is one for each kind of fault answer.
 import { execFile } from "node:child_process";
