@@ -229,7 +229,7 @@ export async function startHttpServer(deps: HttpServerDeps): Promise<RunningServ
     if (latency > 0) await delay(latency);
     if (closed) return;
 
-    const fault = deps.faults.take(method, record.path, record.auth.kind === "installation" ? deps.sim().tokens.get(record.auth.token)?.installationId : undefined);
+    const fault = deps.faults.take(method, record.path, record.auth.kind === "installation" ? deps.sim().tokens.get(record.auth.token)?.installationId : undefined, body);
     if (fault === "hang") return; // left open until the client gives up or sim.close()
     if (fault === "reset") {
       req.socket.destroy();

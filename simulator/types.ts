@@ -76,6 +76,11 @@ export interface FaultSpec {
    * the fault then ignores every other caller. Default: any caller.
    */
   installationId?: number;
+  /**
+   * Only requests whose parsed JSON body this accepts, e.g. one kind of mint among the
+   * `access_tokens` requests (tokensmith/testing's `isPolicyReaderMint`). Default: any body.
+   */
+  body?: (body: unknown) => boolean;
   respond: FaultResponse;
 }
 
@@ -263,6 +268,8 @@ export interface Simulator {
 
   /** Add a route under `apiBase`; later registrations win over earlier ones. */
   route(method: string, pattern: string, handler: RouteHandler): void;
+  /** The route table: every method and pattern the simulator answers (patterns as added, `/api/v3` included on GHES). */
+  routes(): Array<{ method: string; pattern: string }>;
   /** Add a route at a path relative to `url` (e.g. GraphQL, which is outside /api/v3 on GHES). */
   routeAbsolute(method: string, pattern: string, handler: RouteHandler): void;
   requireApp(ctx: RouteContext): AppState;
