@@ -3,7 +3,7 @@
 // a failed mint is not kept, a 401's drop and an installation change force the next mint.
 import { describe, expect, it } from "@jest/globals";
 import fc from "fast-check";
-import { createReaderTokens, READER_RENEW_BEFORE_MS } from "../server/policy/reader-tokens.js";
+import { createReaderTokens, READER_RENEW_BEFORE_MS, type ReaderToken } from "../server/policy/reader-tokens.js";
 
 type Op =
   | { kind: "get"; installation: number; callers: number; fail: boolean }
@@ -24,7 +24,7 @@ describe("reader tokens (model)", () => {
       fc.asyncProperty(fc.array(op, { maxLength: 30 }), async (ops) => {
         let clock = 0;
         const readers = createReaderTokens({ now: () => clock });
-        const model = new Map<number, { token: string; expiresAtMs: number }>();
+        const model = new Map<number, ReaderToken>();
         let minted = 0;
         for (const step of ops) {
           if (step.kind === "tick") clock += step.ms;
@@ -42,7 +42,7 @@ describe("reader tokens (model)", () => {
               minted += 1;
               await Promise.resolve();
               if (step.fail) throw new Error("mint failed");
-              return { token: `t${minted}`, expiresAtMs: clock + 60 * 60_000 };
+              return { token: `t${minted}`, expiresAtMs: clock + 60 * 60_000, covers: "all" as const, mintedAtMs: clock };
             };
             const answers = await Promise.allSettled(Array.from({ length: step.callers }, () => readers.get(key, mint)));
             const kept = model.get(step.installation);
@@ -55,7 +55,7 @@ describe("reader tokens (model)", () => {
                 expect(answers.every((a) => a.status === "rejected")).toBe(true);
                 model.delete(step.installation);
               } else {
-                const fresh = (answers[0] as PromiseFulfilledResult<{ token: string; expiresAtMs: number }>).value;
+                const fresh = (answers[0] as PromiseFulfilledResult<ReaderToken>).value;
                 for (const answer of answers) expect(answer).toEqual({ status: "fulfilled", value: fresh });
                 model.set(step.installation, fresh);
               }

@@ -14,6 +14,7 @@ import type { PermissionCeiling } from "../token/grant-permissions.js";
 import { consentDenied, decideConsent } from "./decide-consent.js";
 import { decidePolicy, type PolicyDecision } from "./decide-policy.js";
 import { PolicyReadFailure, readPolicyFile } from "./fetch-policy-file.js";
+import { readerCovers, type ReaderToken } from "./reader-tokens.js";
 import { fetchTargetRepository, type TargetRepository } from "./target-repositories.js";
 import { policyFileKey, type FileState } from "./policy-files.js";
 import { POLICY_FILES, type CompiledPolicy, type PolicyKind } from "./policy-types.js";
@@ -162,11 +163,21 @@ async function loadTarget(ctx: BrokerContext, step: PolicyStep, name: string): P
  * revoked, the installation's permissions changed) is dropped and the read is made once more with
  * a fresh one: the jobs waiting on the read get their answer, not 503 policy_unavailable for the
  * broker's own token (reads at the same moment share the one new mint). A second 401 fails it.
+ * `repository`: the repository read, when a 404 there would mean "no policy" (docs/security.md
+ * "A stale reader token").
  */
-async function withReader<T>(ctx: BrokerContext, step: PolicyStep, read: (token: string) => Promise<T>): Promise<T> {
+async function withReader<T>(ctx: BrokerContext, step: PolicyStep, read: (token: string) => Promise<T>, repository?: ReaderScope): Promise<T> {
   const readerKey = ctx.policies.readers.key(step.platform.apiBase, step.app.appId, step.installation.id);
   for (let attempt = 1; ; attempt += 1) {
-    const reader = await ctx.policies.readers.get(readerKey, () => mintReader(ctx, step));
+    let reader = await ctx.policies.readers.get(readerKey, () => mintReader(ctx, step));
+    if (repository && !readerCovers(reader, repository.name) && (repository.installed || ctx.now() - reader.mintedAtMs >= step.settings.policyCacheSeconds * 1000)) {
+      // Minted before the repository joined the installation (the platform scopes a token to the
+      // selection at mint time): its 404 would read as "no policy", the whole grant. A fresh mint
+      // covers it. Right away for a repository this request proved installed; for one that may
+      // not be (the owner's .github) once per POLICY_CACHE_SECONDS at most, not a mint per read.
+      ctx.policies.readers.drop(readerKey, reader.token);
+      reader = await ctx.policies.readers.get(readerKey, () => mintReader(ctx, step));
+    }
     try {
       return await read(reader.token);
     } catch (error) {
@@ -175,6 +186,12 @@ async function withReader<T>(ctx: BrokerContext, step: PolicyStep, read: (token:
       if (attempt >= 2) throw error;
     }
   }
+}
+
+/** The repository a reader reads: `installed` when this request proved it is in the installation (the caller's). */
+interface ReaderScope {
+  name: string;
+  installed: boolean;
 }
 
 /** A read that failed on the platform's side → 503 policy_unavailable (fail closed, retryable). */
@@ -198,7 +215,7 @@ async function load(ctx: BrokerContext, step: PolicyStep, kind: PolicyKind, othe
   let state: FileState;
   try {
     state = await ctx.policies.files.read(key, step.settings.policyCacheSeconds * 1000, store, (etag, known) =>
-      withReader(ctx, step, (token) => readPolicyFile({ client, token, ...where, path, etag, known, deadlineAt: step.deadlineAt })),
+      withReader(ctx, step, (token) => readPolicyFile({ client, token, ...where, path, etag, known, deadlineAt: step.deadlineAt }), { name: where.repo, installed: kind === "repository" && !other }),
     );
   } catch (error) {
     throw unavailable(ctx, error, `${kind} policy read`);
@@ -218,7 +235,7 @@ function invalid(detail: string): BrokerError {
 }
 
 /** The broker's own token: contents read over the whole installation (its policy files and the owner's .github). */
-async function mintReader(ctx: BrokerContext, step: PolicyStep) {
+async function mintReader(ctx: BrokerContext, step: PolicyStep): Promise<ReaderToken> {
   try {
     const minted = await mintInstallationToken({
       client: ctx.clientFor(step.platform),
@@ -230,7 +247,13 @@ async function mintReader(ctx: BrokerContext, step: PolicyStep) {
       deadlineAt: step.deadlineAt,
     });
     const expiresAtMs = Date.parse(minted.expires_at);
-    return { token: minted.token, expiresAtMs: Number.isFinite(expiresAtMs) ? expiresAtMs : ctx.now() + 30 * 60_000 };
+    const names = minted.repositories?.map((repository) => repository.name?.toLowerCase()).filter((name): name is string => name !== undefined);
+    return {
+      token: minted.token,
+      expiresAtMs: Number.isFinite(expiresAtMs) ? expiresAtMs : ctx.now() + 30 * 60_000,
+      covers: names === undefined ? ("all" as const) : new Set(names),
+      mintedAtMs: ctx.now(),
+    };
   } catch (error) {
     throw new BrokerError("policy_unavailable", {
       detail: "reader token mint failed",
