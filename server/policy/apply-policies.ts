@@ -211,10 +211,11 @@ async function load(ctx: BrokerContext, step: PolicyStep, kind: PolicyKind, othe
   const where = kind === "repository" ? { owner: step.owner, repo: other?.repo ?? step.repo } : { owner: step.owner, repo: ".github" };
   const key = policyFileKey(step.platform.apiBase, kind === "repository" ? { repositoryId: other?.repositoryId ?? step.ids.repositoryId } : { ownerId: step.ids.ownerId });
   const store = ctx.stores.get(step.settings.jwksCacheUrl, "tokensmith-policy");
+  const shared = store ? { store, sealKey: ctx.policies.sealKey(step.app.privateKeyPem) } : null;
   const client = ctx.clientFor(step.platform);
   let state: FileState;
   try {
-    state = await ctx.policies.files.read(key, step.settings.policyCacheSeconds * 1000, store, (etag, known) =>
+    state = await ctx.policies.files.read(key, step.settings.policyCacheSeconds * 1000, shared, (etag, known) =>
       withReader(ctx, step, (token) => readPolicyFile({ client, token, ...where, path, etag, known, deadlineAt: step.deadlineAt }), { name: where.repo, installed: kind === "repository" && !other }),
     );
   } catch (error) {
