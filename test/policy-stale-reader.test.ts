@@ -15,8 +15,10 @@ const READ_ONLY = "rules:\n  - name: read-only\n    if: {event: push}\n    permi
 /** Consent for octo-org/app's jobs to read this repository. */
 const CONSENT = "rules:\n  - name: app-reads\n    if: {repository: octo-org/app, event: push}\n    permissions: {contents: read}\n";
 
+let clockOffsetMs = 0;
 const t = brokerPerTest({
   env: { HOST_WEBHOOK_SECRET: SECRET, TOKEN_POLICY: "optional" },
+  broker: { now: () => Date.now() + clockOffsetMs },
   setup: (fx) => {
     for (const repository of ["octo-org/app", "octo-org/docs", "octo-org/.github", "octo-org/late", "octo-org/latest"]) {
       fx.sim.git.createBranch(repository, "main", { files: { "README.md": `# ${repository}\n` } });
@@ -75,6 +77,22 @@ describe("a repository added after the reader token was minted", () => {
     expect(readerMints()).toHaveLength(1);
     const policyReads = t.fx.sim.requests.filter((r) => r.path === "/repos/octo-org/late/contents/.github/tokensmith.yml");
     expect(policyReads.map((r) => r.response?.status)).toEqual([200]);
+  });
+
+  it("the owner's .github added later: its policy applies once the cached read expires (POLICY_CACHE_SECONDS), not when the reader does", async () => {
+    select("app");
+    expect((await mint("app")).permissions).toEqual({ contents: "write", pull_requests: "write" });
+    t.fx.sim.git.setFile("octo-org/.github", ".github/tokensmith-org.yml", READ_ONLY);
+    select("app", ".github");
+    clockOffsetMs = 61_000; // past the cached "no owner policy" (60 s); the reader has 49 minutes left
+    try {
+      t.fx.sim.clearRequests();
+      expect((await mint("app")).permissions).toEqual({ contents: "read" });
+      expect(readerMints()).toHaveLength(1);
+    } finally {
+      clockOffsetMs = 0;
+      t.fx.sim.git.setFile("octo-org/.github", ".github/tokensmith-org.yml", null);
+    }
   });
 });
 
