@@ -1,6 +1,7 @@
 // The broker's reader tokens (server/policy/reader-tokens.ts) against a model, with fast-check:
 // a kept token is reused while more than 10 minutes are left, simultaneous callers share one mint,
-// a failed mint is not kept, a 401's drop and an installation change force the next mint.
+// a failed mint is not kept, a 401's drop and an installation change force the next mint, and a
+// mint under way when an installation change arrives serves its callers but is not kept.
 import { describe, expect, it } from "@jest/globals";
 import fc from "fast-check";
 import { createReaderTokens, READER_RENEW_BEFORE_MS, type ReaderToken } from "../server/policy/reader-tokens.js";
@@ -9,13 +10,15 @@ type Op =
   | { kind: "get"; installation: number; callers: number; fail: boolean }
   | { kind: "tick"; ms: number }
   | { kind: "drop401"; installation: number }
-  | { kind: "installationChanged"; installation: number };
+  | { kind: "installationChanged"; installation: number }
+  | { kind: "installationChangedDuringMint"; installation: number };
 
 const op: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ kind: fc.constant("get" as const), installation: fc.integer({ min: 1, max: 3 }), callers: fc.integer({ min: 1, max: 4 }), fail: fc.boolean() }),
   fc.record({ kind: fc.constant("tick" as const), ms: fc.integer({ min: 0, max: 30 * 60_000 }) }),
   fc.record({ kind: fc.constant("drop401" as const), installation: fc.integer({ min: 1, max: 3 }) }),
   fc.record({ kind: fc.constant("installationChanged" as const), installation: fc.integer({ min: 1, max: 3 }) }),
+  fc.record({ kind: fc.constant("installationChangedDuringMint" as const), installation: fc.integer({ min: 1, max: 3 }) }),
 );
 
 describe("reader tokens (model)", () => {
@@ -35,6 +38,23 @@ describe("reader tokens (model)", () => {
           } else if (step.kind === "installationChanged") {
             readers.dropInstallation(step.installation);
             model.delete(step.installation);
+          } else if (step.kind === "installationChangedDuringMint") {
+            // Only when a mint is due: a kept token is dropped by the change itself.
+            readers.dropInstallation(step.installation);
+            model.delete(step.installation);
+            let release!: () => void;
+            const gate = new Promise<void>((resolve) => (release = resolve));
+            const key = readers.key("api", "1", step.installation);
+            const waiting = readers.get(key, async () => {
+              minted += 1;
+              await gate;
+              return { token: `t${minted}`, expiresAtMs: clock + 60 * 60_000, covers: "all" as const, mintedAtMs: clock };
+            });
+            await new Promise((resolve) => setImmediate(resolve));
+            readers.dropInstallation(step.installation);
+            release();
+            expect((await waiting).token).toBe(`t${minted}`);
+            // Not kept: the next get mints again.
           } else {
             const key = readers.key("api", "1", step.installation);
             const before = minted;
