@@ -35,12 +35,13 @@ export interface LoadingCache<V> {
   invalidate(key: string): void;
   /** `invalidate` every key (kept or being loaded) that `match` accepts. */
   invalidateWhere(match: (key: string) => boolean): void;
-  /** Forget the one value kept for `key` only if it is still `value` (a 401 on a token another caller may already have replaced). */
+  /**
+   * Forget the value kept for `key` if `matches` accepts it (a 401 on a token that another caller
+   * may already have replaced). A load under way is left alone: it is the replacement.
+   */
   invalidateIf(key: string, matches: (value: V) => boolean): void;
   /** `invalidate` every key. */
   clear(): void;
-  /** Values kept (fresh or not yet evicted). */
-  readonly size: number;
 }
 
 interface Kept<V> {
@@ -119,9 +120,6 @@ export function createLoadingCache<V>(options: LoadingCacheOptions): LoadingCach
       epoch += 1;
       kept.clear();
       for (const under of loading.values()) under.shared = undefined;
-    },
-    get size() {
-      return kept.size;
     },
   };
 }

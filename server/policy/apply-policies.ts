@@ -163,8 +163,8 @@ async function loadTarget(ctx: BrokerContext, step: PolicyStep, name: string): P
  * revoked, the installation's permissions changed) is dropped and the read is made once more with
  * a fresh one: the jobs waiting on the read get their answer, not 503 policy_unavailable for the
  * broker's own token (reads at the same moment share the one new mint). A second 401 fails it.
- * `repository`: the repository read, when a 404 there would mean "no policy" (docs/security.md
- * "A stale reader token").
+ * `repository`: the repository read, when a 404 there would mean "no policy" (docs/security.md "A
+ * stale reader token never reads ...").
  */
 async function withReader<T>(ctx: BrokerContext, step: PolicyStep, read: (token: string) => Promise<T>, repository?: ReaderScope): Promise<T> {
   const readerKey = ctx.policies.readers.key(step.platform.apiBase, step.app.appId, step.installation.id);

@@ -1,7 +1,7 @@
 // The broker's own contents-read installation token, one per installation, for reading policy
-// files (docs/policies.md "Cache"). Never handed to a caller, never logged, never put in a shared
-// store (memory only). Kept until ten minutes before it expires (the platform's last an hour); jobs
-// that arrive together share one mint. On the cache primitive (server/cache/loading-cache.ts): a
+// files (docs/policies.md "Cost and cache"). Never handed to a caller, never logged, never put in a
+// shared store (memory only). Kept until ten minutes before it expires (the platform's last an
+// hour); jobs that arrive together share one mint. On the cache primitive (server/cache/loading-cache.ts): a
 // mint under way when an `installation` or `installation_repositories` delivery drops the
 // installation's token is used by the reads that waited for it, never kept.
 import { createLoadingCache } from "../cache/loading-cache.js";
