@@ -1,20 +1,18 @@
 // The broker's 200 answer, checked before any of it is used: the action runs next to the job's
 // secrets, and whatever answers at broker-url (a misconfigured proxy, a compromised host) must not
 // be able to steer it. Pure: `now` is given, nothing is printed here.
+import { isInstallationToken, MAX_INSTALLATION_TOKEN_LENGTH } from "../shared/installation-token.js";
 import type { Permissions } from "../shared/token-permissions.js";
 import type { TokenResponse } from "../shared/types.js";
 import { shown } from "./untrusted-text.js";
 
-/** GitHub's tokens are ~40 characters today and documented to grow; far below this bound either way. */
-export const MAX_TOKEN_LENGTH = 1024;
+/** Classic tokens are 40 characters, the stateless format ~520: both far below this bound (shared/installation-token.ts). */
+export const MAX_TOKEN_LENGTH = MAX_INSTALLATION_TOKEN_LENGTH;
 /** Installation tokens live an hour; a token said to live longer than a day is not one. */
 export const MAX_LIFETIME_MS = 24 * 60 * 60 * 1000;
 
-// One printable ASCII token: no whitespace, no control character (a line break would defeat the
-// mask, which the runner applies line by line, and break the Authorization header).
-const TOKEN = new RegExp(`^[\\x21-\\x7e]{1,${MAX_TOKEN_LENGTH}}$`);
-// ISO 8601 in UTC, as the platform writes it: 2026-01-01T00:00:00Z (fractional seconds allowed).
-const UTC_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?Z$/;
+// ISO 8601 in UTC to the second, as the platform writes it: 2026-01-01T00:00:00Z.
+const UTC_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
 // A GitHub App slug: letters, digits and hyphens.
 const SLUG = /^[a-z0-9][a-z0-9-]{0,99}$/i;
 // A platform permission name (lowercase words joined by underscores) and a level the platform writes.
@@ -28,10 +26,26 @@ export type AnswerCheck =
   /** `token` is set when the answer carried a usable token: it must be masked and revoked. */
   | { ok: false; problem: string; token?: string };
 
-/** A token that can be masked and revoked, or undefined: checked first, so it can be masked before anything else. */
+/**
+ * A token that can be masked and revoked, or undefined: checked first, so it can be masked before
+ * anything else. Only an installation token's shape counts (shared/installation-token.ts): a
+ * broker answering `"token": "e"` would otherwise have the runner mask every `e` of the log, and
+ * send whatever it chose to the platform as a bearer.
+ */
 export function usableToken(body: unknown): string | undefined {
   const token = field(body, "token");
-  return typeof token === "string" && TOKEN.test(token) ? token : undefined;
+  return isInstallationToken(token) ? token : undefined;
+}
+
+/**
+ * An `expires_at` that names a real instant, written as the platform writes it: Date.parse reads
+ * `T24:00:00Z` as the next midnight and February 30 as March 2, so the text must come back
+ * unchanged from the instant it parsed to (to the second).
+ */
+export function strictUtcTime(value: unknown): number {
+  if (typeof value !== "string" || !UTC_TIME.test(value)) return NaN;
+  const time = Date.parse(value);
+  return Number.isFinite(time) && new Date(time).toISOString().replace(/\.000Z$/, "Z") === value ? time : NaN;
 }
 
 /**
@@ -44,7 +58,12 @@ export function checkAnswer(body: unknown, expected: { repositories: readonly st
   const token = usableToken(body);
   if (token === undefined) {
     const raw = field(body, "token");
-    const what = typeof raw !== "string" ? "no token" : raw.length > MAX_TOKEN_LENGTH ? `a token longer than ${MAX_TOKEN_LENGTH} characters` : "a token with whitespace or control characters";
+    const what =
+      typeof raw !== "string"
+        ? "no token"
+        : raw.length > MAX_TOKEN_LENGTH
+          ? `a token longer than ${MAX_TOKEN_LENGTH} characters`
+          : "a token that is not an installation token (ghs_ followed by at least 36 of A-Z, a-z, 0-9, dot and underscore); it was neither masked nor used";
     return { ok: false, problem: `the answer carries ${what}` };
   }
   const refuse = (problem: string): AnswerCheck => ({ ok: false, problem, token });
@@ -57,8 +76,8 @@ export function checkAnswer(body: unknown, expected: { repositories: readonly st
 
   const expiresAt = field(body, "expires_at");
   if (expiresAt === undefined) return refuse("the answer has no expires_at");
-  const expiry = typeof expiresAt === "string" && UTC_TIME.test(expiresAt) ? Date.parse(expiresAt) : NaN;
-  if (!Number.isFinite(expiry)) return refuse(`expires_at ${shown(expiresAt)} is not an ISO 8601 UTC time`);
+  const expiry = strictUtcTime(expiresAt);
+  if (!Number.isFinite(expiry)) return refuse(`expires_at ${shown(expiresAt)} is not a real time written as the platform writes it (YYYY-MM-DDThh:mm:ssZ)`);
   if (expiry <= expected.now) return refuse(`expires_at ${shown(expiresAt)} is in the past`);
   if (expiry - expected.now > MAX_LIFETIME_MS) return refuse(`expires_at ${shown(expiresAt)} is more than a day ahead`);
 

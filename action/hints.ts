@@ -20,20 +20,24 @@ export interface HintContext {
   /** owner/name */
   repository: string;
   audience: string;
+  /** As printed: redacted (shared/redact-url.ts). */
   brokerUrl: string;
 }
 
 export const MISMATCH =
   "This looks like a version or URL mismatch: a tokensmith action talking to a tokensmith broker never gets this answer. Check that broker-url is the broker's origin (no path, nothing in between rewriting requests) and that this action's version matches the broker's.";
 
-const RETRIED = "The action already retried it; re-run the job later";
+// The action retries a verdict only when the shared table and the broker's Retry-After say so
+// (request-token.ts), so a hint never claims it did: the failure line ends "after N attempts" when
+// it did.
+const RERUN = "Re-run the job later";
 
 /** The hint for each code, for a workflow author; `{repository}` and `{audience}` are filled in. */
 export const WORKFLOW_HINTS: Readonly<Record<ErrorCode, string>> = {
   not_found: MISMATCH,
   method_not_allowed: MISMATCH,
   payload_too_large: `${MISMATCH} (A proxy with a small body limit in front of the broker gives this too.)`,
-  request_timeout: `The broker did not receive the action's request in time: the network between the runner and the broker is slow or dropping connections. ${RETRIED}; on a self-hosted runner, check its network and proxy.`,
+  request_timeout: `The broker did not receive the action's request in time: the network between the runner and the broker is slow or dropping connections. ${RERUN}; on a self-hosted runner, check its network and proxy.`,
   invalid_json: MISMATCH,
   invalid_request: MISMATCH,
   missing_required_fields: MISMATCH,
@@ -50,14 +54,14 @@ export const WORKFLOW_HINTS: Readonly<Record<ErrorCode, string>> = {
   app_not_installed: "The broker's GitHub App is not installed on {repository}: install it on {repository} (organisation or repository settings → GitHub Apps).",
   policy_denied: "No rule of the trust policy that applies to {repository} holds for this job (.github/tokensmith.yml on the default branch, or the owner's .github/tokensmith-org.yml): change the job or the policy; the broker's detail names the rule, the condition and the claim's value. When the detail names another repository of the repositories input, that repository's own .github/tokensmith.yml must consent: a rule with a repository condition matching {repository} that holds for this job (docs/policies.md, \"Other repositories\").",
   policy_invalid: "The trust policy of {repository} (or of its owner) does not parse or validate, so the broker refuses every token for it: fix the file on the default branch (`tokensmith policy check FILE` shows the line).",
-  policy_unavailable: `The broker could not read the trust policy from GitHub. ${RETRIED}, and tell the broker's operator if it persists.`,
-  github_installation_lookup_failed: `GitHub gave the broker an unusable answer about the App's installation. ${RETRIED}, and tell the broker's operator if it persists.`,
-  installation_lookups_limited: `The broker is holding back installation lookups for this repository's owner: many jobs of repositories the App is not installed on asked for tokens within the last minute. ${RETRIED}; if the App should be installed on {repository}, install it.`,
-  installation_token_failed: `GitHub refused or failed to mint the token. ${RETRIED}; if it persists, tell the broker's operator (the App may lack a permission the broker asks for).`,
+  policy_unavailable: `The broker could not read the trust policy from GitHub. ${RERUN}, and tell the broker's operator if it persists.`,
+  github_installation_lookup_failed: `GitHub gave the broker an unusable answer about the App's installation. ${RERUN}, and tell the broker's operator if it persists.`,
+  installation_lookups_limited: `The broker is holding back installation lookups for this repository's owner: many jobs of repositories the App is not installed on asked for tokens within the last minute (or, with \`repositories\`, this repository's jobs named many repositories the App cannot see). ${RERUN}; if the App should be installed on {repository}, install it, and check the names in \`repositories\`.`,
+  installation_token_failed: `GitHub refused or failed to mint the token. ${RERUN}; if it persists, tell the broker's operator (the App may lack a permission the broker asks for).`,
   sign_failed: MISMATCH,
-  oidc_key_fetch_failed: `The broker could not fetch the OIDC issuer's keys. ${RETRIED}.`,
-  server_busy: `The broker is overloaded. ${RETRIED}.`,
-  deadline_exceeded: `The broker could not answer in time (GitHub was slow). ${RETRIED}, and tell the broker's operator if it persists.`,
+  oidc_key_fetch_failed: `The broker could not fetch the OIDC issuer's keys. ${RERUN}.`,
+  server_busy: `The broker is overloaded. ${RERUN}.`,
+  deadline_exceeded: `The broker could not answer in time (GitHub was slow). ${RERUN}, and tell the broker's operator if it persists.`,
   app_unconfigured: "The broker is misconfigured (its GitHub App credentials, HOST_APP_ID and HOST_APP_PRIVATE_KEY, are missing or unusable): nothing in this workflow can fix it; tell the broker's operator.",
   unauthorized: MISMATCH,
   no_file_changes: MISMATCH,
@@ -67,7 +71,7 @@ export const WORKFLOW_HINTS: Readonly<Record<ErrorCode, string>> = {
   platform_rate_limited: MISMATCH,
   invalid_signature: MISMATCH,
   webhook_disabled: MISMATCH,
-  internal_error: `The broker failed unexpectedly. ${RETRIED}, and tell the broker's operator if it persists (its log has the detail).`,
+  internal_error: `The broker failed unexpectedly. ${RERUN}, and tell the broker's operator if it persists (its log has the detail).`,
 };
 
 const TELL = "tell the broker's operator";
@@ -86,7 +90,7 @@ export const REASON_HINTS: Readonly<Record<OidcReason, string>> = {
   audience_mismatch: "The action's oidc-audience input and the broker's OIDC_AUDIENCE disagree.",
   claim_invalid: `The job's OIDC token lacks a claim the broker needs (repository, repository_id, repository_owner_id): ${TELL}.`,
   unknown: `The broker refused the token without saying why; ${TELL} (its log has the detail).`,
-  jwks_unavailable: `The broker could not fetch the OIDC issuer's keys. ${RETRIED}.`,
+  jwks_unavailable: `The broker could not fetch the OIDC issuer's keys. ${RERUN}.`,
 };
 
 /** How much of a broker's `detail` the failure line shows (the whole of any real one: a few permissions' reasons). */

@@ -5,10 +5,13 @@
 //
 // Proxies: https_proxy / http_proxy / no_proxy are read with @actions/http-client's own rules
 // (getProxyUrl), and a proxied request goes through the tunnelling agent that HttpClient builds,
-// so self-hosted runners behind a proxy keep working.
+// so self-hosted runners behind a proxy keep working. A failure of the proxy itself (its CONNECT
+// answered 407 or 403, its TLS name wrong, nothing listening at it) is a ProxyFailure naming the
+// proxy and its variable: the broker was never asked, and broker-url is not what to fix.
 import * as http from "node:http";
 import * as https from "node:https";
 import { HttpClient, getProxyUrl } from "@actions/http-client";
+import { redactUrl } from "../shared/redact-url.js";
 import type { Http, HttpAnswer } from "./toolkit.js";
 
 /** Bodies the action reads are a few hundred bytes: anything past this is not an answer for us. */
@@ -38,6 +41,27 @@ export class IncompleteAnswer extends Error {
   }
 }
 
+/** The tunnel to the destination could not be opened: the proxy refused or failed. */
+export class ProxyFailure extends Error {
+  constructor(
+    /** The proxy's address, redacted (a proxy URL often carries credentials). */
+    readonly proxy: string,
+    /** The variable it came from: https_proxy, HTTPS_PROXY, http_proxy or HTTP_PROXY. */
+    readonly variable: string,
+    readonly detail: string,
+  ) {
+    super(`the proxy ${proxy} (${variable}) ${detail}`);
+    this.name = "ProxyFailure";
+  }
+}
+
+/** The error's code (ECONNREFUSED, ENOTFOUND, ...) or message: never a header, never a body. */
+export function networkDetail(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  const message = error instanceof Error ? error.message : String(error);
+  return typeof code === "string" && !message.includes(code) ? `${code}: ${message}` : message;
+}
+
 /**
  * No redirects (a token request must reach the address the user named) and no built-in retries.
  * A request's own `timeoutMs` (the time left in the step's bound) shortens the client's.
@@ -52,17 +76,56 @@ export function createHttp(options: { timeoutMs: number }): Http {
 /** A Node agent, or the tunnelling agent HttpClient builds for a proxy (which has no destroy()). */
 type Agent = http.Agent & { destroy?: () => void };
 
-function agentFor(url: URL): Agent {
-  if (getProxyUrl(url.href) !== "") {
+/** A proxied request's proxy, and what went wrong opening the tunnel through it, once known. */
+interface ProxyUse {
+  shown: string;
+  variable: string;
+  failure?: string;
+}
+
+function agentFor(url: URL): { agent: Agent; proxy?: ProxyUse } {
+  const proxyUrl = getProxyUrl(url.href);
+  if (proxyUrl !== "") {
     // A fresh client each time: HttpClient caches one agent per client whatever the protocol.
-    return new HttpClient(USER_AGENT, [], { keepAlive: false }).getAgent(url.href) as Agent;
+    const agent = new HttpClient(USER_AGENT, [], { keepAlive: false }).getAgent(url.href) as Agent;
+    const proxy: ProxyUse = { shown: redactUrl(proxyUrl), variable: proxyVariable(url) };
+    watchTunnel(agent, proxy);
+    return { agent, proxy };
   }
-  return url.protocol === "https:" ? new https.Agent({ keepAlive: false }) : new http.Agent({ keepAlive: false });
+  return { agent: url.protocol === "https:" ? new https.Agent({ keepAlive: false }) : new http.Agent({ keepAlive: false }) };
+}
+
+/** The variable getProxyUrl took the proxy from (it prefers the lowercase one). */
+function proxyVariable(url: URL): string {
+  const lower = url.protocol === "https:" ? "https_proxy" : "http_proxy";
+  return process.env[lower] ? lower : lower.toUpperCase();
+}
+
+/**
+ * The tunnelling agent (the `tunnel` package HttpClient uses) opens each tunnel with its own
+ * `request` (a CONNECT to the proxy) and reports a failure to the request only as an Error with
+ * the text of the cause. Wrapping that `request` sees the CONNECT itself: its status, or its error
+ * (a TLS name mismatch at an https proxy, a refused connection), before the agent reports it.
+ */
+function watchTunnel(agent: Agent, proxy: ProxyUse): void {
+  const tunnel = agent as unknown as { request?: (options: unknown) => http.ClientRequest };
+  const open = tunnel.request;
+  if (typeof open !== "function") return;
+  tunnel.request = (options) => {
+    const connect = open(options);
+    connect.once("connect", (res: http.IncomingMessage) => {
+      if (res.statusCode !== 200) proxy.failure = `answered the CONNECT with HTTP ${res.statusCode}${res.statusCode === 407 ? " (Proxy Authentication Required)" : ""}`;
+    });
+    connect.once("error", (error) => {
+      proxy.failure = `could not be used (${networkDetail(error)})`;
+    });
+    return connect;
+  };
 }
 
 function send(method: string, url: URL, body: string | null, headers: Record<string, string>, timeoutMs: number): Promise<HttpAnswer> {
   return new Promise<HttpAnswer>((resolve, reject) => {
-    const agent = agentFor(url);
+    const { agent, proxy } = agentFor(url);
     const module = url.protocol === "https:" ? https : http;
     let settled = false;
     let response: http.IncomingMessage | undefined;
@@ -87,7 +150,8 @@ function send(method: string, url: URL, body: string | null, headers: Record<str
       settle(() => {
         response?.destroy();
         req.destroy();
-        reject(response ? new IncompleteAnswer(response.statusCode ?? 0, error) : error);
+        if (response) reject(new IncompleteAnswer(response.statusCode ?? 0, error));
+        else reject(proxy?.failure !== undefined ? new ProxyFailure(proxy.shown, proxy.variable, proxy.failure) : error);
       });
     // Armed before the socket exists: a connect that never completes is bounded too.
     const deadline = setTimeout(() => fail(new HttpTimeout(timeoutMs)), timeoutMs);

@@ -4,7 +4,8 @@
 // can act on: a refusal (401/403) is final, a network error, 5xx or 429 is worth another try.
 // https://docs.github.com/en/actions/security-for-github-actions/security-hardening-your-deployments/about-security-hardening-with-openid-connect
 import type { Http } from "./toolkit.js";
-import { networkDetail, retryAfterMs } from "./broker-client.js";
+import { retryAfterMs } from "./broker-client.js";
+import { networkDetail } from "./http.js";
 
 export type IdTokenOutcome =
   | { kind: "token"; value: string }

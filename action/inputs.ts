@@ -1,9 +1,12 @@
 // The step's inputs (action.yml) and the job's default variables, checked once, up front.
+import { isLoopbackHost } from "../shared/loopback-address.js";
+import { redactUrl } from "../shared/redact-url.js";
 import { ActionFailure } from "./action-failure.js";
 import type { Permissions } from "../shared/token-permissions.js";
 import { MAX_OTHER_REPOSITORIES, readRepositoryName } from "../shared/repository-names.js";
-import { readPermissionInputs } from "./permission-inputs.js";
+import { checkPermissionInputNames, readPermissionInputs } from "./permission-inputs.js";
 import type { Env, Toolkit } from "./toolkit.js";
+import { shown } from "./untrusted-text.js";
 
 export const SUPPORTED_AUTH_MODES = ["public-app"] as const;
 export const DEFAULT_AUDIENCE = "tokensmith";
@@ -17,6 +20,8 @@ export interface Inputs {
   brokerUrl: string;
   /** Tried when the primary is unreachable; undefined when empty or the same as the primary. */
   fallbackUrl?: string;
+  /** The platform's REST base, where a refused answer's token is revoked (readApiUrl). */
+  apiUrl: string;
   audience: string;
   skipTokenRevoke: boolean;
   /** Whole seconds; the step ends within them, both brokers hanging included. */
@@ -59,12 +64,14 @@ export function readInputs(core: Pick<Toolkit, "getInput">, env: Env): Inputs {
   const match = /^([^/\s]+)\/([^/\s]+)$/.exec(repository);
   if (!match) throw new ActionFailure(`tokensmith: GITHUB_REPOSITORY is "${repository}", not owner/name; run this step in a GitHub Actions job.`);
 
+  checkPermissionInputNames(env);
   const permissions = readPermissionInputs(core);
   const otherRepositories = readRepositories(core.getInput("repositories"), match[1]!, match[2]!);
   return {
     authMode,
     brokerUrl,
     ...(fallback && fallback !== brokerUrl ? { fallbackUrl: fallback } : {}),
+    apiUrl: readApiUrl(core.getInput("github-api-url"), env),
     audience: core.getInput("oidc-audience") || DEFAULT_AUDIENCE,
     skipTokenRevoke: readBoolean("skip-token-revoke", core.getInput("skip-token-revoke")),
     timeoutSeconds: readTimeoutSeconds(core.getInput("timeout-seconds")),
@@ -113,18 +120,38 @@ function isSupportedMode(mode: string): mode is Inputs["authMode"] {
   return (SUPPORTED_AUTH_MODES as readonly string[]).includes(mode);
 }
 
-/** An http(s) origin, trailing slashes dropped (so "https://b/" and "https://b" are one address). */
+/** The broker's origin (input `name`), or undefined when empty. */
 function brokerOrigin(name: string, raw: string): string | undefined {
+  return httpsUrl(name, raw, "the broker's origin, e.g. https://tokensmith.example.com");
+}
+
+/** `github-api-url`, else the runner's GITHUB_API_URL (GHES: https://HOST/api/v3), else github.com's: where the token is revoked. */
+export function readApiUrl(input: string, env: Env): string {
+  return httpsUrl("github-api-url", input.trim() || env.GITHUB_API_URL || DEFAULT_API_URL, "the REST API's base, e.g. https://ghes.example.com/api/v3")!;
+}
+
+export const DEFAULT_API_URL = "https://api.github.com";
+
+/**
+ * An http(s) URL, trailing slashes dropped (so "https://b/" and "https://b" are one address).
+ * Plain http only to this machine (127.0.0.0/8, ::1, localhost: a broker or sandbox on the runner
+ * itself): anywhere else the OIDC token and the installation token would cross the network in clear.
+ * Nothing of a value that fails is echoed but its redacted form: it may hold a password.
+ */
+function httpsUrl(name: string, raw: string, wanted: string): string | undefined {
   const text = raw.trim().replace(/\/+$/, "");
   if (text === "") return undefined;
   let url: URL;
   try {
     url = new URL(text);
   } catch {
-    throw new ActionFailure(`tokensmith: ${name} "${text}" is not a URL; give the broker's origin, e.g. https://tokensmith.example.com.`);
+    throw new ActionFailure(`tokensmith: ${name} is not a URL; give ${wanted}.`);
   }
   if (url.protocol !== "https:" && url.protocol !== "http:") {
-    throw new ActionFailure(`tokensmith: ${name} must be an http(s) URL, not ${url.protocol}.`);
+    throw new ActionFailure(`tokensmith: ${name} must be an https URL, not ${shown(url.protocol, 20)}.`);
+  }
+  if (url.protocol === "http:" && !isLoopbackHost(url.hostname)) {
+    throw new ActionFailure(`tokensmith: ${name} ${redactUrl(text)} is plain http to a host that is not this machine: the job's OIDC token and the installation token would cross the network unencrypted; use https (plain http is accepted only for 127.0.0.0/8, ::1 and localhost).`);
   }
   return text;
 }

@@ -4,7 +4,10 @@
 // one the shared table calls retryable. A 200, whatever its body, ends the exchange: a token may
 // have been minted, and asking again (either broker) would mint another that nobody revokes.
 // Every request and every wait ends within the step's bound (Deadline, input timeout-seconds).
+// A redirect or a proxy's refusal ends it at once: asking again would meet the same answer. Every
+// address is printed redacted (shared/redact-url.ts): broker-url may carry a password.
 import { ERROR_CODES } from "../shared/error-codes.js";
+import { redactUrl } from "../shared/redact-url.js";
 import { ActionFailure } from "./action-failure.js";
 import { postToken, type BrokerOutcome } from "./broker-client.js";
 import { describeVerdict, reasonText, type Verdict } from "./hints.js";
@@ -24,7 +27,8 @@ export interface RequestTokenDeps {
 /** The broker's 200: its parsed body (undefined when not JSON), not yet checked (check-answer.ts). */
 export interface BrokerAnswer {
   body: unknown;
-  brokerUrl: string;
+  /** The address that answered, as printed (redacted). */
+  shownUrl: string;
 }
 
 type Problem = { kind: "verdict"; verdict: Verdict; brokerUrl: string; retryAfterMs?: number } | { kind: "unreachable"; details: string[] };
@@ -41,6 +45,7 @@ export async function requestToken(deps: RequestTokenDeps, inputs: Inputs): Prom
     problem = undefined;
     const unreachable: string[] = [];
     for (const brokerUrl of addresses) {
+      const shownUrl = redactUrl(brokerUrl);
       if (left() <= 0) break;
       // Runner OIDC tokens live five minutes: never reuse one across attempts.
       const oidcToken = await jobOidcToken(deps, inputs.audience);
@@ -63,24 +68,31 @@ export async function requestToken(deps: RequestTokenDeps, inputs: Inputs): Prom
         },
         { timeoutMs: left() },
       );
-      if (outcome.kind === "answered") return { body: outcome.body, brokerUrl };
+      if (outcome.kind === "answered") return { body: outcome.body, shownUrl };
       if (outcome.kind === "answer-incomplete") {
         throw new ActionFailure(
-          `tokensmith: ${brokerUrl} began a 200 answer that never arrived whole (${outcome.detail}): a token may have been minted that the action cannot read or revoke (it expires within the hour), so it does not ask again. Check broker-url and whatever sits between the runner and the broker.`,
+          `tokensmith: ${shownUrl} began a 200 answer that never arrived whole (${outcome.detail}): a token may have been minted that the action cannot read or revoke (it expires within the hour), so it does not ask again. Check broker-url and whatever sits between the runner and the broker.`,
         );
       }
       if (outcome.kind === "unexpected") {
-        throw new ActionFailure(`tokensmith: ${brokerUrl} answered ${outcome.detail}: check that broker-url is the tokensmith broker's origin.`);
+        throw new ActionFailure(`tokensmith: ${shownUrl} answered ${outcome.detail}: check that broker-url is the tokensmith broker's origin.`);
+      }
+      if (outcome.kind === "redirect") throw new ActionFailure(describeRedirect(shownUrl, outcome));
+      if (outcome.kind === "proxy") {
+        const { proxy, variable, detail } = outcome.failure;
+        throw new ActionFailure(
+          `tokensmith: the proxy ${proxy} (from ${variable}) ${detail} on the way to ${shownUrl}, so the broker was never asked: fix the proxy setting ${variable} (its address or credentials), or list the broker's host in NO_PROXY.`,
+        );
       }
       if (outcome.kind === "verdict") {
-        const context = { repository, audience: inputs.audience, brokerUrl };
+        const context = { repository, audience: inputs.audience, brokerUrl: shownUrl };
         if (!worthRetrying(outcome)) throw new ActionFailure(describeVerdict(outcome.verdict, context));
-        deps.core.info(`tokensmith: attempt ${attempt}: ${brokerUrl} answered ${outcome.verdict.status} ${outcome.verdict.error}${outcome.verdict.reason !== undefined ? ` (${reasonText(outcome.verdict.reason)})` : ""}`);
-        problem = { kind: "verdict", verdict: outcome.verdict, brokerUrl, ...(outcome.retryAfterMs !== undefined ? { retryAfterMs: outcome.retryAfterMs } : {}) };
+        deps.core.info(`tokensmith: attempt ${attempt}: ${shownUrl} answered ${outcome.verdict.status} ${outcome.verdict.error}${outcome.verdict.reason !== undefined ? ` (${reasonText(outcome.verdict.reason)})` : ""}`);
+        problem = { kind: "verdict", verdict: outcome.verdict, brokerUrl: shownUrl, ...(outcome.retryAfterMs !== undefined ? { retryAfterMs: outcome.retryAfterMs } : {}) };
         break; // a broker answered: the fallback would not know better
       }
-      deps.core.info(`tokensmith: attempt ${attempt}: ${brokerUrl} is unreachable (${outcome.detail})`);
-      unreachable.push(`${brokerUrl} (${outcome.detail})`);
+      deps.core.info(`tokensmith: attempt ${attempt}: ${shownUrl} is unreachable (${outcome.detail})`);
+      unreachable.push(`${shownUrl} (${outcome.detail})`);
     }
     problem ??= { kind: "unreachable", details: unreachable };
     if (left() <= 0 || attempt >= attempts) break;
@@ -92,13 +104,25 @@ export async function requestToken(deps: RequestTokenDeps, inputs: Inputs): Prom
   }
 
   const tries = Math.min(attempt, attempts);
-  const after = `${tries > 1 ? ` after ${tries} attempts` : ""}${tries < attempts || left() <= 0 ? ` (the step's ${deps.deadline.seconds} s bound, timeout-seconds, leaves no time for more)` : ""}`;
+  const bound = tries < attempts || left() <= 0 ? ` (the step's ${deps.deadline.seconds} s bound, timeout-seconds, leaves no time for more)` : "";
+  const after = `${tries > 1 ? ` after ${tries} attempts` : ""}${bound}`;
   if (problem?.kind === "verdict") {
     const line = describeVerdict(problem.verdict, { repository, audience: inputs.audience, brokerUrl: problem.brokerUrl });
     throw new ActionFailure(`${line}${after}`);
   }
-  const tried = problem?.details.length ? problem.details.join(", nor ") : inputs.brokerUrl;
+  const tried = problem?.details.length ? problem.details.join(", nor ") : redactUrl(inputs.brokerUrl);
   throw new ActionFailure(`tokensmith: could not reach the broker at ${tried}${after}: check broker-url${inputs.fallbackUrl ? " and broker-fallback-url" : ""}, or retry later.`);
+}
+
+/**
+ * A broker never redirects /token: broker-url is an old or an intermediate address. The line names
+ * where the redirect points (redacted, its /token dropped: the value broker-url should have), when
+ * the answer said.
+ */
+function describeRedirect(shownUrl: string, outcome: Extract<BrokerOutcome, { kind: "redirect" }>): string {
+  const target = outcome.location ? redactUrl(outcome.location.href).replace(/\/token$/, "") : undefined;
+  const where = target ? ` to ${target}` : "";
+  return `tokensmith: ${shownUrl} answered HTTP ${outcome.status}${where}: the broker URL redirects, and the action does not follow redirects: use the final URL as broker-url${target ? ` (${target})` : ""}.`;
 }
 
 /**

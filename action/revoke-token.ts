@@ -2,8 +2,8 @@
 // anyway. A failed revocation is a warning, never a failed job: the token dies within the hour.
 // https://docs.github.com/en/rest/apps/installations#revoke-an-installation-access-token
 import { ActionFailure } from "./action-failure.js";
-import { networkDetail } from "./broker-client.js";
-import { readBoolean } from "./inputs.js";
+import { networkDetail } from "./http.js";
+import { readApiUrl, readBoolean } from "./inputs.js";
 import { STATE, type Env, type Http, type Toolkit } from "./toolkit.js";
 
 export interface PostDeps {
@@ -30,7 +30,7 @@ export async function post(deps: PostDeps): Promise<void> {
       core.info("tokensmith: the token has already expired; nothing to revoke");
       return;
     }
-    const failure = await revokeToken(deps.http, deps.env, token);
+    const failure = await revokeToken(deps.http, readApiUrl(core.getInput("github-api-url"), deps.env), token);
     if (failure === undefined) core.info("tokensmith: token revoked");
     else core.warning(`tokensmith: token revocation failed: ${failure}`);
   } catch (error) {
@@ -40,11 +40,11 @@ export async function post(deps: PostDeps): Promise<void> {
 }
 
 /**
- * `DELETE /installation/token` with the token itself: undefined when the platform revoked it (204),
- * else why not (post and main print it through safe-toolkit.ts: one line, whatever the platform wrote).
+ * `DELETE /installation/token` with the token itself at `apiBase` (inputs.ts readApiUrl: the
+ * github-api-url input, GHES included): undefined when the platform revoked it (204), else why not
+ * (post and main print it through safe-toolkit.ts: one line, whatever the platform wrote).
  */
-export async function revokeToken(http: Http, env: Env, token: string, limits?: { timeoutMs?: number }): Promise<string | undefined> {
-  const apiBase = (env.GITHUB_API_URL || "https://api.github.com").replace(/\/+$/, "");
+export async function revokeToken(http: Http, apiBase: string, token: string, limits?: { timeoutMs?: number }): Promise<string | undefined> {
   try {
     const { status, body } = await http.request("DELETE", `${apiBase}/installation/token`, null, {
       authorization: `Bearer ${token}`,

@@ -34,7 +34,7 @@ export async function run(deps: RunDeps): Promise<void> {
     if (!deps.env.ACTIONS_ID_TOKEN_REQUEST_URL || !deps.env.ACTIONS_ID_TOKEN_REQUEST_TOKEN) throw new ActionFailure(NO_ID_TOKEN);
 
     const deadline = { at: started + inputs.timeoutSeconds * 1000, seconds: inputs.timeoutSeconds, now };
-    const { body, brokerUrl } = await requestToken({ ...deps, deadline }, inputs);
+    const { body, shownUrl } = await requestToken({ ...deps, deadline }, inputs);
 
     // Masked before the answer is even checked: a refused answer's token is still a live token.
     const token = usableToken(body);
@@ -46,8 +46,8 @@ export async function run(deps: RunDeps): Promise<void> {
       ...(inputs.otherRepositories ? { others: inputs.otherRepositories.map((name) => `${inputs.owner}/${name}`) } : {}),
     });
     if (!check.ok) {
-      const revoked = check.token === undefined ? "" : await revokeRefused(deps, check.token);
-      throw new ActionFailure(`tokensmith: refused the answer from ${brokerUrl}: ${check.problem}.${revoked} Check broker-url: a tokensmith broker never answers this.`);
+      const revoked = check.token === undefined ? "" : await revokeRefused(deps, inputs.apiUrl, check.token);
+      throw new ActionFailure(`tokensmith: refused the answer from ${shownUrl}: ${check.problem}.${revoked} Check broker-url: a tokensmith broker never answers this.`);
     }
     const answer = check.answer;
 
@@ -75,7 +75,7 @@ export async function run(deps: RunDeps): Promise<void> {
 export const REFUSED_REVOKE_TIMEOUT_MS = 10_000;
 
 /** Revokes a refused answer's token now (post would never see it: it is not saved). One sentence for the failure line. */
-async function revokeRefused(deps: RunDeps, token: string): Promise<string> {
-  const failure = await revokeToken(deps.http, deps.env, token, { timeoutMs: REFUSED_REVOKE_TIMEOUT_MS });
+async function revokeRefused(deps: RunDeps, apiUrl: string, token: string): Promise<string> {
+  const failure = await revokeToken(deps.http, apiUrl, token, { timeoutMs: REFUSED_REVOKE_TIMEOUT_MS });
   return failure === undefined ? " The token it carried has been revoked." : ` Revoking the token it carried failed (${failure}); it expires within the hour.`;
 }

@@ -5,6 +5,8 @@
 // differently than it is. Nothing of this kind survives here: it is written out as an escape.
 // https://docs.github.com/en/actions/writing-workflows/choosing-what-your-workflow-does/workflow-commands-for-github-actions
 
+import { redactUrlCredentials } from "../shared/redact-url.js";
+
 // C0 and C1 controls, DEL, the Unicode line and paragraph separators, and the bidi controls.
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]/g;
 
@@ -19,9 +21,10 @@ export function shown(value: unknown, max = 80): string {
 
 /**
  * One log line the action writes, made safe whatever went into it: no control character, no line
- * break, and never a leading `::` (the last guard for text this file's callers forgot to quote).
+ * break, never a leading `::` (the last guard for text this file's callers forgot to quote), and no
+ * URL's user or password (the last guard for an address printed without redactUrl).
  */
 export function oneLine(message: string): string {
-  const line = message.replace(UNSAFE, escape);
+  const line = redactUrlCredentials(message).replace(UNSAFE, escape);
   return line.startsWith("::") ? `tokensmith: ${line}` : line;
 }

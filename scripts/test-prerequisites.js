@@ -23,6 +23,7 @@ needed.push(["unshare", "util-linux", "the black-holed-address test's user names
 needed.push(["nsenter", "util-linux", "the black-holed-address test's user namespace"]);
 needed.push(["tar", "tar", "unpacking the packaged Chromium's libraries"]);
 needed.push(["git", "git", "the branch-name test"]);
+needed.push(["openssl", "openssl", "the action's proxy tests make their TLS certificates with it"]);
 
 let missing = needed.filter(([tool]) => !has(tool));
 if (missing.length > 0 && canApt) {

@@ -2,7 +2,7 @@ import { observeFetch } from "./admin/observe-fetch.js";
 import { createAppJwtSigner } from "./github/app-jwt.js";
 import { createInstallationCache } from "./github/installation-cache.js";
 import { createNotInstalledCache } from "./github/not-installed-cache.js";
-import { createOwnerLookupLimiter } from "./github/owner-lookup-limiter.js";
+import { createOwnerLookupLimiter, TARGET_LOOKUP_SHARE } from "./github/owner-lookup-limiter.js";
 import { createPlatformClient, type PlatformClient } from "./github/platform-client.js";
 import { createPlatformRequest, DEFAULT_RETRY, type OctokitRequest, type RetryInfo, type RetryPolicy } from "./github/platform-request.js";
 import { BODY_READ_TIMEOUT_MS, REQUEST_DEADLINE_MS } from "./http/limits.js";
@@ -183,6 +183,8 @@ export function createContext(deps: BrokerDeps = {}) {
     notInstalled: createNotInstalledCache({ now }),
     // A tenth of UPSTREAM_POINTS_PER_MINUTE (as of the latest request) per owner and points window.
     ownerLookups: createOwnerLookupLimiter({ now, windowMs: timing.pointsWindowMs, pointsPerWindow: () => (latest ?? settings()).upstreamPointsPerMinute }),
+    // Lookups of the other repositories a /token request names, per calling repository, apart from the above.
+    targetLookups: createOwnerLookupLimiter({ now, windowMs: timing.pointsWindowMs, pointsPerWindow: () => (latest ?? settings()).upstreamPointsPerMinute, share: TARGET_LOOKUP_SHARE }),
     crawlTokens: createCrawlTokenCache(now),
     policies: createPolicyService({ now }),
     async close(): Promise<void> {

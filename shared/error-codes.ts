@@ -117,8 +117,8 @@ export const ERROR_CODES = {
   },
   installation_lookups_limited: {
     status: 503, routes: ["/token"], retryable: true,
-    meaning: "The repository's owner (the OIDC token's `repository_owner_id`) has used its share of the App's platform budget on installation lookups that found no installation, or lookups of `repositories` the App cannot see (a tenth of `UPSTREAM_POINTS_PER_MINUTE` a minute); `Retry-After` says when to try again.",
-    hint: "The broker is holding back installation lookups for this repository's owner; retry after the Retry-After delay.",
+    meaning: "The repository's owner (the OIDC token's `repository_owner_id`) has used its share of the App's platform budget on installation lookups that found no installation (a tenth of `UPSTREAM_POINTS_PER_MINUTE` a minute), or the calling repository its own share on lookups of `repositories` the App cannot see (a fiftieth); `Retry-After` says when to try again.",
+    hint: "The broker is holding back installation lookups for this repository's owner (or lookups of `repositories` for this repository); retry after the Retry-After delay.",
   },
   installation_token_failed: {
     status: 502, routes: ["/token", "/sign", "/webhook"], retryable: true,

@@ -115,7 +115,7 @@ export type WebhookPushResponse =
 /** 202 (queued) or 200 (skipped) of POST /webhook for a pull_request, only with POLICY_CHECK_RUNS on (DESIGN.md). */
 export type WebhookPullRequestResponse =
   | { ok: true; event: "pull_request"; queued: true; repository: string; number: number; delivery: string | null }
-  | { ok: true; event: "pull_request"; skipped: string };
+  | { ok: true; event: "pull_request"; skipped: string; duplicate?: boolean };
 
 /** Every failure (spec 2.5). */
 export interface ErrorBody {

@@ -20,6 +20,7 @@ describe("action.yml", () => {
       { name: "timeout-seconds", required: false, default: "90" },
       { name: "policy-rule", required: false, default: "" },
       { name: "repositories", required: false, default: "" },
+      { name: "github-api-url", required: false, default: "" },
     ]);
     expect(text).toMatch(/^outputs:\n {2}token:\n[\s\S]*^ {2}expires-at:\n[\s\S]*^ {2}repository:\n[\s\S]*^ {2}installation-id:\n[\s\S]*^ {2}app-slug:\n/m);
     expect(text).toMatch(/^runs:\n {2}using: node24\n {2}main: dist\/main\/index\.js\n {2}post: dist\/post\/index\.js\n/m);
@@ -28,7 +29,7 @@ describe("action.yml", () => {
   it("has every input and output in docs/action.md's tables", () => {
     const doc = readFileSync(new URL("../docs/action.md", import.meta.url), "utf8");
     for (const input of actionInputs()) expect(doc).toMatch(new RegExp(`^\\| \`${input.name}\` \\| ${input.required ? "yes" : "(?!yes)[^|]*"} \\|`, "m"));
-    for (const output of ["token", "expires-at", "repository", "repositories", "installation-id", "app-slug"]) expect(doc).toMatch(new RegExp(`^\\| \`${output}\` \\| `, "m"));
+    for (const output of ["token", "expires-at", "repository", "repositories", "installation-id", "app-slug", "permissions"]) expect(doc).toMatch(new RegExp(`^\\| \`${output}\` \\| `, "m"));
   });
 });
 

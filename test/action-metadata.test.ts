@@ -37,6 +37,16 @@ describe("what the README and the repository say about the action", () => {
     expect(readme).toContain("Actions Runner 2.327.1 or\nlater");
   });
 
+  it("names every output of action.yml in its Outputs: list", () => {
+    const yml = readFileSync(ACTION_YML, "utf8");
+    const block = /^outputs:\n((?: {2,}.*\n)*)/m.exec(yml)![1]!;
+    const outputs = [...block.matchAll(/^ {2}([a-z][a-z0-9-]*):$/gm)].map((m) => m[1]!);
+    expect(outputs).toEqual(["token", "expires-at", "repository", "repositories", "installation-id", "app-slug", "permissions"]);
+    const list = /Outputs: ([^(]*)\(/.exec(readme)![1]!.replace(/\s+/g, " ");
+    expect([...list.matchAll(/`([a-z-]+)`/g)].map((m) => m[1]).sort()).toEqual([...outputs].sort());
+    expect(readme.split("\n").length).toBeLessThanOrEqual(250);
+  });
+
   it("uses actions/checkout at its current major (v6: v4 runs on the deprecated Node 20)", () => {
     expect(readme.match(/actions\/checkout@v\d+/g)).toEqual(["actions/checkout@v6"]);
   });

@@ -29,7 +29,7 @@ describe("readRepositories (the repositories input)", () => {
 
 describe("checkAnswer: the answer's repositories", () => {
   const now = Date.parse("2026-11-26T00:00:00Z");
-  const answer = (repositories?: unknown) => ({ token: "ghs_checkAnswerRepositories01", expires_at: "2026-11-26T01:00:00Z", repository: "octo-org/app", ...(repositories === undefined ? {} : { repositories }) });
+  const answer = (repositories?: unknown) => ({ token: "ghs_checkAnswerRepositories0000000000001", expires_at: "2026-11-26T01:00:00Z", repository: "octo-org/app", ...(repositories === undefined ? {} : { repositories }) });
   const check = (repositories: unknown, others?: string[]) => checkAnswer(answer(repositories), { repositories: ["octo-org/app"], now, ...(others ? { others } : {}) });
 
   it("without others: the job's own repository, whatever the broker sent", () => {
@@ -49,7 +49,7 @@ describe("checkAnswer: the answer's repositories", () => {
     [["octo-org/app", "octo-org/web\nsite"], 'repositories "[\\"octo-org/app\\",\\"octo-org/web\\\\nsite\\"]" is not a list of repository names'],
   ])("%j is refused, the token to be revoked", (repositories, problem) => {
     const result = check(repositories, ["octo-org/website"]);
-    expect(result).toEqual({ ok: false, problem: expect.any(String), token: "ghs_checkAnswerRepositories01" });
+    expect(result).toEqual({ ok: false, problem: expect.any(String), token: "ghs_checkAnswerRepositories0000000000001" });
     if (!result.ok) expect(result.problem).toBe(problem);
   });
 });

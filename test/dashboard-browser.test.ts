@@ -3,8 +3,9 @@
 // dashboard server, over a real broker, over the loopback simulator with a simulated fleet. It
 // lists the fleet newest first, sorts, filters, shows the truncated banner and broker errors as
 // sentences, is usable with the keyboard, and nothing the browser received holds the bearer secret.
-// It also writes the README's screenshot, docs/dashboard.png.
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+// Its screenshot goes to a temporary directory; with TOKENSMITH_UPDATE_SCREENSHOT=1 it replaces
+// docs/dashboard.png (docs/development.md), which a test run never rewrites otherwise.
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -16,7 +17,7 @@ import { loopbackOnlyFetch, startBroker, type TestBroker } from "./support/broke
 import { packagedChromium } from "./support/packaged-chromium.js";
 import { releasesFixture, TRIGGER_SECRET, type ReleasesFixture } from "./support/releases-fixture.js";
 
-const SCREENSHOT = fileURLToPath(new URL("../docs/dashboard.png", import.meta.url));
+const DOCS_SCREENSHOT = fileURLToPath(new URL("../docs/dashboard.png", import.meta.url));
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 
@@ -124,8 +125,9 @@ describe("the dashboard page", () => {
     expect(await page.locator("#truncated").isHidden()).toBe(true);
     expect(await page.locator("#error").isHidden()).toBe(true);
 
-    mkdirSync(fileURLToPath(new URL("../docs/", import.meta.url)), { recursive: true });
-    await page.screenshot({ path: SCREENSHOT, fullPage: true, animations: "disabled", caret: "hide" });
+    const screenshot = process.env.TOKENSMITH_UPDATE_SCREENSHOT === "1" ? DOCS_SCREENSHOT : join(profile, "dashboard.png");
+    await page.screenshot({ path: screenshot, fullPage: true, animations: "disabled", caret: "hide" });
+    expect(readFileSync(screenshot).subarray(0, 8)).toEqual(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]));
   });
 
   it("sorts by repository and by date, and says so to assistive technology", async () => {

@@ -49,7 +49,7 @@ describe("README's Use it in a workflow", () => {
   });
 
   it("names the outputs and the time bound, and links docs/action.md", () => {
-    expect(workflow).toContain("`token`, `expires-at`, `repository`, `installation-id`, `app-slug`");
+    expect(workflow.replace(/\s+/g, " ")).toContain("`token`, `expires-at`, `repository`, `repositories`, `installation-id`, `app-slug`, `permissions`");
     expect(workflow).toContain(`within \`timeout-seconds\` (default ${DEFAULT_TIMEOUT_SECONDS} s)`);
     expect(workflow).toContain("[docs/action.md](docs/action.md)");
   });

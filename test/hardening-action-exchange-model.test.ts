@@ -56,7 +56,7 @@ function scriptedHttp(world: World, script: Answer[]): Http {
       const answer = script[next++] ?? { kind: "no-answer", ms: 0 };
       switch (answer.kind) {
         case "ok":
-          return { status: 200, headers: {}, body: JSON.stringify({ token: "ghs_x", expires_at: "2030-01-01T00:00:00Z", repository: "octo-org/app" }) };
+          return { status: 200, headers: {}, body: JSON.stringify({ token: "ghs_exchangeModelToken000000000000000001", expires_at: "2030-01-01T00:00:00Z", repository: "octo-org/app" }) };
         case "bad-200":
           return { status: 200, headers: {}, body: "<html>" };
         case "incomplete":
@@ -111,6 +111,7 @@ function model(script: Answer[], boundMs: number, withFallback: boolean): { post
 const inputs = (withFallback: boolean): Inputs => ({
   authMode: "public-app",
   brokerUrl: PRIMARY,
+  apiUrl: "https://api.github.com",
   ...(withFallback ? { fallbackUrl: FALLBACK } : {}),
   audience: "tokensmith",
   skipTokenRevoke: false,

@@ -161,6 +161,7 @@ describe("credentials in URLs are redacted", () => {
   it.each([
     ["redis://user:pass@127.0.0.1:6379/2?password=x", "redis://127.0.0.1:6379/2"],
     ["https://user:pass@ghes.example.test/api/v3", "https://ghes.example.test/api/v3"],
+    ["https://user:p@ss@ghes.example.test/api/v3", "https://ghes.example.test/api/v3"],
     ["https://api.github.com", "https://api.github.com"],
     ["memory://", "memory://"],
     ["not a url", "(unparseable url)"],
@@ -170,5 +171,10 @@ describe("credentials in URLs are redacted", () => {
 
   it("redactUrlCredentials rewrites every URL's user and password in a text", () => {
     expect(redactUrlCredentials("connect to redis://:pw@h:1 and https://u:p@x.test/a then user@mail.test")).toBe("connect to redis://[redacted]@h:1 and https://[redacted]@x.test/a then user@mail.test");
+  });
+
+  it("redactUrlCredentials removes a password holding an unencoded @ whole (the URL parser's last @ ends the userinfo)", () => {
+    expect(redactUrlCredentials("broker https://ci:pa@ss@word@broker.test/token failed; mail ops@x.test")).toBe("broker https://[redacted]@broker.test/token failed; mail ops@x.test");
+    expect(new URL("https://ci:pa@ss@word@broker.test/").host).toBe("broker.test");
   });
 });

@@ -17,7 +17,7 @@
 import { describe, expect, it } from "@jest/globals";
 import fc from "fast-check";
 import { createNotInstalledCache, type NotInstalledCache } from "../server/github/not-installed-cache.js";
-import { createOwnerLookupLimiter, OWNER_SHARE, type LookupSlot, type OwnerLookupLimiter } from "../server/github/owner-lookup-limiter.js";
+import { createOwnerLookupLimiter, OWNER_SHARE, TARGET_LOOKUP_SHARE, type LookupSlot, type OwnerLookupLimiter } from "../server/github/owner-lookup-limiter.js";
 
 const START = 1_800_000_000_000;
 const TTL_MS = 60_000;
@@ -129,6 +129,8 @@ const WINDOW_MS = 60_000;
 interface LimiterWorld {
   clock: number;
   budget: number;
+  /** Each key's part of the budget: an owner's (installation lookups) or a calling repository's (its requests' `repositories`). */
+  share: number;
   limiter: OwnerLookupLimiter;
   /** Lookups let through and not settled yet. */
   out: Array<{ owner: number; slot: LookupSlot }>;
@@ -140,7 +142,7 @@ interface LimiterModel {
   inFlight: Map<number, number>;
 }
 
-const shareOf = (budget: number) => Math.max(1, Math.floor(budget * OWNER_SHARE));
+const shareOf = (world: LimiterWorld) => Math.max(1, Math.floor(world.budget * world.share));
 const recentOf = (model: LimiterModel, owner: number, clock: number) => (model.spent.get(owner) ?? []).filter((at) => at > clock - WINDOW_MS);
 
 class Take implements fc.Command<LimiterModel, LimiterWorld> {
@@ -149,7 +151,7 @@ class Take implements fc.Command<LimiterModel, LimiterWorld> {
   run(model: LimiterModel, world: LimiterWorld) {
     const recent = recentOf(model, this.owner, world.clock);
     const inFlight = model.inFlight.get(this.owner) ?? 0;
-    const share = shareOf(world.budget);
+    const share = shareOf(world);
     const answer = world.limiter.tryTake(String(this.owner));
     if (recent.length >= share) {
       // The share is spent on lookups that found nothing: refused, until the oldest of them leaves.
@@ -215,18 +217,18 @@ class SetBudget implements fc.Command<LimiterModel, LimiterWorld> {
 }
 
 describe("the per-owner lookup limiter", () => {
-  it("lets an owner's lookups through while those that found nothing and those in flight fit its share; refuses once the share is spent on nothing, with the exact wait", () => {
+  it("lets a key's lookups through while those that found nothing and those in flight fit its share (an owner's tenth, or a calling repository's fiftieth); refuses once the share is spent on nothing, with the exact wait", () => {
     const commands = [
       fc.constantFrom(...OWNERS).map((owner) => new Take(owner)),
       fc.constantFrom(...OWNERS).map((owner) => new Take(owner)),
       fc.tuple(fc.nat(20), fc.boolean()).map(([pick, found]) => new Settle(pick, found)),
       fc.oneof(fc.integer({ min: 0, max: 3_000 }), fc.constantFrom(WINDOW_MS - 1, WINDOW_MS, 30_000)).map((ms) => new AdvanceLimiter(ms)),
-      fc.constantFrom(0, 20, 30, 45, 900).map((budget) => new SetBudget(budget)),
+      fc.constantFrom(0, 20, 30, 45, 100, 250, 900).map((budget) => new SetBudget(budget)),
     ];
     fc.assert(
-      fc.property(fc.commands(commands, { maxCommands: 80 }), (cmds) => {
-        const world: LimiterWorld = { clock: START, budget: 30, limiter: undefined as unknown as OwnerLookupLimiter, out: [] };
-        world.limiter = createOwnerLookupLimiter({ now: () => world.clock, windowMs: WINDOW_MS, pointsPerWindow: () => world.budget });
+      fc.property(fc.commands(commands, { maxCommands: 80 }), fc.constantFrom(OWNER_SHARE, TARGET_LOOKUP_SHARE), (cmds, share) => {
+        const world: LimiterWorld = { clock: START, budget: 30, share, limiter: undefined as unknown as OwnerLookupLimiter, out: [] };
+        world.limiter = createOwnerLookupLimiter({ now: () => world.clock, windowMs: WINDOW_MS, pointsPerWindow: () => world.budget, ...(share === OWNER_SHARE ? {} : { share }) });
         fc.modelRun(() => ({ model: { spent: new Map(), inFlight: new Map() }, real: world }), cmds);
       }),
       { numRuns: 300 },

@@ -117,7 +117,7 @@ const letters = (i: number): string => (i < 26 ? "" : letters(Math.floor(i / 26)
 describe("checkAnswer: the answer's permissions", () => {
   const now = Date.now();
   const answer = (permissions?: unknown) => ({
-    token: "ghs_checkAnswerPermissions0001",
+    token: "ghs_checkAnswerPermissions000000000000001",
     expires_at: new Date(now + 3600_000).toISOString().replace(/\.\d{3}Z$/, "Z"),
     repository: "octo-org/app",
     ...(permissions === undefined ? {} : { permissions }),
@@ -158,7 +158,7 @@ describe("checkAnswer: the answer's permissions", () => {
     expect(result.ok).toBe(false);
     if (!result.ok) {
       expect(result.problem).toContain(problem);
-      expect(result.token).toBe("ghs_checkAnswerPermissions0001"); // usable: masked and revoked by run.ts
+      expect(result.token).toBe("ghs_checkAnswerPermissions000000000000001"); // usable: masked and revoked by run.ts
     }
   });
 });

@@ -4,6 +4,7 @@
 import { describe, expect, it } from "@jest/globals";
 import { randomUUID } from "node:crypto";
 import { brokerPerTest } from "./support/broker-per-test.js";
+import { pullRequestChanging as changing } from "./support/policy-pull-request.js";
 import { signatureFor } from "../server/webhook/verify-signature.js";
 
 const SECRET = "policy-check-secret";
@@ -16,15 +17,8 @@ const t = brokerPerTest({
 });
 
 let branches = 0;
-/** A pull request on a new branch whose head sets `.github/tokensmith.yml` (or another file). */
-function pullRequestChanging(path: string, text: string): { number: number; headSha: string } {
-  branches += 1;
-  const branch = `policy-${branches}`;
-  t.fx.sim.git.createBranch("octo-org/app", branch, { from: "main" });
-  t.fx.sim.git.setFile("octo-org/app", path, text, { branch });
-  const number = t.fx.sim.git.addPullRequest("octo-org/app", { base: "main", head: branch });
-  return { number, headSha: t.fx.sim.git.pullRequest("octo-org/app", number).headSha };
-}
+/** A pull request on a new branch of octo-org/app whose head changes `path` (a policy file or not). */
+const pullRequestChanging = (path: string, text: string) => changing(t.fx.sim, { repository: "octo-org/app", branch: `policy-${++branches}` }, path, text);
 
 async function deliver(pr: { number: number; headSha: string }, action = "opened") {
   const repo = t.fx.sim.repository("octo-org", "app");

@@ -3,6 +3,7 @@
 import { describe, expect, it } from "@jest/globals";
 import { checkPolicy } from "../server/policy/check-policy.js";
 import { createPolicyCompiler, MAX_POLICY_BYTES } from "../server/policy/compile-policy.js";
+import { decideConsent } from "../server/policy/decide-consent.js";
 import { decidePolicy } from "../server/policy/decide-policy.js";
 import { compileGlob } from "../server/policy/policy-glob.js";
 import type { CompiledPolicy, PolicyKind } from "../server/policy/policy-types.js";
@@ -39,7 +40,9 @@ describe("globs with GitHub's meaning", () => {
     ["refs/heads/rel**", "refs/heads/rel/2/x", true],
     ["refs/heads/main", "refs/heads/main2", false],
     ["refs/heads/main", "xrefs/heads/main", false],
-    ["v?.?", "v1.2", true],
+    // `?` repeats the character before it (zero or one), it is not "any one character".
+    ["v?.?", "v1.2", false],
+    ["v1.2?", "v1.", true],
     ["v[0-9]*", "vx", false],
     ["*", "a/b", false],
     ["**", "a/b", true],
@@ -78,6 +81,8 @@ describe("checkPolicy", () => {
     expect(checkPolicy(open, job())).toEqual({ ok: false, detail: "rule any-env: environment is absent, wants **" });
     expect(checkPolicy(open, job({ environment: 42 })).ok).toBe(false);
     expect(checkPolicy(open, job({ environment: "prod" })).ok).toBe(true);
+    // Present but empty: as good as absent, even for `**`.
+    expect(checkPolicy(open, job({ environment: "" }))).toEqual({ ok: false, detail: "rule any-env: environment is empty, wants **" });
   });
 
   it("workflow is the path of workflow_ref in the job's own repository", () => {
@@ -123,7 +128,18 @@ describe("owner policy", () => {
     const decided = decidePolicy({ mode: "optional", repository: compiled(POLICY), owner: ceiling, claims: job(), repositoryName: "app" });
     expect(decided.ok && decided.ceilings.map((c) => c.source)).toEqual(["rule release", "owner rule reads"]);
     const narrow = compiled(`rules:\n  - name: svc\n    repositories: [svc-*]\n    permissions: {contents: read}\n`, "owner");
-    expect(decidePolicy({ mode: "optional", repository: null, owner: narrow, claims: job(), repositoryName: "app" })).toEqual({ ok: false, detail: "owner policy: rule svc: repository app is not in svc-*" });
+    // The job is told the owner rule's name only; the log gets the reason (the .github repository may be private).
+    expect(decidePolicy({ mode: "optional", repository: null, owner: narrow, claims: job(), repositoryName: "app" })).toEqual({
+      ok: false,
+      detail: "owner policy: rule svc does not hold for this job (its conditions are not shown; the owner's .github/tokensmith-org.yml has them)",
+      reason: "owner policy: rule svc: repository app is not in svc-*",
+    });
+  });
+
+  it("a denial names at most five owner rules, the rest counted", () => {
+    const many = compiled(`rules:\n${Array.from({ length: 7 }, (_, i) => `  - name: r${i}\n    repositories: [svc-${i}]\n    permissions: {contents: read}\n`).join("")}`, "owner");
+    const decided = decidePolicy({ mode: "optional", repository: null, owner: many, claims: job(), repositoryName: "app" });
+    expect(decided).toMatchObject({ ok: false, detail: "owner policy: no rule holds (r0, r1, r2, r3, r4, and 2 more rules) for this job (its conditions are not shown; the owner's .github/tokensmith-org.yml has them)" });
   });
 
   it("modes: optional without a policy keeps the spec's behaviour, required denies", () => {
@@ -145,6 +161,9 @@ describe("invalid policies say where", () => {
     ["repository_policies: ignore\nrules:\n  - name: a\n    permissions: {contents: read}\n", "line 1: repository_policies belongs in the owner policy"],
     ["rules:\n  - name: a\n    repositories: [x]\n    permissions: {contents: read}\n", "line 3: rule a: repositories belongs in the owner policy"],
     ["{}\n", ": the policy: missing rules"],
+    // A glob GitHub gives no meaning: the rule, the pattern and why (policy_invalid's detail).
+    ["rules:\n  - name: a\n    if: {ref: \"refs/heads/[^a]*\"}\n    permissions: {contents: read}\n", 'line 2: rule a: pattern "refs/heads/[^a]*" is not a valid glob: [^a] at character 12: negated classes are not supported'],
+    ["rules:\n  - name: a\n    if: {claims: {sub: \"?x\"}}\n    permissions: {contents: read}\n", 'line 2: rule a: pattern "?x" is not a valid glob: ? at character 1 follows no single character'],
   ])("%j", (text, where) => {
     expect(problem(text)).toContain(where);
   });
@@ -159,5 +178,29 @@ describe("invalid policies say where", () => {
     const policy = compiled(`rules:\n  - name: main\n    if: {ref: refs/heads/main}\n    permissions: {contents: write}\n`);
     expect(policy.warnings).toEqual([".github/tokensmith.yml line 2: rule main grants write without an event condition (a pull_request_target job on the default branch would match)"]);
     expect(compiled(POLICY).warnings).toEqual([]);
+  });
+});
+
+describe("consent under repository_policies: ignore: an owner rule lends only what its repositories name", () => {
+  const ownerWith = (repositories: string | null) =>
+    compiled(`repository_policies: ignore\nrules:\n  - name: lend\n${repositories === null ? "" : `    repositories: ${repositories}\n`}    if: {repository: octo-org/app}\n    permissions: {contents: write}\n`, "owner");
+  it.each([
+    ["no repositories", null, "other", false],
+    ["no repositories, .github", null, ".github", false],
+    ["listed", "[other]", "other", true],
+    ["not listed", "[other]", "secrets-store", false],
+    ["*", '["*"]', "secrets-store", true],
+    ["* never lends .github", '["*"]', ".github", false],
+    [".git* never lends .github", '[".git*"]', ".github", false],
+    [".github named literally", "[.github]", ".github", true],
+    [".github named literally, any case", "[.GitHub]", ".github", true],
+    [".github named literally beside a glob", '["*", .github]', ".github", true],
+  ])("%s", (_what, repositories, target, lends) => {
+    expect(decideConsent({ repository: null, owner: ownerWith(repositories), claims: job(), targetName: target }).ok).toBe(lends);
+  });
+
+  it("a rule without a repository condition never lends, whatever its repositories", () => {
+    const owner = compiled(`repository_policies: ignore\nrules:\n  - name: all\n    repositories: ["*"]\n    permissions: {contents: write}\n`, "owner");
+    expect(decideConsent({ repository: null, owner, claims: job(), targetName: "other" }).ok).toBe(false);
   });
 });

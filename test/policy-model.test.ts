@@ -162,4 +162,41 @@ describe("other repositories (repositories): consent and the narrowing across ta
       { numRuns: 500 },
     );
   });
+  it("under repository_policies: ignore, a target is lent exactly when the model's first owner rule with a repository condition holding for the job lists it (.github only literally); a target's own file plays no part", () => {
+    const TARGETS = ["other", "secrets-store", ".github", "svc-a"];
+    const LISTS = { other: "other", "svc-*": "svc-*", star: "*", gitStar: ".git*", github: ".github", GitHub: ".GitHub" } as const;
+    type List = keyof typeof LISTS;
+    const ownerRule = fc.record({
+      repository: fc.constantFrom("none", "caller", "other"),
+      repositories: fc.option(fc.uniqueArray(fc.constantFrom(...(Object.keys(LISTS) as List[])), { minLength: 1, maxLength: 3 }), { nil: undefined }),
+      eventHolds: fc.boolean(),
+      permissions: granted,
+    });
+    const REPO = { caller: "octo-org/app", other: "octo-org/lib" } as const;
+    const modelList = (list: List, target: string) => {
+      const pattern = LISTS[list].toLowerCase();
+      if (target === ".github") return pattern === ".github"; // never by a glob
+      return pattern === "*" ? true : pattern.endsWith("*") ? target.startsWith(pattern.slice(0, -1)) : target === pattern;
+    };
+    fc.assert(
+      fc.property(fc.array(ownerRule, { minLength: 1, maxLength: 5 }), fc.constantFrom(...TARGETS), fc.option(fc.array(targetRule, { minLength: 1, maxLength: 2 }), { nil: undefined }), (rules, targetName, targetRules) => {
+        const text = stringify({
+          repository_policies: "ignore",
+          rules: rules.map((rule, i) => ({
+            name: `o${i}`,
+            ...(rule.repositories ? { repositories: rule.repositories.map((list) => LISTS[list]) } : {}),
+            if: { ...(rule.repository === "none" ? {} : { repository: REPO[rule.repository as keyof typeof REPO] }), event: rule.eventHolds ? "push" : "pull_request" },
+            permissions: rule.permissions,
+          })),
+        });
+        const compiled = compiler.compile(text, "owner", "org.yml");
+        if (!compiled.ok) throw new Error(compiled.detail);
+        const decision = decideConsent({ repository: targetRules ? compileTarget(targetRules) : null, owner: compiled.policy, claims: job, targetName });
+        const lender = rules.findIndex((rule) => rule.repository === "caller" && rule.eventHolds && rule.repositories !== undefined && rule.repositories.some((list) => modelList(list, targetName)));
+        expect(decision.ok).toBe(lender >= 0);
+        if (decision.ok) expect(decision).toEqual({ ok: true, permissions: rules[lender]!.permissions, ownerRule: `o${lender}` });
+      }),
+      { numRuns: 500 },
+    );
+  });
 });

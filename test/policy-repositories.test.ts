@@ -151,19 +151,6 @@ describe("a target that does not consent → 403 policy_denied naming it, and no
     expect(jobTokenMints()).toEqual([]);
   });
 
-  it("lookups of repositories the App cannot see count against the owner's share of the budget, as installation lookups that find nothing do: past it, 503 installation_lookups_limited", async () => {
-    clearPolicies();
-    t.broker.env.UPSTREAM_POINTS_PER_MINUTE = "100"; // the owner's share: 10 lookups that find nothing a minute
-    const made = (from: number) => Array.from({ length: 8 }, (_, i) => `made-up-${from + i}`);
-    expect((await mint(TAG_JOB, { repositories: made(0) })).body).toEqual(denied("made-up-0"));
-    const limited = await mint(TAG_JOB, { repositories: made(100) });
-    expect(limited.status).toBe(503);
-    expect(limited.body).toEqual({ error: "installation_lookups_limited" });
-    expect(t.fx.sim.requests.filter((r) => r.path.startsWith("/repos/octo-org/made-up-")).length).toBeLessThanOrEqual(10);
-    // Names already looked up are remembered (POLICY_CACHE_SECONDS): asking again costs nothing.
-    expect((await mint(TAG_JOB, { repositories: made(0) })).body).toEqual(denied("made-up-0"));
-  });
-
   it("one consenting target does not carry another that does not", async () => {
     clearPolicies();
     setPolicy("octo-org/docs", DOCS_CONSENT);

@@ -28,6 +28,7 @@ describe("redactSecrets", () => {
     ["a PEM block", `key: ${PEM} end`, "key: [redacted] end"],
     ["a PEM block cut short", `key: ${PEM.slice(0, 45)}`, "key: [redacted]"],
     ["a Bearer value", "Authorization: Bearer sEcReT-vAlUe.123", "Authorization: Bearer [redacted]"],
+    ["a URL whose password holds an unencoded @", "issuer https://ci:p@ss@ghes.test/_services/token down", "issuer https://[redacted]@ghes.test/_services/token down"],
     ["an ordinary message", "Resource not accessible by integration", "Resource not accessible by integration"],
     ["a commit SHA and a version", "v1.2.3 at 0123456789abcdef0123456789abcdef01234567", "v1.2.3 at 0123456789abcdef0123456789abcdef01234567"],
     ["a short ghs_ word", "ghs_ prefix", "ghs_ prefix"],

@@ -4,7 +4,7 @@ import { describe, expect, it } from "@jest/globals";
 import { RequestError } from "@octokit/request-error";
 import { nextSlot } from "../server/webhook/pacer.js";
 import { pushPermissions } from "../server/webhook/mint-for-push.js";
-import { parseQueueAddress } from "../server/webhook/redis-queue.js";
+import { parseQueueAddress } from "../server/webhook/queue-address.js";
 import { readPush } from "../server/webhook/read-push.js";
 import { rateLimitPause } from "../server/webhook/update-pull-requests.js";
 

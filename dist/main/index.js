@@ -28090,6 +28090,771 @@ module.exports = {
 
 /***/ }),
 
+/***/ 461:
+/***/ (function(module, __unused_webpack_exports, __nccwpck_require__) {
+
+/* module decorator */ module = __nccwpck_require__.nmd(module);
+(function() {
+  var expandIPv6, ipaddr, ipv4Part, ipv4Regexes, ipv6Part, ipv6Regexes, matchCIDR, root, zoneIndex;
+
+  ipaddr = {};
+
+  root = this;
+
+  if (( true && module !== null) && module.exports) {
+    module.exports = ipaddr;
+  } else {
+    root['ipaddr'] = ipaddr;
+  }
+
+  matchCIDR = function(first, second, partSize, cidrBits) {
+    var part, shift;
+    if (first.length !== second.length) {
+      throw new Error("ipaddr: cannot match CIDR for objects with different lengths");
+    }
+    part = 0;
+    while (cidrBits > 0) {
+      shift = partSize - cidrBits;
+      if (shift < 0) {
+        shift = 0;
+      }
+      if (first[part] >> shift !== second[part] >> shift) {
+        return false;
+      }
+      cidrBits -= partSize;
+      part += 1;
+    }
+    return true;
+  };
+
+  ipaddr.subnetMatch = function(address, rangeList, defaultName) {
+    var k, len, rangeName, rangeSubnets, subnet;
+    if (defaultName == null) {
+      defaultName = 'unicast';
+    }
+    for (rangeName in rangeList) {
+      rangeSubnets = rangeList[rangeName];
+      if (rangeSubnets[0] && !(rangeSubnets[0] instanceof Array)) {
+        rangeSubnets = [rangeSubnets];
+      }
+      for (k = 0, len = rangeSubnets.length; k < len; k++) {
+        subnet = rangeSubnets[k];
+        if (address.kind() === subnet[0].kind()) {
+          if (address.match.apply(address, subnet)) {
+            return rangeName;
+          }
+        }
+      }
+    }
+    return defaultName;
+  };
+
+  ipaddr.IPv4 = (function() {
+    function IPv4(octets) {
+      var k, len, octet;
+      if (octets.length !== 4) {
+        throw new Error("ipaddr: ipv4 octet count should be 4");
+      }
+      for (k = 0, len = octets.length; k < len; k++) {
+        octet = octets[k];
+        if (!((0 <= octet && octet <= 255))) {
+          throw new Error("ipaddr: ipv4 octet should fit in 8 bits");
+        }
+      }
+      this.octets = octets;
+    }
+
+    IPv4.prototype.kind = function() {
+      return 'ipv4';
+    };
+
+    IPv4.prototype.toString = function() {
+      return this.octets.join(".");
+    };
+
+    IPv4.prototype.toNormalizedString = function() {
+      return this.toString();
+    };
+
+    IPv4.prototype.toByteArray = function() {
+      return this.octets.slice(0);
+    };
+
+    IPv4.prototype.match = function(other, cidrRange) {
+      var ref;
+      if (cidrRange === void 0) {
+        ref = other, other = ref[0], cidrRange = ref[1];
+      }
+      if (other.kind() !== 'ipv4') {
+        throw new Error("ipaddr: cannot match ipv4 address with non-ipv4 one");
+      }
+      return matchCIDR(this.octets, other.octets, 8, cidrRange);
+    };
+
+    IPv4.prototype.SpecialRanges = {
+      unspecified: [[new IPv4([0, 0, 0, 0]), 8]],
+      broadcast: [[new IPv4([255, 255, 255, 255]), 32]],
+      multicast: [[new IPv4([224, 0, 0, 0]), 4]],
+      linkLocal: [[new IPv4([169, 254, 0, 0]), 16]],
+      loopback: [[new IPv4([127, 0, 0, 0]), 8]],
+      carrierGradeNat: [[new IPv4([100, 64, 0, 0]), 10]],
+      "private": [[new IPv4([10, 0, 0, 0]), 8], [new IPv4([172, 16, 0, 0]), 12], [new IPv4([192, 168, 0, 0]), 16]],
+      reserved: [[new IPv4([192, 0, 0, 0]), 24], [new IPv4([192, 0, 2, 0]), 24], [new IPv4([192, 88, 99, 0]), 24], [new IPv4([198, 51, 100, 0]), 24], [new IPv4([203, 0, 113, 0]), 24], [new IPv4([240, 0, 0, 0]), 4]]
+    };
+
+    IPv4.prototype.range = function() {
+      return ipaddr.subnetMatch(this, this.SpecialRanges);
+    };
+
+    IPv4.prototype.toIPv4MappedAddress = function() {
+      return ipaddr.IPv6.parse("::ffff:" + (this.toString()));
+    };
+
+    IPv4.prototype.prefixLengthFromSubnetMask = function() {
+      var cidr, i, k, octet, stop, zeros, zerotable;
+      zerotable = {
+        0: 8,
+        128: 7,
+        192: 6,
+        224: 5,
+        240: 4,
+        248: 3,
+        252: 2,
+        254: 1,
+        255: 0
+      };
+      cidr = 0;
+      stop = false;
+      for (i = k = 3; k >= 0; i = k += -1) {
+        octet = this.octets[i];
+        if (octet in zerotable) {
+          zeros = zerotable[octet];
+          if (stop && zeros !== 0) {
+            return null;
+          }
+          if (zeros !== 8) {
+            stop = true;
+          }
+          cidr += zeros;
+        } else {
+          return null;
+        }
+      }
+      return 32 - cidr;
+    };
+
+    return IPv4;
+
+  })();
+
+  ipv4Part = "(0?\\d+|0x[a-f0-9]+)";
+
+  ipv4Regexes = {
+    fourOctet: new RegExp("^" + ipv4Part + "\\." + ipv4Part + "\\." + ipv4Part + "\\." + ipv4Part + "$", 'i'),
+    longValue: new RegExp("^" + ipv4Part + "$", 'i')
+  };
+
+  ipaddr.IPv4.parser = function(string) {
+    var match, parseIntAuto, part, shift, value;
+    parseIntAuto = function(string) {
+      if (string[0] === "0" && string[1] !== "x") {
+        return parseInt(string, 8);
+      } else {
+        return parseInt(string);
+      }
+    };
+    if (match = string.match(ipv4Regexes.fourOctet)) {
+      return (function() {
+        var k, len, ref, results;
+        ref = match.slice(1, 6);
+        results = [];
+        for (k = 0, len = ref.length; k < len; k++) {
+          part = ref[k];
+          results.push(parseIntAuto(part));
+        }
+        return results;
+      })();
+    } else if (match = string.match(ipv4Regexes.longValue)) {
+      value = parseIntAuto(match[1]);
+      if (value > 0xffffffff || value < 0) {
+        throw new Error("ipaddr: address outside defined range");
+      }
+      return ((function() {
+        var k, results;
+        results = [];
+        for (shift = k = 0; k <= 24; shift = k += 8) {
+          results.push((value >> shift) & 0xff);
+        }
+        return results;
+      })()).reverse();
+    } else {
+      return null;
+    }
+  };
+
+  ipaddr.IPv6 = (function() {
+    function IPv6(parts, zoneId) {
+      var i, k, l, len, part, ref;
+      if (parts.length === 16) {
+        this.parts = [];
+        for (i = k = 0; k <= 14; i = k += 2) {
+          this.parts.push((parts[i] << 8) | parts[i + 1]);
+        }
+      } else if (parts.length === 8) {
+        this.parts = parts;
+      } else {
+        throw new Error("ipaddr: ipv6 part count should be 8 or 16");
+      }
+      ref = this.parts;
+      for (l = 0, len = ref.length; l < len; l++) {
+        part = ref[l];
+        if (!((0 <= part && part <= 0xffff))) {
+          throw new Error("ipaddr: ipv6 part should fit in 16 bits");
+        }
+      }
+      if (zoneId) {
+        this.zoneId = zoneId;
+      }
+    }
+
+    IPv6.prototype.kind = function() {
+      return 'ipv6';
+    };
+
+    IPv6.prototype.toString = function() {
+      return this.toNormalizedString().replace(/((^|:)(0(:|$))+)/, '::');
+    };
+
+    IPv6.prototype.toRFC5952String = function() {
+      var bestMatchIndex, bestMatchLength, match, regex, string;
+      regex = /((^|:)(0(:|$)){2,})/g;
+      string = this.toNormalizedString();
+      bestMatchIndex = 0;
+      bestMatchLength = -1;
+      while ((match = regex.exec(string))) {
+        if (match[0].length > bestMatchLength) {
+          bestMatchIndex = match.index;
+          bestMatchLength = match[0].length;
+        }
+      }
+      if (bestMatchLength < 0) {
+        return string;
+      }
+      return string.substring(0, bestMatchIndex) + '::' + string.substring(bestMatchIndex + bestMatchLength);
+    };
+
+    IPv6.prototype.toByteArray = function() {
+      var bytes, k, len, part, ref;
+      bytes = [];
+      ref = this.parts;
+      for (k = 0, len = ref.length; k < len; k++) {
+        part = ref[k];
+        bytes.push(part >> 8);
+        bytes.push(part & 0xff);
+      }
+      return bytes;
+    };
+
+    IPv6.prototype.toNormalizedString = function() {
+      var addr, part, suffix;
+      addr = ((function() {
+        var k, len, ref, results;
+        ref = this.parts;
+        results = [];
+        for (k = 0, len = ref.length; k < len; k++) {
+          part = ref[k];
+          results.push(part.toString(16));
+        }
+        return results;
+      }).call(this)).join(":");
+      suffix = '';
+      if (this.zoneId) {
+        suffix = '%' + this.zoneId;
+      }
+      return addr + suffix;
+    };
+
+    IPv6.prototype.toFixedLengthString = function() {
+      var addr, part, suffix;
+      addr = ((function() {
+        var k, len, ref, results;
+        ref = this.parts;
+        results = [];
+        for (k = 0, len = ref.length; k < len; k++) {
+          part = ref[k];
+          results.push(part.toString(16).padStart(4, '0'));
+        }
+        return results;
+      }).call(this)).join(":");
+      suffix = '';
+      if (this.zoneId) {
+        suffix = '%' + this.zoneId;
+      }
+      return addr + suffix;
+    };
+
+    IPv6.prototype.match = function(other, cidrRange) {
+      var ref;
+      if (cidrRange === void 0) {
+        ref = other, other = ref[0], cidrRange = ref[1];
+      }
+      if (other.kind() !== 'ipv6') {
+        throw new Error("ipaddr: cannot match ipv6 address with non-ipv6 one");
+      }
+      return matchCIDR(this.parts, other.parts, 16, cidrRange);
+    };
+
+    IPv6.prototype.SpecialRanges = {
+      unspecified: [new IPv6([0, 0, 0, 0, 0, 0, 0, 0]), 128],
+      linkLocal: [new IPv6([0xfe80, 0, 0, 0, 0, 0, 0, 0]), 10],
+      multicast: [new IPv6([0xff00, 0, 0, 0, 0, 0, 0, 0]), 8],
+      loopback: [new IPv6([0, 0, 0, 0, 0, 0, 0, 1]), 128],
+      uniqueLocal: [new IPv6([0xfc00, 0, 0, 0, 0, 0, 0, 0]), 7],
+      ipv4Mapped: [new IPv6([0, 0, 0, 0, 0, 0xffff, 0, 0]), 96],
+      rfc6145: [new IPv6([0, 0, 0, 0, 0xffff, 0, 0, 0]), 96],
+      rfc6052: [new IPv6([0x64, 0xff9b, 0, 0, 0, 0, 0, 0]), 96],
+      '6to4': [new IPv6([0x2002, 0, 0, 0, 0, 0, 0, 0]), 16],
+      teredo: [new IPv6([0x2001, 0, 0, 0, 0, 0, 0, 0]), 32],
+      reserved: [[new IPv6([0x2001, 0xdb8, 0, 0, 0, 0, 0, 0]), 32]]
+    };
+
+    IPv6.prototype.range = function() {
+      return ipaddr.subnetMatch(this, this.SpecialRanges);
+    };
+
+    IPv6.prototype.isIPv4MappedAddress = function() {
+      return this.range() === 'ipv4Mapped';
+    };
+
+    IPv6.prototype.toIPv4Address = function() {
+      var high, low, ref;
+      if (!this.isIPv4MappedAddress()) {
+        throw new Error("ipaddr: trying to convert a generic ipv6 address to ipv4");
+      }
+      ref = this.parts.slice(-2), high = ref[0], low = ref[1];
+      return new ipaddr.IPv4([high >> 8, high & 0xff, low >> 8, low & 0xff]);
+    };
+
+    IPv6.prototype.prefixLengthFromSubnetMask = function() {
+      var cidr, i, k, part, stop, zeros, zerotable;
+      zerotable = {
+        0: 16,
+        32768: 15,
+        49152: 14,
+        57344: 13,
+        61440: 12,
+        63488: 11,
+        64512: 10,
+        65024: 9,
+        65280: 8,
+        65408: 7,
+        65472: 6,
+        65504: 5,
+        65520: 4,
+        65528: 3,
+        65532: 2,
+        65534: 1,
+        65535: 0
+      };
+      cidr = 0;
+      stop = false;
+      for (i = k = 7; k >= 0; i = k += -1) {
+        part = this.parts[i];
+        if (part in zerotable) {
+          zeros = zerotable[part];
+          if (stop && zeros !== 0) {
+            return null;
+          }
+          if (zeros !== 16) {
+            stop = true;
+          }
+          cidr += zeros;
+        } else {
+          return null;
+        }
+      }
+      return 128 - cidr;
+    };
+
+    return IPv6;
+
+  })();
+
+  ipv6Part = "(?:[0-9a-f]+::?)+";
+
+  zoneIndex = "%[0-9a-z]{1,}";
+
+  ipv6Regexes = {
+    zoneIndex: new RegExp(zoneIndex, 'i'),
+    "native": new RegExp("^(::)?(" + ipv6Part + ")?([0-9a-f]+)?(::)?(" + zoneIndex + ")?$", 'i'),
+    transitional: new RegExp(("^((?:" + ipv6Part + ")|(?:::)(?:" + ipv6Part + ")?)") + (ipv4Part + "\\." + ipv4Part + "\\." + ipv4Part + "\\." + ipv4Part) + ("(" + zoneIndex + ")?$"), 'i')
+  };
+
+  expandIPv6 = function(string, parts) {
+    var colonCount, lastColon, part, replacement, replacementCount, zoneId;
+    if (string.indexOf('::') !== string.lastIndexOf('::')) {
+      return null;
+    }
+    zoneId = (string.match(ipv6Regexes['zoneIndex']) || [])[0];
+    if (zoneId) {
+      zoneId = zoneId.substring(1);
+      string = string.replace(/%.+$/, '');
+    }
+    colonCount = 0;
+    lastColon = -1;
+    while ((lastColon = string.indexOf(':', lastColon + 1)) >= 0) {
+      colonCount++;
+    }
+    if (string.substr(0, 2) === '::') {
+      colonCount--;
+    }
+    if (string.substr(-2, 2) === '::') {
+      colonCount--;
+    }
+    if (colonCount > parts) {
+      return null;
+    }
+    replacementCount = parts - colonCount;
+    replacement = ':';
+    while (replacementCount--) {
+      replacement += '0:';
+    }
+    string = string.replace('::', replacement);
+    if (string[0] === ':') {
+      string = string.slice(1);
+    }
+    if (string[string.length - 1] === ':') {
+      string = string.slice(0, -1);
+    }
+    parts = (function() {
+      var k, len, ref, results;
+      ref = string.split(":");
+      results = [];
+      for (k = 0, len = ref.length; k < len; k++) {
+        part = ref[k];
+        results.push(parseInt(part, 16));
+      }
+      return results;
+    })();
+    return {
+      parts: parts,
+      zoneId: zoneId
+    };
+  };
+
+  ipaddr.IPv6.parser = function(string) {
+    var addr, k, len, match, octet, octets, zoneId;
+    if (ipv6Regexes['native'].test(string)) {
+      return expandIPv6(string, 8);
+    } else if (match = string.match(ipv6Regexes['transitional'])) {
+      zoneId = match[6] || '';
+      addr = expandIPv6(match[1].slice(0, -1) + zoneId, 6);
+      if (addr.parts) {
+        octets = [parseInt(match[2]), parseInt(match[3]), parseInt(match[4]), parseInt(match[5])];
+        for (k = 0, len = octets.length; k < len; k++) {
+          octet = octets[k];
+          if (!((0 <= octet && octet <= 255))) {
+            return null;
+          }
+        }
+        addr.parts.push(octets[0] << 8 | octets[1]);
+        addr.parts.push(octets[2] << 8 | octets[3]);
+        return {
+          parts: addr.parts,
+          zoneId: addr.zoneId
+        };
+      }
+    }
+    return null;
+  };
+
+  ipaddr.IPv4.isIPv4 = ipaddr.IPv6.isIPv6 = function(string) {
+    return this.parser(string) !== null;
+  };
+
+  ipaddr.IPv4.isValid = function(string) {
+    var e;
+    try {
+      new this(this.parser(string));
+      return true;
+    } catch (error1) {
+      e = error1;
+      return false;
+    }
+  };
+
+  ipaddr.IPv4.isValidFourPartDecimal = function(string) {
+    if (ipaddr.IPv4.isValid(string) && string.match(/^(0|[1-9]\d*)(\.(0|[1-9]\d*)){3}$/)) {
+      return true;
+    } else {
+      return false;
+    }
+  };
+
+  ipaddr.IPv6.isValid = function(string) {
+    var addr, e;
+    if (typeof string === "string" && string.indexOf(":") === -1) {
+      return false;
+    }
+    try {
+      addr = this.parser(string);
+      new this(addr.parts, addr.zoneId);
+      return true;
+    } catch (error1) {
+      e = error1;
+      return false;
+    }
+  };
+
+  ipaddr.IPv4.parse = function(string) {
+    var parts;
+    parts = this.parser(string);
+    if (parts === null) {
+      throw new Error("ipaddr: string is not formatted like ip address");
+    }
+    return new this(parts);
+  };
+
+  ipaddr.IPv6.parse = function(string) {
+    var addr;
+    addr = this.parser(string);
+    if (addr.parts === null) {
+      throw new Error("ipaddr: string is not formatted like ip address");
+    }
+    return new this(addr.parts, addr.zoneId);
+  };
+
+  ipaddr.IPv4.parseCIDR = function(string) {
+    var maskLength, match, parsed;
+    if (match = string.match(/^(.+)\/(\d+)$/)) {
+      maskLength = parseInt(match[2]);
+      if (maskLength >= 0 && maskLength <= 32) {
+        parsed = [this.parse(match[1]), maskLength];
+        Object.defineProperty(parsed, 'toString', {
+          value: function() {
+            return this.join('/');
+          }
+        });
+        return parsed;
+      }
+    }
+    throw new Error("ipaddr: string is not formatted like an IPv4 CIDR range");
+  };
+
+  ipaddr.IPv4.subnetMaskFromPrefixLength = function(prefix) {
+    var filledOctetCount, j, octets;
+    prefix = parseInt(prefix);
+    if (prefix < 0 || prefix > 32) {
+      throw new Error('ipaddr: invalid IPv4 prefix length');
+    }
+    octets = [0, 0, 0, 0];
+    j = 0;
+    filledOctetCount = Math.floor(prefix / 8);
+    while (j < filledOctetCount) {
+      octets[j] = 255;
+      j++;
+    }
+    if (filledOctetCount < 4) {
+      octets[filledOctetCount] = Math.pow(2, prefix % 8) - 1 << 8 - (prefix % 8);
+    }
+    return new this(octets);
+  };
+
+  ipaddr.IPv4.broadcastAddressFromCIDR = function(string) {
+    var cidr, error, i, ipInterfaceOctets, octets, subnetMaskOctets;
+    try {
+      cidr = this.parseCIDR(string);
+      ipInterfaceOctets = cidr[0].toByteArray();
+      subnetMaskOctets = this.subnetMaskFromPrefixLength(cidr[1]).toByteArray();
+      octets = [];
+      i = 0;
+      while (i < 4) {
+        octets.push(parseInt(ipInterfaceOctets[i], 10) | parseInt(subnetMaskOctets[i], 10) ^ 255);
+        i++;
+      }
+      return new this(octets);
+    } catch (error1) {
+      error = error1;
+      throw new Error('ipaddr: the address does not have IPv4 CIDR format');
+    }
+  };
+
+  ipaddr.IPv4.networkAddressFromCIDR = function(string) {
+    var cidr, error, i, ipInterfaceOctets, octets, subnetMaskOctets;
+    try {
+      cidr = this.parseCIDR(string);
+      ipInterfaceOctets = cidr[0].toByteArray();
+      subnetMaskOctets = this.subnetMaskFromPrefixLength(cidr[1]).toByteArray();
+      octets = [];
+      i = 0;
+      while (i < 4) {
+        octets.push(parseInt(ipInterfaceOctets[i], 10) & parseInt(subnetMaskOctets[i], 10));
+        i++;
+      }
+      return new this(octets);
+    } catch (error1) {
+      error = error1;
+      throw new Error('ipaddr: the address does not have IPv4 CIDR format');
+    }
+  };
+
+  ipaddr.IPv6.parseCIDR = function(string) {
+    var maskLength, match, parsed;
+    if (match = string.match(/^(.+)\/(\d+)$/)) {
+      maskLength = parseInt(match[2]);
+      if (maskLength >= 0 && maskLength <= 128) {
+        parsed = [this.parse(match[1]), maskLength];
+        Object.defineProperty(parsed, 'toString', {
+          value: function() {
+            return this.join('/');
+          }
+        });
+        return parsed;
+      }
+    }
+    throw new Error("ipaddr: string is not formatted like an IPv6 CIDR range");
+  };
+
+  ipaddr.isValid = function(string) {
+    return ipaddr.IPv6.isValid(string) || ipaddr.IPv4.isValid(string);
+  };
+
+  ipaddr.parse = function(string) {
+    if (ipaddr.IPv6.isValid(string)) {
+      return ipaddr.IPv6.parse(string);
+    } else if (ipaddr.IPv4.isValid(string)) {
+      return ipaddr.IPv4.parse(string);
+    } else {
+      throw new Error("ipaddr: the address has neither IPv6 nor IPv4 format");
+    }
+  };
+
+  ipaddr.parseCIDR = function(string) {
+    var e;
+    try {
+      return ipaddr.IPv6.parseCIDR(string);
+    } catch (error1) {
+      e = error1;
+      try {
+        return ipaddr.IPv4.parseCIDR(string);
+      } catch (error1) {
+        e = error1;
+        throw new Error("ipaddr: the address has neither IPv6 nor IPv4 CIDR format");
+      }
+    }
+  };
+
+  ipaddr.fromByteArray = function(bytes) {
+    var length;
+    length = bytes.length;
+    if (length === 4) {
+      return new ipaddr.IPv4(bytes);
+    } else if (length === 16) {
+      return new ipaddr.IPv6(bytes);
+    } else {
+      throw new Error("ipaddr: the binary input is neither an IPv6 nor IPv4 address");
+    }
+  };
+
+  ipaddr.process = function(string) {
+    var addr;
+    addr = this.parse(string);
+    if (addr.kind() === 'ipv6' && addr.isIPv4MappedAddress()) {
+      return addr.toIPv4Address();
+    } else {
+      return addr;
+    }
+  };
+
+}).call(this);
+
+
+/***/ }),
+
+/***/ 1444:
+/***/ ((module) => {
+
+
+const array = [];
+const charCodeCache = [];
+
+const leven = (left, right) => {
+	if (left === right) {
+		return 0;
+	}
+
+	const swap = left;
+
+	// Swapping the strings if `a` is longer than `b` so we know which one is the
+	// shortest & which one is the longest
+	if (left.length > right.length) {
+		left = right;
+		right = swap;
+	}
+
+	let leftLength = left.length;
+	let rightLength = right.length;
+
+	// Performing suffix trimming:
+	// We can linearly drop suffix common to both strings since they
+	// don't increase distance at all
+	// Note: `~-` is the bitwise way to perform a `- 1` operation
+	while (leftLength > 0 && (left.charCodeAt(~-leftLength) === right.charCodeAt(~-rightLength))) {
+		leftLength--;
+		rightLength--;
+	}
+
+	// Performing prefix trimming
+	// We can linearly drop prefix common to both strings since they
+	// don't increase distance at all
+	let start = 0;
+
+	while (start < leftLength && (left.charCodeAt(start) === right.charCodeAt(start))) {
+		start++;
+	}
+
+	leftLength -= start;
+	rightLength -= start;
+
+	if (leftLength === 0) {
+		return rightLength;
+	}
+
+	let bCharCode;
+	let result;
+	let temp;
+	let temp2;
+	let i = 0;
+	let j = 0;
+
+	while (i < leftLength) {
+		charCodeCache[i] = left.charCodeAt(start + i);
+		array[i] = ++i;
+	}
+
+	while (j < rightLength) {
+		bCharCode = right.charCodeAt(start + j);
+		temp = j++;
+		result = j;
+
+		for (i = 0; i < leftLength; i++) {
+			temp2 = bCharCode === charCodeCache[i] ? temp : temp + 1;
+			temp = array[i];
+			// eslint-disable-next-line no-multi-assign
+			result = array[i] = temp > result ? temp2 > result ? result + 1 : temp2 : temp2 > temp ? temp + 1 : temp2;
+		}
+	}
+
+	return result;
+};
+
+module.exports = leven;
+// TODO: Remove this for the next major release
+module.exports["default"] = leven;
+
+
+/***/ }),
+
 /***/ 770:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
@@ -28580,19 +29345,22 @@ module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("util");
 /******/ 	}
 /******/ 	// Create a new module (and put it into the cache)
 /******/ 	var module = __webpack_module_cache__[moduleId] = {
-/******/ 		// no module.id needed
-/******/ 		// no module.loaded needed
+/******/ 		id: moduleId,
+/******/ 		loaded: false,
 /******/ 		exports: {}
 /******/ 	};
 /******/ 
 /******/ 	// Execute the module function
 /******/ 	var threw = true;
 /******/ 	try {
-/******/ 		__webpack_modules__[moduleId](module, module.exports, __nccwpck_require__);
+/******/ 		__webpack_modules__[moduleId].call(module.exports, module, module.exports, __nccwpck_require__);
 /******/ 		threw = false;
 /******/ 	} finally {
 /******/ 		if(threw) delete __webpack_module_cache__[moduleId];
 /******/ 	}
+/******/ 
+/******/ 	// Flag the module as loaded
+/******/ 	module.loaded = true;
 /******/ 
 /******/ 	// Return the exports of the module
 /******/ 	return module.exports;
@@ -28657,6 +29425,15 @@ module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("util");
 /******/ 			Object.defineProperty(exports, Symbol.toStringTag, { value: 'Module' });
 /******/ 		}
 /******/ 		Object.defineProperty(exports, '__esModule', { value: true });
+/******/ 	};
+/******/ })();
+/******/ 
+/******/ /* webpack/runtime/node module decorator */
+/******/ (() => {
+/******/ 	__nccwpck_require__.nmd = (module) => {
+/******/ 		module.paths = [];
+/******/ 		if (!module.children) module.children = [];
+/******/ 		return module;
 /******/ 	};
 /******/ })();
 /******/ 
@@ -31664,6 +32441,35 @@ var external_node_http_namespaceObject = /*#__PURE__*/__nccwpck_require__.t(exte
 ;// CONCATENATED MODULE: external "node:https"
 const external_node_https_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:https");
 var external_node_https_namespaceObject_0 = /*#__PURE__*/__nccwpck_require__.t(external_node_https_namespaceObject, 2);
+;// CONCATENATED MODULE: ./build/shared/redact-url.js
+/**
+ * Credentials in URLs, kept out of everything the broker, its CLI and the action print or log. A Redis URL
+ * carries its password as `redis://user:pass@host`, an API base or issuer may carry Basic auth
+ * as `https://user:pass@host`, and a query string may carry a token. One helper, so every place
+ * that shows a configured URL shows the same thing.
+ */
+/** The URL without user, password, query or fragment (`scheme://host[:port][/path]`); "(unparseable url)" when it is not one. */
+function redactUrl(url) {
+    try {
+        const parsed = new URL(url);
+        const path = parsed.pathname === "/" ? "" : parsed.pathname;
+        return `${parsed.protocol}//${parsed.host}${path}`;
+    }
+    catch {
+        return "(unparseable url)";
+    }
+}
+// `://userinfo@`: what lies between `//` and the LAST `@` before the authority ends (`/`, `?`, `#`
+// or whitespace), as the WHATWG URL parser reads it: a password holding an unencoded `@`
+// (`https://u:p@ss@host`) is userinfo up to the second `@`, not a host `ss@host`. Anchored on `://`
+// (not on the scheme: a scheme-shaped run of `a.a.a…` would make every dot a start, quadratic on
+// the long upstream texts this runs over); each scan stops at the next `/`, so the pass is linear.
+const USERINFO = /:\/\/[^\s/?#]*@/g;
+/** Any text with the user and password of every URL in it replaced by `[redacted]`. */
+function redactUrlCredentials(text) {
+    return text.replace(USERINFO, "://[redacted]@");
+}
+
 ;// CONCATENATED MODULE: ./build/action/http.js
 // The action's one HTTP client, on node:http / node:https. Every request ends within its timeout,
 // the connection included: one deadline from the moment the request is made, and the socket is
@@ -31672,7 +32478,10 @@ var external_node_https_namespaceObject_0 = /*#__PURE__*/__nccwpck_require__.t(e
 //
 // Proxies: https_proxy / http_proxy / no_proxy are read with @actions/http-client's own rules
 // (getProxyUrl), and a proxied request goes through the tunnelling agent that HttpClient builds,
-// so self-hosted runners behind a proxy keep working.
+// so self-hosted runners behind a proxy keep working. A failure of the proxy itself (its CONNECT
+// answered 407 or 403, its TLS name wrong, nothing listening at it) is a ProxyFailure naming the
+// proxy and its variable: the broker was never asked, and broker-url is not what to fix.
+
 
 
 
@@ -31701,6 +32510,29 @@ class IncompleteAnswer extends Error {
         this.name = "IncompleteAnswer";
     }
 }
+/** The tunnel to the destination could not be opened: the proxy refused or failed. */
+class ProxyFailure extends Error {
+    proxy;
+    variable;
+    detail;
+    constructor(
+    /** The proxy's address, redacted (a proxy URL often carries credentials). */
+    proxy, 
+    /** The variable it came from: https_proxy, HTTPS_PROXY, http_proxy or HTTP_PROXY. */
+    variable, detail) {
+        super(`the proxy ${proxy} (${variable}) ${detail}`);
+        this.proxy = proxy;
+        this.variable = variable;
+        this.detail = detail;
+        this.name = "ProxyFailure";
+    }
+}
+/** The error's code (ECONNREFUSED, ENOTFOUND, ...) or message: never a header, never a body. */
+function http_networkDetail(error) {
+    const code = error?.code;
+    const message = error instanceof Error ? error.message : String(error);
+    return typeof code === "string" && !message.includes(code) ? `${code}: ${message}` : message;
+}
 /**
  * No redirects (a token request must reach the address the user named) and no built-in retries.
  * A request's own `timeoutMs` (the time left in the step's bound) shortens the client's.
@@ -31711,15 +32543,47 @@ function createHttp(options) {
     };
 }
 function agentFor(url) {
-    if (lib_getProxyUrl(url.href) !== "") {
+    const proxyUrl = lib_getProxyUrl(url.href);
+    if (proxyUrl !== "") {
         // A fresh client each time: HttpClient caches one agent per client whatever the protocol.
-        return new HttpClient(USER_AGENT, [], { keepAlive: false }).getAgent(url.href);
+        const agent = new HttpClient(USER_AGENT, [], { keepAlive: false }).getAgent(url.href);
+        const proxy = { shown: redactUrl(proxyUrl), variable: proxyVariable(url) };
+        watchTunnel(agent, proxy);
+        return { agent, proxy };
     }
-    return url.protocol === "https:" ? new external_node_https_namespaceObject.Agent({ keepAlive: false }) : new external_node_http_.Agent({ keepAlive: false });
+    return { agent: url.protocol === "https:" ? new external_node_https_namespaceObject.Agent({ keepAlive: false }) : new external_node_http_.Agent({ keepAlive: false }) };
+}
+/** The variable getProxyUrl took the proxy from (it prefers the lowercase one). */
+function proxyVariable(url) {
+    const lower = url.protocol === "https:" ? "https_proxy" : "http_proxy";
+    return process.env[lower] ? lower : lower.toUpperCase();
+}
+/**
+ * The tunnelling agent (the `tunnel` package HttpClient uses) opens each tunnel with its own
+ * `request` (a CONNECT to the proxy) and reports a failure to the request only as an Error with
+ * the text of the cause. Wrapping that `request` sees the CONNECT itself: its status, or its error
+ * (a TLS name mismatch at an https proxy, a refused connection), before the agent reports it.
+ */
+function watchTunnel(agent, proxy) {
+    const tunnel = agent;
+    const open = tunnel.request;
+    if (typeof open !== "function")
+        return;
+    tunnel.request = (options) => {
+        const connect = open(options);
+        connect.once("connect", (res) => {
+            if (res.statusCode !== 200)
+                proxy.failure = `answered the CONNECT with HTTP ${res.statusCode}${res.statusCode === 407 ? " (Proxy Authentication Required)" : ""}`;
+        });
+        connect.once("error", (error) => {
+            proxy.failure = `could not be used (${http_networkDetail(error)})`;
+        });
+        return connect;
+    };
 }
 function send(method, url, body, headers, timeoutMs) {
     return new Promise((resolve, reject) => {
-        const agent = agentFor(url);
+        const { agent, proxy } = agentFor(url);
         const module = url.protocol === "https:" ? external_node_https_namespaceObject_0 : external_node_http_namespaceObject;
         let settled = false;
         let response;
@@ -31744,7 +32608,10 @@ function send(method, url, body, headers, timeoutMs) {
         const fail = (error) => settle(() => {
             response?.destroy();
             req.destroy();
-            reject(response ? new IncompleteAnswer(response.statusCode ?? 0, error) : error);
+            if (response)
+                reject(new IncompleteAnswer(response.statusCode ?? 0, error));
+            else
+                reject(proxy?.failure !== undefined ? new ProxyFailure(proxy.shown, proxy.variable, proxy.failure) : error);
         });
         // Armed before the socket exists: a connect that never completes is bounded too.
         const deadline = setTimeout(() => fail(new HttpTimeout(timeoutMs)), timeoutMs);
@@ -31781,6 +32648,21 @@ class action_failure_ActionFailure extends Error {
     }
 }
 
+;// CONCATENATED MODULE: ./build/shared/installation-token.js
+// What counts as an installation token, in one place: the action masks and hands out only strings
+// of this shape (action/check-answer.ts). GitHub's published pattern for installation tokens,
+// classic (`ghs_` + 36 letters and digits) and the stateless format rolled out from 2026-04-27
+// (`ghs_<app id>_<JWT>`, about 520 characters, two dots), is `ghs_[A-Za-z0-9._]{36,}`:
+// https://github.blog/changelog/2026-05-15-github-app-installation-tokens-per-request-override-header/
+// GHES keeps the classic format. The upper bound only keeps a runaway answer out of the mask.
+/** Longest token accepted: ~520 characters today, with room for the format to grow. */
+const MAX_INSTALLATION_TOKEN_LENGTH = 1024;
+const INSTALLATION_TOKEN = new RegExp(`^ghs_[A-Za-z0-9._]{36,${MAX_INSTALLATION_TOKEN_LENGTH - 4}}$`);
+/** Whether `value` has the shape of a GitHub App installation token (GitHub's published pattern, anchored and bounded). */
+function isInstallationToken(value) {
+    return typeof value === "string" && INSTALLATION_TOKEN.test(value);
+}
+
 ;// CONCATENATED MODULE: ./build/action/untrusted-text.js
 // Text that came from the broker (or from whatever answers at broker-url) is shown only through
 // these two functions. The runner reads every stdout line that starts with `::` as a workflow
@@ -31788,6 +32670,7 @@ class action_failure_ActionFailure extends Error {
 // value would let the answer write commands of its own; bidi overrides could make a line read
 // differently than it is. Nothing of this kind survives here: it is written out as an escape.
 // https://docs.github.com/en/actions/writing-workflows/choosing-what-your-workflow-does/workflow-commands-for-github-actions
+
 // C0 and C1 controls, DEL, the Unicode line and paragraph separators, and the bidi controls.
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]/g;
 const untrusted_text_escape = (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`;
@@ -31799,24 +32682,26 @@ function shown(value, max = 80) {
 }
 /**
  * One log line the action writes, made safe whatever went into it: no control character, no line
- * break, and never a leading `::` (the last guard for text this file's callers forgot to quote).
+ * break, never a leading `::` (the last guard for text this file's callers forgot to quote), and no
+ * URL's user or password (the last guard for an address printed without redactUrl).
  */
 function oneLine(message) {
-    const line = message.replace(UNSAFE, untrusted_text_escape);
+    const line = redactUrlCredentials(message).replace(UNSAFE, untrusted_text_escape);
     return line.startsWith("::") ? `tokensmith: ${line}` : line;
 }
 
 ;// CONCATENATED MODULE: ./build/action/check-answer.js
+// The broker's 200 answer, checked before any of it is used: the action runs next to the job's
+// secrets, and whatever answers at broker-url (a misconfigured proxy, a compromised host) must not
+// be able to steer it. Pure: `now` is given, nothing is printed here.
 
-/** GitHub's tokens are ~40 characters today and documented to grow; far below this bound either way. */
-const MAX_TOKEN_LENGTH = 1024;
+
+/** Classic tokens are 40 characters, the stateless format ~520: both far below this bound (shared/installation-token.ts). */
+const MAX_TOKEN_LENGTH = MAX_INSTALLATION_TOKEN_LENGTH;
 /** Installation tokens live an hour; a token said to live longer than a day is not one. */
 const MAX_LIFETIME_MS = 24 * 60 * 60 * 1000;
-// One printable ASCII token: no whitespace, no control character (a line break would defeat the
-// mask, which the runner applies line by line, and break the Authorization header).
-const TOKEN = new RegExp(`^[\\x21-\\x7e]{1,${MAX_TOKEN_LENGTH}}$`);
-// ISO 8601 in UTC, as the platform writes it: 2026-01-01T00:00:00Z (fractional seconds allowed).
-const UTC_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?Z$/;
+// ISO 8601 in UTC to the second, as the platform writes it: 2026-01-01T00:00:00Z.
+const UTC_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
 // A GitHub App slug: letters, digits and hyphens.
 const SLUG = /^[a-z0-9][a-z0-9-]{0,99}$/i;
 // A platform permission name (lowercase words joined by underscores) and a level the platform writes.
@@ -31824,10 +32709,26 @@ const PERMISSION_NAME = /^[a-z]{1,40}(?:_[a-z]{1,40}){0,9}$/;
 const LEVEL_RANK = { read: 1, write: 2, admin: 3 };
 /** Far more than the platform's catalogue (about 60 names): a bigger map is not a token's permissions. */
 const MAX_ANSWER_PERMISSIONS = 200;
-/** A token that can be masked and revoked, or undefined: checked first, so it can be masked before anything else. */
+/**
+ * A token that can be masked and revoked, or undefined: checked first, so it can be masked before
+ * anything else. Only an installation token's shape counts (shared/installation-token.ts): a
+ * broker answering `"token": "e"` would otherwise have the runner mask every `e` of the log, and
+ * send whatever it chose to the platform as a bearer.
+ */
 function usableToken(body) {
     const token = field(body, "token");
-    return typeof token === "string" && TOKEN.test(token) ? token : undefined;
+    return isInstallationToken(token) ? token : undefined;
+}
+/**
+ * An `expires_at` that names a real instant, written as the platform writes it: Date.parse reads
+ * `T24:00:00Z` as the next midnight and February 30 as March 2, so the text must come back
+ * unchanged from the instant it parsed to (to the second).
+ */
+function strictUtcTime(value) {
+    if (typeof value !== "string" || !UTC_TIME.test(value))
+        return NaN;
+    const time = Date.parse(value);
+    return Number.isFinite(time) && new Date(time).toISOString().replace(/\.000Z$/, "Z") === value ? time : NaN;
 }
 /**
  * The answer against what the step asked for: `repositories` holds the job's own repository (and,
@@ -31840,7 +32741,11 @@ function checkAnswer(body, expected) {
     const token = usableToken(body);
     if (token === undefined) {
         const raw = field(body, "token");
-        const what = typeof raw !== "string" ? "no token" : raw.length > MAX_TOKEN_LENGTH ? `a token longer than ${MAX_TOKEN_LENGTH} characters` : "a token with whitespace or control characters";
+        const what = typeof raw !== "string"
+            ? "no token"
+            : raw.length > MAX_TOKEN_LENGTH
+                ? `a token longer than ${MAX_TOKEN_LENGTH} characters`
+                : "a token that is not an installation token (ghs_ followed by at least 36 of A-Z, a-z, 0-9, dot and underscore); it was neither masked nor used";
         return { ok: false, problem: `the answer carries ${what}` };
     }
     const refuse = (problem) => ({ ok: false, problem, token });
@@ -31853,9 +32758,9 @@ function checkAnswer(body, expected) {
     const expiresAt = field(body, "expires_at");
     if (expiresAt === undefined)
         return refuse("the answer has no expires_at");
-    const expiry = typeof expiresAt === "string" && UTC_TIME.test(expiresAt) ? Date.parse(expiresAt) : NaN;
+    const expiry = strictUtcTime(expiresAt);
     if (!Number.isFinite(expiry))
-        return refuse(`expires_at ${shown(expiresAt)} is not an ISO 8601 UTC time`);
+        return refuse(`expires_at ${shown(expiresAt)} is not a real time written as the platform writes it (YYYY-MM-DDThh:mm:ssZ)`);
     if (expiry <= expected.now)
         return refuse(`expires_at ${shown(expiresAt)} is in the past`);
     if (expiry - expected.now > MAX_LIFETIME_MS)
@@ -31951,6 +32856,57 @@ function field(body, name) {
     return typeof body === "object" && body !== null && Object.hasOwn(body, name) ? body[name] : undefined;
 }
 
+// EXTERNAL MODULE: ./node_modules/ipaddr.js/lib/ipaddr.js
+var ipaddr = __nccwpck_require__(461);
+;// CONCATENATED MODULE: ./build/shared/loopback-address.js
+
+/**
+ * Whether a host — as given to `listen`, typed in a URL or sent in a `Host` header, without its
+ * port — names this machine's loopback interface, in every spelling: `localhost` (and
+ * `localhost.`), any address of 127.0.0.0/8 however written (`127.1`, `2130706433`, `0x7f.1`,
+ * `0177.0.0.1`: the WHATWG URL host parser reads IPv4 the way `inet_aton`, and so `listen`,
+ * does), `::1` in any form, and an IPv4-mapped IPv6 loopback (`::ffff:127.0.0.1`). ipaddr.js
+ * classifies the parsed address, so no list of spellings is kept here.
+ */
+function isLoopbackHost(host) {
+    const bare = host.trim().replace(/^\[(.*)\]$/, "$1");
+    if (bare === "" || /[\s/?#@\\]/.test(bare))
+        return false;
+    let hostname;
+    try {
+        hostname = new URL(`http://${bare.includes(":") ? `[${bare}]` : bare}/`).hostname;
+    }
+    catch {
+        return false;
+    }
+    const name = hostname.replace(/^\[(.*)\]$/, "$1").replace(/\.$/, "").toLowerCase();
+    if (name === "localhost")
+        return true;
+    if (!ipaddr.isValid(name))
+        return false;
+    let address = ipaddr.parse(name);
+    if (address.kind() === "ipv6" && address.isIPv4MappedAddress())
+        address = address.toIPv4Address();
+    return address.range() === "loopback";
+}
+/**
+ * Whether a `Host` header names a loopback address and `port` (no port: 80). A name other than
+ * `localhost` is refused even if it resolves to loopback: that is what a DNS-rebinding page sends.
+ */
+function isLoopbackHostHeader(header, port) {
+    if (header === undefined || !/^[A-Za-z0-9.:[\]-]+$/.test(header))
+        return false;
+    let url;
+    try {
+        url = new URL(`http://${header}/`);
+    }
+    catch {
+        return false;
+    }
+    const given = url.port === "" ? 80 : Number(url.port);
+    return given === port && isLoopbackHost(url.hostname);
+}
+
 ;// CONCATENATED MODULE: ./build/shared/repository-names.js
 // The optional `repositories` of a POST /token body (DESIGN.md "Who gets which token", "Other
 // repositories"): other repositories of the caller's owner the one token should also cover, each of
@@ -32007,6 +32963,8 @@ function parseRepositoryNames(value, caller) {
     return { ok: true, names };
 }
 
+// EXTERNAL MODULE: ./node_modules/leven/index.js
+var leven = __nccwpck_require__(1444);
 ;// CONCATENATED MODULE: ./build/shared/app-permissions.js
 // GENERATED by scripts/generate-app-permissions.js from @octokit/openapi 23.0.2
 // (components.schemas["app-permissions"] in api.github.com.json, ghec.json, ghes-3.17.json, ghes-3.18.json, ghes-3.19.json). Do not edit: run
@@ -32157,13 +33115,43 @@ function pairEntries(text) {
 // The step's `permission-<name>` inputs (action.yml, generated from the platform's catalogue in
 // shared/app-permissions.ts), as actions/create-github-app-token spells them: the catalogue's name
 // with hyphens (`permission-pull-requests: write`). Together they are the /token request's
-// `permissions`; none set means the broker's whole grant, as before these inputs.
+// `permissions`; none set means the broker's whole grant, as before these inputs. So a misspelt
+// one (`permission-pull-request`, singular) must fail the step: dropped, it would widen the token to
+// the whole grant. The runner hands every `with:` key to the step as INPUT_<NAME> (uppercased), known
+// to action.yml or not, so the environment is where a misspelt name shows.
+
 
 
 
 
 /** The input's name for a catalogue name: `pull_requests` → `permission-pull-requests`. */
 const permissionInputName = (permission) => `permission-${permission.replaceAll("_", "-")}`;
+/** How many valid names the failure suggests for a misspelt one, at most. */
+const SUGGESTIONS = 3;
+/**
+ * Fails on any INPUT_PERMISSION-* (or INPUT_PERMISSION_*, a name written with underscores) variable
+ * that is no input of the catalogue, naming it and the nearest valid names by edit distance.
+ */
+function checkPermissionInputNames(env) {
+    const valid = Object.keys(APP_PERMISSIONS).map(permissionInputName);
+    const known = new Set(valid.map((name) => `INPUT_${name.toUpperCase()}`));
+    const unknown = Object.keys(env)
+        .filter((key) => /^INPUT_PERMISSION[-_]/.test(key) && !known.has(key))
+        .map((key) => key.slice("INPUT_".length).toLowerCase())
+        .sort();
+    if (unknown.length === 0)
+        return;
+    const [first] = unknown;
+    const others = unknown.length > 1 ? ` (also ${unknown.slice(1).map((name) => shown(name, 60)).join(", ")})` : "";
+    throw new action_failure_ActionFailure(`tokensmith: ${shown(first, 60)} is not an input of this action${others}; did you mean ${nearest(first, valid).join(" or ")}? ` +
+        "A permission input it does not know would be dropped and the token would get the broker's whole grant, so the step stops here (the permission-<name> inputs: docs/action.md#permissions).");
+}
+/** The valid names nearest to `name` by edit distance: all those at the smallest distance, at most SUGGESTIONS. */
+function nearest(name, valid) {
+    const ranked = valid.map((candidate) => ({ candidate, distance: leven(name, candidate) })).sort((a, b) => a.distance - b.distance || a.candidate.localeCompare(b.candidate));
+    const best = ranked[0].distance;
+    return ranked.filter((entry) => entry.distance === best).slice(0, SUGGESTIONS).map((entry) => entry.candidate);
+}
 /** The permissions the step asks for, or undefined when no permission input is set. */
 function readPermissionInputs(core) {
     const permissions = {};
@@ -32187,6 +33175,9 @@ function readPermissionInputs(core) {
 
 
 
+
+
+
 const SUPPORTED_AUTH_MODES = ["public-app"];
 const DEFAULT_AUDIENCE = "tokensmith";
 /** The step's bound on its own time (input `timeout-seconds`), and the most it may be set to. */
@@ -32206,12 +33197,14 @@ function readInputs(core, env) {
     const match = /^([^/\s]+)\/([^/\s]+)$/.exec(repository);
     if (!match)
         throw new action_failure_ActionFailure(`tokensmith: GITHUB_REPOSITORY is "${repository}", not owner/name; run this step in a GitHub Actions job.`);
+    checkPermissionInputNames(env);
     const permissions = readPermissionInputs(core);
     const otherRepositories = readRepositories(core.getInput("repositories"), match[1], match[2]);
     return {
         authMode,
         brokerUrl,
         ...(fallback && fallback !== brokerUrl ? { fallbackUrl: fallback } : {}),
+        apiUrl: inputs_readApiUrl(core.getInput("github-api-url"), env),
         audience: core.getInput("oidc-audience") || DEFAULT_AUDIENCE,
         skipTokenRevoke: inputs_readBoolean("skip-token-revoke", core.getInput("skip-token-revoke")),
         timeoutSeconds: readTimeoutSeconds(core.getInput("timeout-seconds")),
@@ -32261,8 +33254,22 @@ function readRule(raw) {
 function isSupportedMode(mode) {
     return SUPPORTED_AUTH_MODES.includes(mode);
 }
-/** An http(s) origin, trailing slashes dropped (so "https://b/" and "https://b" are one address). */
+/** The broker's origin (input `name`), or undefined when empty. */
 function brokerOrigin(name, raw) {
+    return httpsUrl(name, raw, "the broker's origin, e.g. https://tokensmith.example.com");
+}
+/** `github-api-url`, else the runner's GITHUB_API_URL (GHES: https://HOST/api/v3), else github.com's: where the token is revoked. */
+function inputs_readApiUrl(input, env) {
+    return httpsUrl("github-api-url", input.trim() || env.GITHUB_API_URL || DEFAULT_API_URL, "the REST API's base, e.g. https://ghes.example.com/api/v3");
+}
+const DEFAULT_API_URL = "https://api.github.com";
+/**
+ * An http(s) URL, trailing slashes dropped (so "https://b/" and "https://b" are one address).
+ * Plain http only to this machine (127.0.0.0/8, ::1, localhost: a broker or sandbox on the runner
+ * itself): anywhere else the OIDC token and the installation token would cross the network in clear.
+ * Nothing of a value that fails is echoed but its redacted form: it may hold a password.
+ */
+function httpsUrl(name, raw, wanted) {
     const text = raw.trim().replace(/\/+$/, "");
     if (text === "")
         return undefined;
@@ -32271,10 +33278,13 @@ function brokerOrigin(name, raw) {
         url = new URL(text);
     }
     catch {
-        throw new action_failure_ActionFailure(`tokensmith: ${name} "${text}" is not a URL; give the broker's origin, e.g. https://tokensmith.example.com.`);
+        throw new action_failure_ActionFailure(`tokensmith: ${name} is not a URL; give ${wanted}.`);
     }
     if (url.protocol !== "https:" && url.protocol !== "http:") {
-        throw new action_failure_ActionFailure(`tokensmith: ${name} must be an http(s) URL, not ${url.protocol}.`);
+        throw new action_failure_ActionFailure(`tokensmith: ${name} must be an https URL, not ${shown(url.protocol, 20)}.`);
+    }
+    if (url.protocol === "http:" && !isLoopbackHost(url.hostname)) {
+        throw new action_failure_ActionFailure(`tokensmith: ${name} ${redactUrl(text)} is plain http to a host that is not this machine: the job's OIDC token and the installation token would cross the network unencrypted; use https (plain http is accepted only for 127.0.0.0/8, ::1 and localhost).`);
     }
     return text;
 }
@@ -32402,8 +33412,8 @@ const ERROR_CODES = {
     },
     installation_lookups_limited: {
         status: 503, routes: ["/token"], retryable: true,
-        meaning: "The repository's owner (the OIDC token's `repository_owner_id`) has used its share of the App's platform budget on installation lookups that found no installation, or lookups of `repositories` the App cannot see (a tenth of `UPSTREAM_POINTS_PER_MINUTE` a minute); `Retry-After` says when to try again.",
-        hint: "The broker is holding back installation lookups for this repository's owner; retry after the Retry-After delay.",
+        meaning: "The repository's owner (the OIDC token's `repository_owner_id`) has used its share of the App's platform budget on installation lookups that found no installation (a tenth of `UPSTREAM_POINTS_PER_MINUTE` a minute), or the calling repository its own share on lookups of `repositories` the App cannot see (a fiftieth); `Retry-After` says when to try again.",
+        hint: "The broker is holding back installation lookups for this repository's owner (or lookups of `repositories` for this repository); retry after the Retry-After delay.",
     },
     installation_token_failed: {
         status: 502, routes: ["/token", "/sign", "/webhook"], retryable: true,
@@ -32506,22 +33516,28 @@ const OIDC_REASONS = {
 // a 200 (its body still unchecked: check-answer.ts), a 200 whose body never arrived whole, a
 // verdict (a JSON body whose `error` is one of the broker's codes), an unreachable broker (network
 // error, timeout before any status line, or a 5xx that is not a verdict, e.g. a proxy's 502 page),
-// or an answer no tokensmith broker gives (a 4xx without a verdict). A verdict carries the broker's
-// `Retry-After` (in ms) when it sent one. A 200 of any shape means a token may have been minted: it
-// is never "unreachable", so it is never followed by another POST.
+// an answer no tokensmith broker gives (a 4xx without a verdict), a redirect (a 3xx, whatever its
+// body: a broker never redirects, so broker-url is not the broker's final address), or a proxy that
+// would not open the way (http.ts's ProxyFailure: the broker was never asked). A verdict carries the
+// broker's `Retry-After` (in ms) when it sent one. A 200 of any shape means a token may have been
+// minted: it is never "unreachable", so it is never followed by another POST.
 
 
 async function postToken(http, brokerUrl, body, limits) {
     let status;
     let text;
     let retryAfter;
+    let location;
     try {
         const response = await http.request("POST", `${brokerUrl}/token`, JSON.stringify(body), { "content-type": "application/json", accept: "application/json" }, limits);
         status = response.status;
         text = response.body;
         retryAfter = response.headers["retry-after"];
+        location = response.headers.location;
     }
     catch (error) {
+        if (error instanceof ProxyFailure)
+            return { kind: "proxy", failure: error };
         if (error instanceof IncompleteAnswer) {
             if (error.status === 200)
                 return { kind: "answer-incomplete", detail: error.problem.message };
@@ -32529,7 +33545,11 @@ async function postToken(http, brokerUrl, body, limits) {
                 return { kind: "unreachable", detail: error.message };
             return { kind: "unexpected", detail: error.message };
         }
-        return { kind: "unreachable", detail: broker_client_networkDetail(error) };
+        return { kind: "unreachable", detail: http_networkDetail(error) };
+    }
+    if (status >= 300 && status < 400) {
+        const target = resolved(location, `${brokerUrl}/token`);
+        return { kind: "redirect", status, ...(target ? { location: target } : {}) };
     }
     const json = parseJson(text);
     if (status === 200)
@@ -32547,6 +33567,16 @@ async function postToken(http, brokerUrl, body, limits) {
     if (status >= 500 || status === 0)
         return { kind: "unreachable", detail: `HTTP ${status} that is not a broker answer` };
     return { kind: "unexpected", detail: `HTTP ${status} that is not a broker answer` };
+}
+function resolved(location, base) {
+    if (location === undefined)
+        return undefined;
+    try {
+        return new URL(location, base);
+    }
+    catch {
+        return undefined;
+    }
 }
 function parseJson(text) {
     try {
@@ -32572,12 +33602,6 @@ function retryAfterMs(header) {
     const date = Date.parse(text);
     return Number.isFinite(date) && /[a-z]/i.test(text) ? Math.max(0, date - Date.now()) : undefined;
 }
-/** The error's code (ECONNREFUSED, ENOTFOUND, ...) or message: never a header, never a body. */
-function broker_client_networkDetail(error) {
-    const code = error?.code;
-    const message = error instanceof Error ? error.message : String(error);
-    return typeof code === "string" && !message.includes(code) ? `${code}: ${message}` : message;
-}
 
 ;// CONCATENATED MODULE: ./build/action/hints.js
 // Every broker verdict as one line for the person who owns the workflow, not for an API caller:
@@ -32589,13 +33613,16 @@ function broker_client_networkDetail(error) {
 
 
 const MISMATCH = "This looks like a version or URL mismatch: a tokensmith action talking to a tokensmith broker never gets this answer. Check that broker-url is the broker's origin (no path, nothing in between rewriting requests) and that this action's version matches the broker's.";
-const RETRIED = "The action already retried it; re-run the job later";
+// The action retries a verdict only when the shared table and the broker's Retry-After say so
+// (request-token.ts), so a hint never claims it did: the failure line ends "after N attempts" when
+// it did.
+const RERUN = "Re-run the job later";
 /** The hint for each code, for a workflow author; `{repository}` and `{audience}` are filled in. */
 const WORKFLOW_HINTS = {
     not_found: MISMATCH,
     method_not_allowed: MISMATCH,
     payload_too_large: `${MISMATCH} (A proxy with a small body limit in front of the broker gives this too.)`,
-    request_timeout: `The broker did not receive the action's request in time: the network between the runner and the broker is slow or dropping connections. ${RETRIED}; on a self-hosted runner, check its network and proxy.`,
+    request_timeout: `The broker did not receive the action's request in time: the network between the runner and the broker is slow or dropping connections. ${RERUN}; on a self-hosted runner, check its network and proxy.`,
     invalid_json: MISMATCH,
     invalid_request: MISMATCH,
     missing_required_fields: MISMATCH,
@@ -32609,14 +33636,14 @@ const WORKFLOW_HINTS = {
     app_not_installed: "The broker's GitHub App is not installed on {repository}: install it on {repository} (organisation or repository settings → GitHub Apps).",
     policy_denied: "No rule of the trust policy that applies to {repository} holds for this job (.github/tokensmith.yml on the default branch, or the owner's .github/tokensmith-org.yml): change the job or the policy; the broker's detail names the rule, the condition and the claim's value. When the detail names another repository of the repositories input, that repository's own .github/tokensmith.yml must consent: a rule with a repository condition matching {repository} that holds for this job (docs/policies.md, \"Other repositories\").",
     policy_invalid: "The trust policy of {repository} (or of its owner) does not parse or validate, so the broker refuses every token for it: fix the file on the default branch (`tokensmith policy check FILE` shows the line).",
-    policy_unavailable: `The broker could not read the trust policy from GitHub. ${RETRIED}, and tell the broker's operator if it persists.`,
-    github_installation_lookup_failed: `GitHub gave the broker an unusable answer about the App's installation. ${RETRIED}, and tell the broker's operator if it persists.`,
-    installation_lookups_limited: `The broker is holding back installation lookups for this repository's owner: many jobs of repositories the App is not installed on asked for tokens within the last minute. ${RETRIED}; if the App should be installed on {repository}, install it.`,
-    installation_token_failed: `GitHub refused or failed to mint the token. ${RETRIED}; if it persists, tell the broker's operator (the App may lack a permission the broker asks for).`,
+    policy_unavailable: `The broker could not read the trust policy from GitHub. ${RERUN}, and tell the broker's operator if it persists.`,
+    github_installation_lookup_failed: `GitHub gave the broker an unusable answer about the App's installation. ${RERUN}, and tell the broker's operator if it persists.`,
+    installation_lookups_limited: `The broker is holding back installation lookups for this repository's owner: many jobs of repositories the App is not installed on asked for tokens within the last minute (or, with \`repositories\`, this repository's jobs named many repositories the App cannot see). ${RERUN}; if the App should be installed on {repository}, install it, and check the names in \`repositories\`.`,
+    installation_token_failed: `GitHub refused or failed to mint the token. ${RERUN}; if it persists, tell the broker's operator (the App may lack a permission the broker asks for).`,
     sign_failed: MISMATCH,
-    oidc_key_fetch_failed: `The broker could not fetch the OIDC issuer's keys. ${RETRIED}.`,
-    server_busy: `The broker is overloaded. ${RETRIED}.`,
-    deadline_exceeded: `The broker could not answer in time (GitHub was slow). ${RETRIED}, and tell the broker's operator if it persists.`,
+    oidc_key_fetch_failed: `The broker could not fetch the OIDC issuer's keys. ${RERUN}.`,
+    server_busy: `The broker is overloaded. ${RERUN}.`,
+    deadline_exceeded: `The broker could not answer in time (GitHub was slow). ${RERUN}, and tell the broker's operator if it persists.`,
     app_unconfigured: "The broker is misconfigured (its GitHub App credentials, HOST_APP_ID and HOST_APP_PRIVATE_KEY, are missing or unusable): nothing in this workflow can fix it; tell the broker's operator.",
     unauthorized: MISMATCH,
     no_file_changes: MISMATCH,
@@ -32626,7 +33653,7 @@ const WORKFLOW_HINTS = {
     platform_rate_limited: MISMATCH,
     invalid_signature: MISMATCH,
     webhook_disabled: MISMATCH,
-    internal_error: `The broker failed unexpectedly. ${RETRIED}, and tell the broker's operator if it persists (its log has the detail).`,
+    internal_error: `The broker failed unexpectedly. ${RERUN}, and tell the broker's operator if it persists (its log has the detail).`,
 };
 const TELL = "tell the broker's operator";
 /** invalid_oidc_token's (and oidc_key_fetch_failed's) reason words, for a workflow author; audience_mismatch is worded with the input's value. */
@@ -32643,7 +33670,7 @@ const REASON_HINTS = {
     audience_mismatch: "The action's oidc-audience input and the broker's OIDC_AUDIENCE disagree.",
     claim_invalid: `The job's OIDC token lacks a claim the broker needs (repository, repository_id, repository_owner_id): ${TELL}.`,
     unknown: `The broker refused the token without saying why; ${TELL} (its log has the detail).`,
-    jwks_unavailable: `The broker could not fetch the OIDC issuer's keys. ${RETRIED}.`,
+    jwks_unavailable: `The broker could not fetch the OIDC issuer's keys. ${RERUN}.`,
 };
 /** How much of a broker's `detail` the failure line shows (the whole of any real one: a few permissions' reasons). */
 const MAX_SHOWN_DETAIL = 600;
@@ -32672,13 +33699,14 @@ function knownReason(reason) {
 
 ;// CONCATENATED MODULE: ./build/action/id-token.js
 
+
 async function fetchIdToken(http, requestUrl, requestToken, audience, limits) {
     let answer;
     try {
         answer = await http.request("GET", `${requestUrl}&audience=${encodeURIComponent(audience)}`, null, { authorization: `Bearer ${requestToken}`, accept: "application/json" }, limits);
     }
     catch (error) {
-        return { kind: "transient", detail: broker_client_networkDetail(error) };
+        return { kind: "transient", detail: http_networkDetail(error) };
     }
     const { status } = answer;
     if (status === 200) {
@@ -32721,6 +33749,9 @@ function describeIdTokenFailure(outcome, where, after) {
 // one the shared table calls retryable. A 200, whatever its body, ends the exchange: a token may
 // have been minted, and asking again (either broker) would mint another that nobody revokes.
 // Every request and every wait ends within the step's bound (Deadline, input timeout-seconds).
+// A redirect or a proxy's refusal ends it at once: asking again would meet the same answer. Every
+// address is printed redacted (shared/redact-url.ts): broker-url may carry a password.
+
 
 
 
@@ -32737,6 +33768,7 @@ async function requestToken(deps, inputs) {
         problem = undefined;
         const unreachable = [];
         for (const brokerUrl of addresses) {
+            const shownUrl = redactUrl(brokerUrl);
             if (left() <= 0)
                 break;
             // Runner OIDC tokens live five minutes: never reuse one across attempts.
@@ -32757,23 +33789,29 @@ async function requestToken(deps, inputs) {
                 ...(inputs.otherRepositories ? { repositories: inputs.otherRepositories } : {}),
             }, { timeoutMs: left() });
             if (outcome.kind === "answered")
-                return { body: outcome.body, brokerUrl };
+                return { body: outcome.body, shownUrl };
             if (outcome.kind === "answer-incomplete") {
-                throw new action_failure_ActionFailure(`tokensmith: ${brokerUrl} began a 200 answer that never arrived whole (${outcome.detail}): a token may have been minted that the action cannot read or revoke (it expires within the hour), so it does not ask again. Check broker-url and whatever sits between the runner and the broker.`);
+                throw new action_failure_ActionFailure(`tokensmith: ${shownUrl} began a 200 answer that never arrived whole (${outcome.detail}): a token may have been minted that the action cannot read or revoke (it expires within the hour), so it does not ask again. Check broker-url and whatever sits between the runner and the broker.`);
             }
             if (outcome.kind === "unexpected") {
-                throw new action_failure_ActionFailure(`tokensmith: ${brokerUrl} answered ${outcome.detail}: check that broker-url is the tokensmith broker's origin.`);
+                throw new action_failure_ActionFailure(`tokensmith: ${shownUrl} answered ${outcome.detail}: check that broker-url is the tokensmith broker's origin.`);
+            }
+            if (outcome.kind === "redirect")
+                throw new action_failure_ActionFailure(describeRedirect(shownUrl, outcome));
+            if (outcome.kind === "proxy") {
+                const { proxy, variable, detail } = outcome.failure;
+                throw new action_failure_ActionFailure(`tokensmith: the proxy ${proxy} (from ${variable}) ${detail} on the way to ${shownUrl}, so the broker was never asked: fix the proxy setting ${variable} (its address or credentials), or list the broker's host in NO_PROXY.`);
             }
             if (outcome.kind === "verdict") {
-                const context = { repository, audience: inputs.audience, brokerUrl };
+                const context = { repository, audience: inputs.audience, brokerUrl: shownUrl };
                 if (!worthRetrying(outcome))
                     throw new action_failure_ActionFailure(describeVerdict(outcome.verdict, context));
-                deps.core.info(`tokensmith: attempt ${attempt}: ${brokerUrl} answered ${outcome.verdict.status} ${outcome.verdict.error}${outcome.verdict.reason !== undefined ? ` (${reasonText(outcome.verdict.reason)})` : ""}`);
-                problem = { kind: "verdict", verdict: outcome.verdict, brokerUrl, ...(outcome.retryAfterMs !== undefined ? { retryAfterMs: outcome.retryAfterMs } : {}) };
+                deps.core.info(`tokensmith: attempt ${attempt}: ${shownUrl} answered ${outcome.verdict.status} ${outcome.verdict.error}${outcome.verdict.reason !== undefined ? ` (${reasonText(outcome.verdict.reason)})` : ""}`);
+                problem = { kind: "verdict", verdict: outcome.verdict, brokerUrl: shownUrl, ...(outcome.retryAfterMs !== undefined ? { retryAfterMs: outcome.retryAfterMs } : {}) };
                 break; // a broker answered: the fallback would not know better
             }
-            deps.core.info(`tokensmith: attempt ${attempt}: ${brokerUrl} is unreachable (${outcome.detail})`);
-            unreachable.push(`${brokerUrl} (${outcome.detail})`);
+            deps.core.info(`tokensmith: attempt ${attempt}: ${shownUrl} is unreachable (${outcome.detail})`);
+            unreachable.push(`${shownUrl} (${outcome.detail})`);
         }
         problem ??= { kind: "unreachable", details: unreachable };
         if (left() <= 0 || attempt >= attempts)
@@ -32786,13 +33824,24 @@ async function requestToken(deps, inputs) {
         await deps.sleep(delay);
     }
     const tries = Math.min(attempt, attempts);
-    const after = `${tries > 1 ? ` after ${tries} attempts` : ""}${tries < attempts || left() <= 0 ? ` (the step's ${deps.deadline.seconds} s bound, timeout-seconds, leaves no time for more)` : ""}`;
+    const bound = tries < attempts || left() <= 0 ? ` (the step's ${deps.deadline.seconds} s bound, timeout-seconds, leaves no time for more)` : "";
+    const after = `${tries > 1 ? ` after ${tries} attempts` : ""}${bound}`;
     if (problem?.kind === "verdict") {
         const line = describeVerdict(problem.verdict, { repository, audience: inputs.audience, brokerUrl: problem.brokerUrl });
         throw new action_failure_ActionFailure(`${line}${after}`);
     }
-    const tried = problem?.details.length ? problem.details.join(", nor ") : inputs.brokerUrl;
+    const tried = problem?.details.length ? problem.details.join(", nor ") : redactUrl(inputs.brokerUrl);
     throw new action_failure_ActionFailure(`tokensmith: could not reach the broker at ${tried}${after}: check broker-url${inputs.fallbackUrl ? " and broker-fallback-url" : ""}, or retry later.`);
+}
+/**
+ * A broker never redirects /token: broker-url is an old or an intermediate address. The line names
+ * where the redirect points (redacted, its /token dropped: the value broker-url should have), when
+ * the answer said.
+ */
+function describeRedirect(shownUrl, outcome) {
+    const target = outcome.location ? redactUrl(outcome.location.href).replace(/\/token$/, "") : undefined;
+    const where = target ? ` to ${target}` : "";
+    return `tokensmith: ${shownUrl} answered HTTP ${outcome.status}${where}: the broker URL redirects, and the action does not follow redirects: use the final URL as broker-url${target ? ` (${target})` : ""}.`;
 }
 /**
  * The shared table decides (ERROR_CODES[code].retryable), 408 request_timeout included. For a 5xx
@@ -32877,7 +33926,7 @@ async function post(deps) {
             core.info("tokensmith: the token has already expired; nothing to revoke");
             return;
         }
-        const failure = await revokeToken(deps.http, deps.env, token);
+        const failure = await revokeToken(deps.http, readApiUrl(core.getInput("github-api-url"), deps.env), token);
         if (failure === undefined)
             core.info("tokensmith: token revoked");
         else
@@ -32891,11 +33940,11 @@ async function post(deps) {
     }
 }
 /**
- * `DELETE /installation/token` with the token itself: undefined when the platform revoked it (204),
- * else why not (post and main print it through safe-toolkit.ts: one line, whatever the platform wrote).
+ * `DELETE /installation/token` with the token itself at `apiBase` (inputs.ts readApiUrl: the
+ * github-api-url input, GHES included): undefined when the platform revoked it (204), else why not
+ * (post and main print it through safe-toolkit.ts: one line, whatever the platform wrote).
  */
-async function revokeToken(http, env, token, limits) {
-    const apiBase = (env.GITHUB_API_URL || "https://api.github.com").replace(/\/+$/, "");
+async function revokeToken(http, apiBase, token, limits) {
     try {
         const { status, body } = await http.request("DELETE", `${apiBase}/installation/token`, null, {
             authorization: `Bearer ${token}`,
@@ -32905,7 +33954,7 @@ async function revokeToken(http, env, token, limits) {
         return status === 204 ? undefined : `HTTP ${status}${platformMessage(body)}`;
     }
     catch (error) {
-        return broker_client_networkDetail(error);
+        return http_networkDetail(error);
     }
 }
 /** The platform's `message` field, when the body has one. */
@@ -32943,7 +33992,7 @@ async function run(deps) {
         if (!deps.env.ACTIONS_ID_TOKEN_REQUEST_URL || !deps.env.ACTIONS_ID_TOKEN_REQUEST_TOKEN)
             throw new action_failure_ActionFailure(NO_ID_TOKEN);
         const deadline = { at: started + inputs.timeoutSeconds * 1000, seconds: inputs.timeoutSeconds, now };
-        const { body, brokerUrl } = await requestToken({ ...deps, deadline }, inputs);
+        const { body, shownUrl } = await requestToken({ ...deps, deadline }, inputs);
         // Masked before the answer is even checked: a refused answer's token is still a live token.
         const token = usableToken(body);
         if (token !== undefined)
@@ -32955,8 +34004,8 @@ async function run(deps) {
             ...(inputs.otherRepositories ? { others: inputs.otherRepositories.map((name) => `${inputs.owner}/${name}`) } : {}),
         });
         if (!check.ok) {
-            const revoked = check.token === undefined ? "" : await revokeRefused(deps, check.token);
-            throw new action_failure_ActionFailure(`tokensmith: refused the answer from ${brokerUrl}: ${check.problem}.${revoked} Check broker-url: a tokensmith broker never answers this.`);
+            const revoked = check.token === undefined ? "" : await revokeRefused(deps, inputs.apiUrl, check.token);
+            throw new action_failure_ActionFailure(`tokensmith: refused the answer from ${shownUrl}: ${check.problem}.${revoked} Check broker-url: a tokensmith broker never answers this.`);
         }
         const answer = check.answer;
         core.setOutput("token", answer.token);
@@ -32985,8 +34034,8 @@ async function run(deps) {
 /** How long revoking a refused answer's token may add to the step, past its bound (docs/action.md). */
 const REFUSED_REVOKE_TIMEOUT_MS = 10_000;
 /** Revokes a refused answer's token now (post would never see it: it is not saved). One sentence for the failure line. */
-async function revokeRefused(deps, token) {
-    const failure = await revokeToken(deps.http, deps.env, token, { timeoutMs: REFUSED_REVOKE_TIMEOUT_MS });
+async function revokeRefused(deps, apiUrl, token) {
+    const failure = await revokeToken(deps.http, apiUrl, token, { timeoutMs: REFUSED_REVOKE_TIMEOUT_MS });
     return failure === undefined ? " The token it carried has been revoked." : ` Revoking the token it carried failed (${failure}); it expires within the hour.`;
 }
 

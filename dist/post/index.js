@@ -28090,6 +28090,771 @@ module.exports = {
 
 /***/ }),
 
+/***/ 461:
+/***/ (function(module, __unused_webpack_exports, __nccwpck_require__) {
+
+/* module decorator */ module = __nccwpck_require__.nmd(module);
+(function() {
+  var expandIPv6, ipaddr, ipv4Part, ipv4Regexes, ipv6Part, ipv6Regexes, matchCIDR, root, zoneIndex;
+
+  ipaddr = {};
+
+  root = this;
+
+  if (( true && module !== null) && module.exports) {
+    module.exports = ipaddr;
+  } else {
+    root['ipaddr'] = ipaddr;
+  }
+
+  matchCIDR = function(first, second, partSize, cidrBits) {
+    var part, shift;
+    if (first.length !== second.length) {
+      throw new Error("ipaddr: cannot match CIDR for objects with different lengths");
+    }
+    part = 0;
+    while (cidrBits > 0) {
+      shift = partSize - cidrBits;
+      if (shift < 0) {
+        shift = 0;
+      }
+      if (first[part] >> shift !== second[part] >> shift) {
+        return false;
+      }
+      cidrBits -= partSize;
+      part += 1;
+    }
+    return true;
+  };
+
+  ipaddr.subnetMatch = function(address, rangeList, defaultName) {
+    var k, len, rangeName, rangeSubnets, subnet;
+    if (defaultName == null) {
+      defaultName = 'unicast';
+    }
+    for (rangeName in rangeList) {
+      rangeSubnets = rangeList[rangeName];
+      if (rangeSubnets[0] && !(rangeSubnets[0] instanceof Array)) {
+        rangeSubnets = [rangeSubnets];
+      }
+      for (k = 0, len = rangeSubnets.length; k < len; k++) {
+        subnet = rangeSubnets[k];
+        if (address.kind() === subnet[0].kind()) {
+          if (address.match.apply(address, subnet)) {
+            return rangeName;
+          }
+        }
+      }
+    }
+    return defaultName;
+  };
+
+  ipaddr.IPv4 = (function() {
+    function IPv4(octets) {
+      var k, len, octet;
+      if (octets.length !== 4) {
+        throw new Error("ipaddr: ipv4 octet count should be 4");
+      }
+      for (k = 0, len = octets.length; k < len; k++) {
+        octet = octets[k];
+        if (!((0 <= octet && octet <= 255))) {
+          throw new Error("ipaddr: ipv4 octet should fit in 8 bits");
+        }
+      }
+      this.octets = octets;
+    }
+
+    IPv4.prototype.kind = function() {
+      return 'ipv4';
+    };
+
+    IPv4.prototype.toString = function() {
+      return this.octets.join(".");
+    };
+
+    IPv4.prototype.toNormalizedString = function() {
+      return this.toString();
+    };
+
+    IPv4.prototype.toByteArray = function() {
+      return this.octets.slice(0);
+    };
+
+    IPv4.prototype.match = function(other, cidrRange) {
+      var ref;
+      if (cidrRange === void 0) {
+        ref = other, other = ref[0], cidrRange = ref[1];
+      }
+      if (other.kind() !== 'ipv4') {
+        throw new Error("ipaddr: cannot match ipv4 address with non-ipv4 one");
+      }
+      return matchCIDR(this.octets, other.octets, 8, cidrRange);
+    };
+
+    IPv4.prototype.SpecialRanges = {
+      unspecified: [[new IPv4([0, 0, 0, 0]), 8]],
+      broadcast: [[new IPv4([255, 255, 255, 255]), 32]],
+      multicast: [[new IPv4([224, 0, 0, 0]), 4]],
+      linkLocal: [[new IPv4([169, 254, 0, 0]), 16]],
+      loopback: [[new IPv4([127, 0, 0, 0]), 8]],
+      carrierGradeNat: [[new IPv4([100, 64, 0, 0]), 10]],
+      "private": [[new IPv4([10, 0, 0, 0]), 8], [new IPv4([172, 16, 0, 0]), 12], [new IPv4([192, 168, 0, 0]), 16]],
+      reserved: [[new IPv4([192, 0, 0, 0]), 24], [new IPv4([192, 0, 2, 0]), 24], [new IPv4([192, 88, 99, 0]), 24], [new IPv4([198, 51, 100, 0]), 24], [new IPv4([203, 0, 113, 0]), 24], [new IPv4([240, 0, 0, 0]), 4]]
+    };
+
+    IPv4.prototype.range = function() {
+      return ipaddr.subnetMatch(this, this.SpecialRanges);
+    };
+
+    IPv4.prototype.toIPv4MappedAddress = function() {
+      return ipaddr.IPv6.parse("::ffff:" + (this.toString()));
+    };
+
+    IPv4.prototype.prefixLengthFromSubnetMask = function() {
+      var cidr, i, k, octet, stop, zeros, zerotable;
+      zerotable = {
+        0: 8,
+        128: 7,
+        192: 6,
+        224: 5,
+        240: 4,
+        248: 3,
+        252: 2,
+        254: 1,
+        255: 0
+      };
+      cidr = 0;
+      stop = false;
+      for (i = k = 3; k >= 0; i = k += -1) {
+        octet = this.octets[i];
+        if (octet in zerotable) {
+          zeros = zerotable[octet];
+          if (stop && zeros !== 0) {
+            return null;
+          }
+          if (zeros !== 8) {
+            stop = true;
+          }
+          cidr += zeros;
+        } else {
+          return null;
+        }
+      }
+      return 32 - cidr;
+    };
+
+    return IPv4;
+
+  })();
+
+  ipv4Part = "(0?\\d+|0x[a-f0-9]+)";
+
+  ipv4Regexes = {
+    fourOctet: new RegExp("^" + ipv4Part + "\\." + ipv4Part + "\\." + ipv4Part + "\\." + ipv4Part + "$", 'i'),
+    longValue: new RegExp("^" + ipv4Part + "$", 'i')
+  };
+
+  ipaddr.IPv4.parser = function(string) {
+    var match, parseIntAuto, part, shift, value;
+    parseIntAuto = function(string) {
+      if (string[0] === "0" && string[1] !== "x") {
+        return parseInt(string, 8);
+      } else {
+        return parseInt(string);
+      }
+    };
+    if (match = string.match(ipv4Regexes.fourOctet)) {
+      return (function() {
+        var k, len, ref, results;
+        ref = match.slice(1, 6);
+        results = [];
+        for (k = 0, len = ref.length; k < len; k++) {
+          part = ref[k];
+          results.push(parseIntAuto(part));
+        }
+        return results;
+      })();
+    } else if (match = string.match(ipv4Regexes.longValue)) {
+      value = parseIntAuto(match[1]);
+      if (value > 0xffffffff || value < 0) {
+        throw new Error("ipaddr: address outside defined range");
+      }
+      return ((function() {
+        var k, results;
+        results = [];
+        for (shift = k = 0; k <= 24; shift = k += 8) {
+          results.push((value >> shift) & 0xff);
+        }
+        return results;
+      })()).reverse();
+    } else {
+      return null;
+    }
+  };
+
+  ipaddr.IPv6 = (function() {
+    function IPv6(parts, zoneId) {
+      var i, k, l, len, part, ref;
+      if (parts.length === 16) {
+        this.parts = [];
+        for (i = k = 0; k <= 14; i = k += 2) {
+          this.parts.push((parts[i] << 8) | parts[i + 1]);
+        }
+      } else if (parts.length === 8) {
+        this.parts = parts;
+      } else {
+        throw new Error("ipaddr: ipv6 part count should be 8 or 16");
+      }
+      ref = this.parts;
+      for (l = 0, len = ref.length; l < len; l++) {
+        part = ref[l];
+        if (!((0 <= part && part <= 0xffff))) {
+          throw new Error("ipaddr: ipv6 part should fit in 16 bits");
+        }
+      }
+      if (zoneId) {
+        this.zoneId = zoneId;
+      }
+    }
+
+    IPv6.prototype.kind = function() {
+      return 'ipv6';
+    };
+
+    IPv6.prototype.toString = function() {
+      return this.toNormalizedString().replace(/((^|:)(0(:|$))+)/, '::');
+    };
+
+    IPv6.prototype.toRFC5952String = function() {
+      var bestMatchIndex, bestMatchLength, match, regex, string;
+      regex = /((^|:)(0(:|$)){2,})/g;
+      string = this.toNormalizedString();
+      bestMatchIndex = 0;
+      bestMatchLength = -1;
+      while ((match = regex.exec(string))) {
+        if (match[0].length > bestMatchLength) {
+          bestMatchIndex = match.index;
+          bestMatchLength = match[0].length;
+        }
+      }
+      if (bestMatchLength < 0) {
+        return string;
+      }
+      return string.substring(0, bestMatchIndex) + '::' + string.substring(bestMatchIndex + bestMatchLength);
+    };
+
+    IPv6.prototype.toByteArray = function() {
+      var bytes, k, len, part, ref;
+      bytes = [];
+      ref = this.parts;
+      for (k = 0, len = ref.length; k < len; k++) {
+        part = ref[k];
+        bytes.push(part >> 8);
+        bytes.push(part & 0xff);
+      }
+      return bytes;
+    };
+
+    IPv6.prototype.toNormalizedString = function() {
+      var addr, part, suffix;
+      addr = ((function() {
+        var k, len, ref, results;
+        ref = this.parts;
+        results = [];
+        for (k = 0, len = ref.length; k < len; k++) {
+          part = ref[k];
+          results.push(part.toString(16));
+        }
+        return results;
+      }).call(this)).join(":");
+      suffix = '';
+      if (this.zoneId) {
+        suffix = '%' + this.zoneId;
+      }
+      return addr + suffix;
+    };
+
+    IPv6.prototype.toFixedLengthString = function() {
+      var addr, part, suffix;
+      addr = ((function() {
+        var k, len, ref, results;
+        ref = this.parts;
+        results = [];
+        for (k = 0, len = ref.length; k < len; k++) {
+          part = ref[k];
+          results.push(part.toString(16).padStart(4, '0'));
+        }
+        return results;
+      }).call(this)).join(":");
+      suffix = '';
+      if (this.zoneId) {
+        suffix = '%' + this.zoneId;
+      }
+      return addr + suffix;
+    };
+
+    IPv6.prototype.match = function(other, cidrRange) {
+      var ref;
+      if (cidrRange === void 0) {
+        ref = other, other = ref[0], cidrRange = ref[1];
+      }
+      if (other.kind() !== 'ipv6') {
+        throw new Error("ipaddr: cannot match ipv6 address with non-ipv6 one");
+      }
+      return matchCIDR(this.parts, other.parts, 16, cidrRange);
+    };
+
+    IPv6.prototype.SpecialRanges = {
+      unspecified: [new IPv6([0, 0, 0, 0, 0, 0, 0, 0]), 128],
+      linkLocal: [new IPv6([0xfe80, 0, 0, 0, 0, 0, 0, 0]), 10],
+      multicast: [new IPv6([0xff00, 0, 0, 0, 0, 0, 0, 0]), 8],
+      loopback: [new IPv6([0, 0, 0, 0, 0, 0, 0, 1]), 128],
+      uniqueLocal: [new IPv6([0xfc00, 0, 0, 0, 0, 0, 0, 0]), 7],
+      ipv4Mapped: [new IPv6([0, 0, 0, 0, 0, 0xffff, 0, 0]), 96],
+      rfc6145: [new IPv6([0, 0, 0, 0, 0xffff, 0, 0, 0]), 96],
+      rfc6052: [new IPv6([0x64, 0xff9b, 0, 0, 0, 0, 0, 0]), 96],
+      '6to4': [new IPv6([0x2002, 0, 0, 0, 0, 0, 0, 0]), 16],
+      teredo: [new IPv6([0x2001, 0, 0, 0, 0, 0, 0, 0]), 32],
+      reserved: [[new IPv6([0x2001, 0xdb8, 0, 0, 0, 0, 0, 0]), 32]]
+    };
+
+    IPv6.prototype.range = function() {
+      return ipaddr.subnetMatch(this, this.SpecialRanges);
+    };
+
+    IPv6.prototype.isIPv4MappedAddress = function() {
+      return this.range() === 'ipv4Mapped';
+    };
+
+    IPv6.prototype.toIPv4Address = function() {
+      var high, low, ref;
+      if (!this.isIPv4MappedAddress()) {
+        throw new Error("ipaddr: trying to convert a generic ipv6 address to ipv4");
+      }
+      ref = this.parts.slice(-2), high = ref[0], low = ref[1];
+      return new ipaddr.IPv4([high >> 8, high & 0xff, low >> 8, low & 0xff]);
+    };
+
+    IPv6.prototype.prefixLengthFromSubnetMask = function() {
+      var cidr, i, k, part, stop, zeros, zerotable;
+      zerotable = {
+        0: 16,
+        32768: 15,
+        49152: 14,
+        57344: 13,
+        61440: 12,
+        63488: 11,
+        64512: 10,
+        65024: 9,
+        65280: 8,
+        65408: 7,
+        65472: 6,
+        65504: 5,
+        65520: 4,
+        65528: 3,
+        65532: 2,
+        65534: 1,
+        65535: 0
+      };
+      cidr = 0;
+      stop = false;
+      for (i = k = 7; k >= 0; i = k += -1) {
+        part = this.parts[i];
+        if (part in zerotable) {
+          zeros = zerotable[part];
+          if (stop && zeros !== 0) {
+            return null;
+          }
+          if (zeros !== 16) {
+            stop = true;
+          }
+          cidr += zeros;
+        } else {
+          return null;
+        }
+      }
+      return 128 - cidr;
+    };
+
+    return IPv6;
+
+  })();
+
+  ipv6Part = "(?:[0-9a-f]+::?)+";
+
+  zoneIndex = "%[0-9a-z]{1,}";
+
+  ipv6Regexes = {
+    zoneIndex: new RegExp(zoneIndex, 'i'),
+    "native": new RegExp("^(::)?(" + ipv6Part + ")?([0-9a-f]+)?(::)?(" + zoneIndex + ")?$", 'i'),
+    transitional: new RegExp(("^((?:" + ipv6Part + ")|(?:::)(?:" + ipv6Part + ")?)") + (ipv4Part + "\\." + ipv4Part + "\\." + ipv4Part + "\\." + ipv4Part) + ("(" + zoneIndex + ")?$"), 'i')
+  };
+
+  expandIPv6 = function(string, parts) {
+    var colonCount, lastColon, part, replacement, replacementCount, zoneId;
+    if (string.indexOf('::') !== string.lastIndexOf('::')) {
+      return null;
+    }
+    zoneId = (string.match(ipv6Regexes['zoneIndex']) || [])[0];
+    if (zoneId) {
+      zoneId = zoneId.substring(1);
+      string = string.replace(/%.+$/, '');
+    }
+    colonCount = 0;
+    lastColon = -1;
+    while ((lastColon = string.indexOf(':', lastColon + 1)) >= 0) {
+      colonCount++;
+    }
+    if (string.substr(0, 2) === '::') {
+      colonCount--;
+    }
+    if (string.substr(-2, 2) === '::') {
+      colonCount--;
+    }
+    if (colonCount > parts) {
+      return null;
+    }
+    replacementCount = parts - colonCount;
+    replacement = ':';
+    while (replacementCount--) {
+      replacement += '0:';
+    }
+    string = string.replace('::', replacement);
+    if (string[0] === ':') {
+      string = string.slice(1);
+    }
+    if (string[string.length - 1] === ':') {
+      string = string.slice(0, -1);
+    }
+    parts = (function() {
+      var k, len, ref, results;
+      ref = string.split(":");
+      results = [];
+      for (k = 0, len = ref.length; k < len; k++) {
+        part = ref[k];
+        results.push(parseInt(part, 16));
+      }
+      return results;
+    })();
+    return {
+      parts: parts,
+      zoneId: zoneId
+    };
+  };
+
+  ipaddr.IPv6.parser = function(string) {
+    var addr, k, len, match, octet, octets, zoneId;
+    if (ipv6Regexes['native'].test(string)) {
+      return expandIPv6(string, 8);
+    } else if (match = string.match(ipv6Regexes['transitional'])) {
+      zoneId = match[6] || '';
+      addr = expandIPv6(match[1].slice(0, -1) + zoneId, 6);
+      if (addr.parts) {
+        octets = [parseInt(match[2]), parseInt(match[3]), parseInt(match[4]), parseInt(match[5])];
+        for (k = 0, len = octets.length; k < len; k++) {
+          octet = octets[k];
+          if (!((0 <= octet && octet <= 255))) {
+            return null;
+          }
+        }
+        addr.parts.push(octets[0] << 8 | octets[1]);
+        addr.parts.push(octets[2] << 8 | octets[3]);
+        return {
+          parts: addr.parts,
+          zoneId: addr.zoneId
+        };
+      }
+    }
+    return null;
+  };
+
+  ipaddr.IPv4.isIPv4 = ipaddr.IPv6.isIPv6 = function(string) {
+    return this.parser(string) !== null;
+  };
+
+  ipaddr.IPv4.isValid = function(string) {
+    var e;
+    try {
+      new this(this.parser(string));
+      return true;
+    } catch (error1) {
+      e = error1;
+      return false;
+    }
+  };
+
+  ipaddr.IPv4.isValidFourPartDecimal = function(string) {
+    if (ipaddr.IPv4.isValid(string) && string.match(/^(0|[1-9]\d*)(\.(0|[1-9]\d*)){3}$/)) {
+      return true;
+    } else {
+      return false;
+    }
+  };
+
+  ipaddr.IPv6.isValid = function(string) {
+    var addr, e;
+    if (typeof string === "string" && string.indexOf(":") === -1) {
+      return false;
+    }
+    try {
+      addr = this.parser(string);
+      new this(addr.parts, addr.zoneId);
+      return true;
+    } catch (error1) {
+      e = error1;
+      return false;
+    }
+  };
+
+  ipaddr.IPv4.parse = function(string) {
+    var parts;
+    parts = this.parser(string);
+    if (parts === null) {
+      throw new Error("ipaddr: string is not formatted like ip address");
+    }
+    return new this(parts);
+  };
+
+  ipaddr.IPv6.parse = function(string) {
+    var addr;
+    addr = this.parser(string);
+    if (addr.parts === null) {
+      throw new Error("ipaddr: string is not formatted like ip address");
+    }
+    return new this(addr.parts, addr.zoneId);
+  };
+
+  ipaddr.IPv4.parseCIDR = function(string) {
+    var maskLength, match, parsed;
+    if (match = string.match(/^(.+)\/(\d+)$/)) {
+      maskLength = parseInt(match[2]);
+      if (maskLength >= 0 && maskLength <= 32) {
+        parsed = [this.parse(match[1]), maskLength];
+        Object.defineProperty(parsed, 'toString', {
+          value: function() {
+            return this.join('/');
+          }
+        });
+        return parsed;
+      }
+    }
+    throw new Error("ipaddr: string is not formatted like an IPv4 CIDR range");
+  };
+
+  ipaddr.IPv4.subnetMaskFromPrefixLength = function(prefix) {
+    var filledOctetCount, j, octets;
+    prefix = parseInt(prefix);
+    if (prefix < 0 || prefix > 32) {
+      throw new Error('ipaddr: invalid IPv4 prefix length');
+    }
+    octets = [0, 0, 0, 0];
+    j = 0;
+    filledOctetCount = Math.floor(prefix / 8);
+    while (j < filledOctetCount) {
+      octets[j] = 255;
+      j++;
+    }
+    if (filledOctetCount < 4) {
+      octets[filledOctetCount] = Math.pow(2, prefix % 8) - 1 << 8 - (prefix % 8);
+    }
+    return new this(octets);
+  };
+
+  ipaddr.IPv4.broadcastAddressFromCIDR = function(string) {
+    var cidr, error, i, ipInterfaceOctets, octets, subnetMaskOctets;
+    try {
+      cidr = this.parseCIDR(string);
+      ipInterfaceOctets = cidr[0].toByteArray();
+      subnetMaskOctets = this.subnetMaskFromPrefixLength(cidr[1]).toByteArray();
+      octets = [];
+      i = 0;
+      while (i < 4) {
+        octets.push(parseInt(ipInterfaceOctets[i], 10) | parseInt(subnetMaskOctets[i], 10) ^ 255);
+        i++;
+      }
+      return new this(octets);
+    } catch (error1) {
+      error = error1;
+      throw new Error('ipaddr: the address does not have IPv4 CIDR format');
+    }
+  };
+
+  ipaddr.IPv4.networkAddressFromCIDR = function(string) {
+    var cidr, error, i, ipInterfaceOctets, octets, subnetMaskOctets;
+    try {
+      cidr = this.parseCIDR(string);
+      ipInterfaceOctets = cidr[0].toByteArray();
+      subnetMaskOctets = this.subnetMaskFromPrefixLength(cidr[1]).toByteArray();
+      octets = [];
+      i = 0;
+      while (i < 4) {
+        octets.push(parseInt(ipInterfaceOctets[i], 10) & parseInt(subnetMaskOctets[i], 10));
+        i++;
+      }
+      return new this(octets);
+    } catch (error1) {
+      error = error1;
+      throw new Error('ipaddr: the address does not have IPv4 CIDR format');
+    }
+  };
+
+  ipaddr.IPv6.parseCIDR = function(string) {
+    var maskLength, match, parsed;
+    if (match = string.match(/^(.+)\/(\d+)$/)) {
+      maskLength = parseInt(match[2]);
+      if (maskLength >= 0 && maskLength <= 128) {
+        parsed = [this.parse(match[1]), maskLength];
+        Object.defineProperty(parsed, 'toString', {
+          value: function() {
+            return this.join('/');
+          }
+        });
+        return parsed;
+      }
+    }
+    throw new Error("ipaddr: string is not formatted like an IPv6 CIDR range");
+  };
+
+  ipaddr.isValid = function(string) {
+    return ipaddr.IPv6.isValid(string) || ipaddr.IPv4.isValid(string);
+  };
+
+  ipaddr.parse = function(string) {
+    if (ipaddr.IPv6.isValid(string)) {
+      return ipaddr.IPv6.parse(string);
+    } else if (ipaddr.IPv4.isValid(string)) {
+      return ipaddr.IPv4.parse(string);
+    } else {
+      throw new Error("ipaddr: the address has neither IPv6 nor IPv4 format");
+    }
+  };
+
+  ipaddr.parseCIDR = function(string) {
+    var e;
+    try {
+      return ipaddr.IPv6.parseCIDR(string);
+    } catch (error1) {
+      e = error1;
+      try {
+        return ipaddr.IPv4.parseCIDR(string);
+      } catch (error1) {
+        e = error1;
+        throw new Error("ipaddr: the address has neither IPv6 nor IPv4 CIDR format");
+      }
+    }
+  };
+
+  ipaddr.fromByteArray = function(bytes) {
+    var length;
+    length = bytes.length;
+    if (length === 4) {
+      return new ipaddr.IPv4(bytes);
+    } else if (length === 16) {
+      return new ipaddr.IPv6(bytes);
+    } else {
+      throw new Error("ipaddr: the binary input is neither an IPv6 nor IPv4 address");
+    }
+  };
+
+  ipaddr.process = function(string) {
+    var addr;
+    addr = this.parse(string);
+    if (addr.kind() === 'ipv6' && addr.isIPv4MappedAddress()) {
+      return addr.toIPv4Address();
+    } else {
+      return addr;
+    }
+  };
+
+}).call(this);
+
+
+/***/ }),
+
+/***/ 1444:
+/***/ ((module) => {
+
+
+const array = [];
+const charCodeCache = [];
+
+const leven = (left, right) => {
+	if (left === right) {
+		return 0;
+	}
+
+	const swap = left;
+
+	// Swapping the strings if `a` is longer than `b` so we know which one is the
+	// shortest & which one is the longest
+	if (left.length > right.length) {
+		left = right;
+		right = swap;
+	}
+
+	let leftLength = left.length;
+	let rightLength = right.length;
+
+	// Performing suffix trimming:
+	// We can linearly drop suffix common to both strings since they
+	// don't increase distance at all
+	// Note: `~-` is the bitwise way to perform a `- 1` operation
+	while (leftLength > 0 && (left.charCodeAt(~-leftLength) === right.charCodeAt(~-rightLength))) {
+		leftLength--;
+		rightLength--;
+	}
+
+	// Performing prefix trimming
+	// We can linearly drop prefix common to both strings since they
+	// don't increase distance at all
+	let start = 0;
+
+	while (start < leftLength && (left.charCodeAt(start) === right.charCodeAt(start))) {
+		start++;
+	}
+
+	leftLength -= start;
+	rightLength -= start;
+
+	if (leftLength === 0) {
+		return rightLength;
+	}
+
+	let bCharCode;
+	let result;
+	let temp;
+	let temp2;
+	let i = 0;
+	let j = 0;
+
+	while (i < leftLength) {
+		charCodeCache[i] = left.charCodeAt(start + i);
+		array[i] = ++i;
+	}
+
+	while (j < rightLength) {
+		bCharCode = right.charCodeAt(start + j);
+		temp = j++;
+		result = j;
+
+		for (i = 0; i < leftLength; i++) {
+			temp2 = bCharCode === charCodeCache[i] ? temp : temp + 1;
+			temp = array[i];
+			// eslint-disable-next-line no-multi-assign
+			result = array[i] = temp > result ? temp2 > result ? result + 1 : temp2 : temp2 > temp ? temp + 1 : temp2;
+		}
+	}
+
+	return result;
+};
+
+module.exports = leven;
+// TODO: Remove this for the next major release
+module.exports["default"] = leven;
+
+
+/***/ }),
+
 /***/ 770:
 /***/ ((module, __unused_webpack_exports, __nccwpck_require__) => {
 
@@ -28580,19 +29345,22 @@ module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("util");
 /******/ 	}
 /******/ 	// Create a new module (and put it into the cache)
 /******/ 	var module = __webpack_module_cache__[moduleId] = {
-/******/ 		// no module.id needed
-/******/ 		// no module.loaded needed
+/******/ 		id: moduleId,
+/******/ 		loaded: false,
 /******/ 		exports: {}
 /******/ 	};
 /******/ 
 /******/ 	// Execute the module function
 /******/ 	var threw = true;
 /******/ 	try {
-/******/ 		__webpack_modules__[moduleId](module, module.exports, __nccwpck_require__);
+/******/ 		__webpack_modules__[moduleId].call(module.exports, module, module.exports, __nccwpck_require__);
 /******/ 		threw = false;
 /******/ 	} finally {
 /******/ 		if(threw) delete __webpack_module_cache__[moduleId];
 /******/ 	}
+/******/ 
+/******/ 	// Flag the module as loaded
+/******/ 	module.loaded = true;
 /******/ 
 /******/ 	// Return the exports of the module
 /******/ 	return module.exports;
@@ -28657,6 +29425,15 @@ module.exports = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("util");
 /******/ 			Object.defineProperty(exports, Symbol.toStringTag, { value: 'Module' });
 /******/ 		}
 /******/ 		Object.defineProperty(exports, '__esModule', { value: true });
+/******/ 	};
+/******/ })();
+/******/ 
+/******/ /* webpack/runtime/node module decorator */
+/******/ (() => {
+/******/ 	__nccwpck_require__.nmd = (module) => {
+/******/ 		module.paths = [];
+/******/ 		if (!module.children) module.children = [];
+/******/ 		return module;
 /******/ 	};
 /******/ })();
 /******/ 
@@ -31662,6 +32439,35 @@ var external_node_http_namespaceObject = /*#__PURE__*/__nccwpck_require__.t(exte
 ;// CONCATENATED MODULE: external "node:https"
 const external_node_https_namespaceObject = __WEBPACK_EXTERNAL_createRequire(import.meta.url)("node:https");
 var external_node_https_namespaceObject_0 = /*#__PURE__*/__nccwpck_require__.t(external_node_https_namespaceObject, 2);
+;// CONCATENATED MODULE: ./build/shared/redact-url.js
+/**
+ * Credentials in URLs, kept out of everything the broker, its CLI and the action print or log. A Redis URL
+ * carries its password as `redis://user:pass@host`, an API base or issuer may carry Basic auth
+ * as `https://user:pass@host`, and a query string may carry a token. One helper, so every place
+ * that shows a configured URL shows the same thing.
+ */
+/** The URL without user, password, query or fragment (`scheme://host[:port][/path]`); "(unparseable url)" when it is not one. */
+function redactUrl(url) {
+    try {
+        const parsed = new URL(url);
+        const path = parsed.pathname === "/" ? "" : parsed.pathname;
+        return `${parsed.protocol}//${parsed.host}${path}`;
+    }
+    catch {
+        return "(unparseable url)";
+    }
+}
+// `://userinfo@`: what lies between `//` and the LAST `@` before the authority ends (`/`, `?`, `#`
+// or whitespace), as the WHATWG URL parser reads it: a password holding an unencoded `@`
+// (`https://u:p@ss@host`) is userinfo up to the second `@`, not a host `ss@host`. Anchored on `://`
+// (not on the scheme: a scheme-shaped run of `a.a.a…` would make every dot a start, quadratic on
+// the long upstream texts this runs over); each scan stops at the next `/`, so the pass is linear.
+const USERINFO = /:\/\/[^\s/?#]*@/g;
+/** Any text with the user and password of every URL in it replaced by `[redacted]`. */
+function redactUrlCredentials(text) {
+    return text.replace(USERINFO, "://[redacted]@");
+}
+
 ;// CONCATENATED MODULE: ./build/action/http.js
 // The action's one HTTP client, on node:http / node:https. Every request ends within its timeout,
 // the connection included: one deadline from the moment the request is made, and the socket is
@@ -31670,7 +32476,10 @@ var external_node_https_namespaceObject_0 = /*#__PURE__*/__nccwpck_require__.t(e
 //
 // Proxies: https_proxy / http_proxy / no_proxy are read with @actions/http-client's own rules
 // (getProxyUrl), and a proxied request goes through the tunnelling agent that HttpClient builds,
-// so self-hosted runners behind a proxy keep working.
+// so self-hosted runners behind a proxy keep working. A failure of the proxy itself (its CONNECT
+// answered 407 or 403, its TLS name wrong, nothing listening at it) is a ProxyFailure naming the
+// proxy and its variable: the broker was never asked, and broker-url is not what to fix.
+
 
 
 
@@ -31689,7 +32498,7 @@ class HttpTimeout extends Error {
  * outlived the timeout). Kept apart from "no answer": after a 200 status line a token may have been
  * minted, so the action must not ask again (broker-client.ts).
  */
-class http_IncompleteAnswer extends Error {
+class IncompleteAnswer extends Error {
     status;
     problem;
     constructor(status, problem) {
@@ -31698,6 +32507,29 @@ class http_IncompleteAnswer extends Error {
         this.problem = problem;
         this.name = "IncompleteAnswer";
     }
+}
+/** The tunnel to the destination could not be opened: the proxy refused or failed. */
+class ProxyFailure extends Error {
+    proxy;
+    variable;
+    detail;
+    constructor(
+    /** The proxy's address, redacted (a proxy URL often carries credentials). */
+    proxy, 
+    /** The variable it came from: https_proxy, HTTPS_PROXY, http_proxy or HTTP_PROXY. */
+    variable, detail) {
+        super(`the proxy ${proxy} (${variable}) ${detail}`);
+        this.proxy = proxy;
+        this.variable = variable;
+        this.detail = detail;
+        this.name = "ProxyFailure";
+    }
+}
+/** The error's code (ECONNREFUSED, ENOTFOUND, ...) or message: never a header, never a body. */
+function networkDetail(error) {
+    const code = error?.code;
+    const message = error instanceof Error ? error.message : String(error);
+    return typeof code === "string" && !message.includes(code) ? `${code}: ${message}` : message;
 }
 /**
  * No redirects (a token request must reach the address the user named) and no built-in retries.
@@ -31709,15 +32541,47 @@ function createHttp(options) {
     };
 }
 function agentFor(url) {
-    if (lib_getProxyUrl(url.href) !== "") {
+    const proxyUrl = lib_getProxyUrl(url.href);
+    if (proxyUrl !== "") {
         // A fresh client each time: HttpClient caches one agent per client whatever the protocol.
-        return new HttpClient(USER_AGENT, [], { keepAlive: false }).getAgent(url.href);
+        const agent = new HttpClient(USER_AGENT, [], { keepAlive: false }).getAgent(url.href);
+        const proxy = { shown: redactUrl(proxyUrl), variable: proxyVariable(url) };
+        watchTunnel(agent, proxy);
+        return { agent, proxy };
     }
-    return url.protocol === "https:" ? new external_node_https_namespaceObject.Agent({ keepAlive: false }) : new external_node_http_.Agent({ keepAlive: false });
+    return { agent: url.protocol === "https:" ? new external_node_https_namespaceObject.Agent({ keepAlive: false }) : new external_node_http_.Agent({ keepAlive: false }) };
+}
+/** The variable getProxyUrl took the proxy from (it prefers the lowercase one). */
+function proxyVariable(url) {
+    const lower = url.protocol === "https:" ? "https_proxy" : "http_proxy";
+    return process.env[lower] ? lower : lower.toUpperCase();
+}
+/**
+ * The tunnelling agent (the `tunnel` package HttpClient uses) opens each tunnel with its own
+ * `request` (a CONNECT to the proxy) and reports a failure to the request only as an Error with
+ * the text of the cause. Wrapping that `request` sees the CONNECT itself: its status, or its error
+ * (a TLS name mismatch at an https proxy, a refused connection), before the agent reports it.
+ */
+function watchTunnel(agent, proxy) {
+    const tunnel = agent;
+    const open = tunnel.request;
+    if (typeof open !== "function")
+        return;
+    tunnel.request = (options) => {
+        const connect = open(options);
+        connect.once("connect", (res) => {
+            if (res.statusCode !== 200)
+                proxy.failure = `answered the CONNECT with HTTP ${res.statusCode}${res.statusCode === 407 ? " (Proxy Authentication Required)" : ""}`;
+        });
+        connect.once("error", (error) => {
+            proxy.failure = `could not be used (${networkDetail(error)})`;
+        });
+        return connect;
+    };
 }
 function send(method, url, body, headers, timeoutMs) {
     return new Promise((resolve, reject) => {
-        const agent = agentFor(url);
+        const { agent, proxy } = agentFor(url);
         const module = url.protocol === "https:" ? external_node_https_namespaceObject_0 : external_node_http_namespaceObject;
         let settled = false;
         let response;
@@ -31742,7 +32606,10 @@ function send(method, url, body, headers, timeoutMs) {
         const fail = (error) => settle(() => {
             response?.destroy();
             req.destroy();
-            reject(response ? new http_IncompleteAnswer(response.statusCode ?? 0, error) : error);
+            if (response)
+                reject(new IncompleteAnswer(response.statusCode ?? 0, error));
+            else
+                reject(proxy?.failure !== undefined ? new ProxyFailure(proxy.shown, proxy.variable, proxy.failure) : error);
         });
         // Armed before the socket exists: a connect that never completes is bounded too.
         const deadline = setTimeout(() => fail(new HttpTimeout(timeoutMs)), timeoutMs);
@@ -31779,284 +32646,59 @@ class action_failure_ActionFailure extends Error {
     }
 }
 
-;// CONCATENATED MODULE: ./build/shared/error-codes.js
-// The broker's error codes, once, as data. The server's responses, the README's table, the
-// action's hints and the tests all read this table (spec sections 4 and 7; DESIGN.md).
-const ERROR_CODES = {
-    not_found: {
-        status: 404, routes: ["*"], retryable: false,
-        meaning: "The path is not one of the broker's four routes.",
-        hint: "Check `broker-url`: it must be the broker's origin, without a path.",
-    },
-    method_not_allowed: {
-        status: 405, routes: ["*"], retryable: false,
-        meaning: "The route exists but not for this method (the `Allow` header names the right one).",
-        hint: "Check `broker-url`: the broker answered, but not as a tokensmith broker would for this call.",
-    },
-    payload_too_large: {
-        status: 413, routes: ["/token", "/sign", "/webhook"], retryable: false,
-        meaning: "The body is over the route's limit (/token 64 KiB, /sign 20 MiB, /webhook 25 MiB).",
-        hint: "Send a smaller request body.",
-    },
-    request_timeout: {
-        status: 408, routes: ["*"], retryable: true,
-        meaning: "The request did not arrive in time: headers within 10 s, a `/token` or `/webhook` body within 10 s of the request's start (connection closed).",
-        hint: "The broker stopped waiting for the request; check the network between the runner and the broker, then retry.",
-    },
-    invalid_json: {
-        status: 400, routes: ["/token", "/sign", "/webhook"], retryable: false,
-        meaning: "The body is not parseable JSON.",
-        hint: "The request body must be JSON.",
-    },
-    invalid_request: {
-        status: 400, routes: ["/token", "/sign", "/webhook"], retryable: false,
-        meaning: "The body parsed but is not a JSON object, or a field has the wrong type or form.",
-        hint: "The request body must be a JSON object with the documented fields.",
-    },
-    missing_required_fields: {
-        status: 400, routes: ["/token", "/sign"], retryable: false,
-        meaning: "A required field is absent or empty (/token: oidcToken, owner, repo; /sign: repo, branch, expected_head_oid, message.headline).",
-        hint: "Send every required field.",
-    },
-    invalid_token_permissions: {
-        status: 400, routes: ["/token"], retryable: false,
-        meaning: "The broker's TOKEN_PERMISSIONS setting is set but parses to nothing usable (broker misconfiguration).",
-        hint: "The broker's operator must fix TOKEN_PERMISSIONS (values are exactly read or write).",
-    },
-    invalid_permissions: {
-        status: 400, routes: ["/token"], retryable: false,
-        meaning: "The request's optional `permissions` is not a non-empty object of the platform's App permission names to `read` or `write`; `detail` names the entry.",
-        hint: "Send `permissions` as an object such as {\"contents\": \"read\"}: catalogue names, values exactly read or write.",
-    },
-    invalid_repositories: {
-        status: 400, routes: ["/token"], retryable: false,
-        meaning: "The request's optional `repositories` is not an array of 1 to 20 distinct repository names of the caller's owner (`name` or `owner/name`); `detail` names the entry.",
-        hint: "Send `repositories` as an array of repository names of your own owner, such as [\"docs\", \"website\"]: at most 20, each once.",
-    },
-    invalid_oidc_token: {
-        status: 401, routes: ["/token"], retryable: false,
-        meaning: "The OIDC token failed verification; `reason` says which check.",
-        hint: "The job's OIDC token was refused; see the reason.",
-    },
-    repo_mismatch: {
-        status: 403, routes: ["/token"], retryable: false,
-        meaning: "The token's repository claim is not owner/repo.",
-        hint: "A job can only get a token for its own repository.",
-    },
-    repo_not_allowed: {
-        status: 403, routes: ["/token", "/sign"], retryable: false,
-        meaning: "The repository is outside ALLOWED_REPOSITORIES (/token) or SIGN_ALLOWED_REPOSITORIES (/sign).",
-        hint: "The broker's operator must add this repository to ALLOWED_REPOSITORIES (SIGN_ALLOWED_REPOSITORIES for /sign).",
-    },
-    permissions_not_granted: {
-        status: 403, routes: ["/token"], retryable: false,
-        meaning: "The request's `permissions` ask for more than the grant (TOKEN_PERMISSIONS ∩ the trust-policy rule that holds, and the owner rule, ∩ the installation's permissions); `detail` names each permission and what withheld it (`rule <name>`, `owner rule <name>` for a policy rule).",
-        hint: "Ask for no more than the grant, or have it widened where `detail` says (TOKEN_PERMISSIONS: the broker's operator; rule <name>: the repository's .github/tokensmith.yml; owner rule <name>: the owner's .github/tokensmith-org.yml; installation: the App's permissions on the account).",
-    },
-    app_not_installed: {
-        status: 404, routes: ["/token"], retryable: false,
-        meaning: "The App is not installed on the repository.",
-        hint: "Install the App on this repository (organisation or repository settings → GitHub Apps).",
-    },
-    policy_denied: {
-        status: 403, routes: ["/token"], retryable: false,
-        meaning: "A trust policy applies and none of its rules holds for this job (or the request's `rule` does not), or TOKEN_POLICY=required and no policy applies; `detail` names, per rule, the first failed condition and the claim's value. With `repositories`: a repository named there does not consent (no rule of its policy with a `repository` condition holds for this job, it has no policy, or the App cannot see it); `detail` names that repository only, never its rules.",
-        hint: "Change the job (event, ref, workflow, environment) or the policy file (.github/tokensmith.yml on the default branch) so that a rule holds; see detail.",
-    },
-    policy_invalid: {
-        status: 403, routes: ["/token"], retryable: false,
-        meaning: "The repository's or the owner's policy file does not parse or validate (YAML, schema, over 64 KiB, too many aliases); `detail` says which file and line. Fail closed.",
-        hint: "Fix the policy file on the default branch (`tokensmith policy check FILE` validates it offline); see detail for the line.",
-    },
-    policy_unavailable: {
-        status: 503, routes: ["/token"], retryable: true,
-        meaning: "The platform did not answer the read of a policy file (or of the broker's reader token); never taken as \"no policy\". `Retry-After` says when to retry.",
-        hint: "The broker could not read the trust policy from the platform; retry after the Retry-After delay.",
-    },
-    github_installation_lookup_failed: {
-        status: 500, routes: ["/token"], retryable: true,
-        meaning: "The platform answered the installation lookup with something unusable.",
-        hint: "The platform gave the broker an unusable answer; retry later, and tell the broker's operator if it persists.",
-    },
-    installation_lookups_limited: {
-        status: 503, routes: ["/token"], retryable: true,
-        meaning: "The repository's owner (the OIDC token's `repository_owner_id`) has used its share of the App's platform budget on installation lookups that found no installation, or lookups of `repositories` the App cannot see (a tenth of `UPSTREAM_POINTS_PER_MINUTE` a minute); `Retry-After` says when to try again.",
-        hint: "The broker is holding back installation lookups for this repository's owner; retry after the Retry-After delay.",
-    },
-    installation_token_failed: {
-        status: 502, routes: ["/token", "/sign", "/webhook"], retryable: true,
-        meaning: "A token could not be minted for that repository (the platform refused or failed the mint).",
-        hint: "The platform refused to mint a token; retry later, and tell the broker's operator if it persists.",
-    },
-    sign_failed: {
-        status: 502, routes: ["/sign"], retryable: false,
-        meaning: "The platform rejected the commit, commonly because expected_head_oid is stale.",
-        hint: "Fetch the branch's current head and retry with it as expected_head_oid.",
-    },
-    oidc_key_fetch_failed: {
-        status: 503, routes: ["/token"], retryable: true,
-        meaning: "The broker could not retrieve the issuer's key set (reason jwks_unavailable); no verdict was reached.",
-        hint: "The broker could not reach the OIDC issuer's keys; retrying usually helps.",
-    },
-    server_busy: {
-        status: 503, routes: ["/token", "/webhook"], retryable: true,
-        meaning: "The broker is already holding as many bytes of not-yet-authenticated request bodies on this route as it allows (/token 32 MiB, /webhook 64 MiB, counted as they arrive); `Retry-After` says when to try again.",
-        hint: "The broker is busy; retry after the Retry-After delay.",
-    },
-    deadline_exceeded: {
-        status: 503, routes: ["*"], retryable: true,
-        meaning: "The request was not answered within the broker's 25 s request deadline (e.g. the platform hung); `Retry-After` says when to try again.",
-        hint: "The broker could not finish in time (usually a slow platform); retry, and tell the broker's operator if it persists.",
-    },
-    app_unconfigured: {
-        status: 503, routes: ["/token", "/sign", "/releases", "/webhook"], retryable: false,
-        meaning: "HOST_APP_ID or HOST_APP_PRIVATE_KEY is not set (or the key does not parse).",
-        hint: "The broker's operator must set HOST_APP_ID and HOST_APP_PRIVATE_KEY.",
-    },
-    unauthorized: {
-        status: 401, routes: ["/sign", "/releases"], retryable: false,
-        meaning: "The bearer secret is missing or wrong.",
-        hint: "Send `Authorization: Bearer <PROCESS_TRIGGER_SECRET>`.",
-    },
-    no_file_changes: {
-        status: 400, routes: ["/sign"], retryable: false,
-        meaning: "additions and deletions are both empty.",
-        hint: "Send at least one addition or deletion.",
-    },
-    invalid_repo: {
-        status: 400, routes: ["/sign"], retryable: false,
-        meaning: "repo is not owner/name.",
-        hint: "Send repo as owner/name.",
-    },
-    sign_disabled: {
-        status: 503, routes: ["/sign"], retryable: false,
-        meaning: "PROCESS_TRIGGER_SECRET is not set.",
-        hint: "The broker's operator must set PROCESS_TRIGGER_SECRET to enable /sign.",
-    },
-    releases_disabled: {
-        status: 503, routes: ["/releases"], retryable: false,
-        meaning: "PROCESS_TRIGGER_SECRET is not set.",
-        hint: "The broker's operator must set PROCESS_TRIGGER_SECRET to enable /releases.",
-    },
-    platform_rate_limited: {
-        status: 503, routes: ["/releases"], retryable: true,
-        meaning: "The App's platform budget is spent (a rate limit the platform announced, or the App's UPSTREAM_POINTS_PER_MINUTE cannot fit a call before the request's deadline) and there is no aggregate, fresh or within RELEASES_STALE_SECONDS, to answer with; `Retry-After` says when the budget resets.",
-        hint: "The broker's platform budget is spent and it has no list to show yet; retry after the Retry-After delay.",
-    },
-    invalid_signature: {
-        status: 401, routes: ["/webhook"], retryable: false,
-        meaning: "The X-Hub-Signature-256 HMAC is missing or does not match.",
-        hint: "The App's webhook secret and the broker's HOST_WEBHOOK_SECRET must be the same.",
-    },
-    webhook_disabled: {
-        status: 503, routes: ["/webhook"], retryable: false,
-        meaning: "HOST_WEBHOOK_SECRET is not set.",
-        hint: "The broker's operator must set HOST_WEBHOOK_SECRET to enable /webhook.",
-    },
-    internal_error: {
-        status: 500, routes: ["*"], retryable: true,
-        meaning: "An unexpected failure inside the broker; nothing internal is disclosed (the broker's log has the detail).",
-        hint: "The broker failed unexpectedly; retry, and tell the broker's operator if it persists.",
-    },
-};
-function error_codes_isErrorCode(value) {
-    return typeof value === "string" && Object.prototype.hasOwnProperty.call(ERROR_CODES, value);
-}
-/** The `reason` words of a 401 invalid_oidc_token / 503 oidc_key_fetch_failed (DESIGN.md). */
-const OIDC_REASONS = {
-    malformed_token: { meaning: "Not a compact JWS, or its header or payload is not JSON.", hint: "Send the raw OIDC JWT the runner issued." },
-    alg_unsupported: { meaning: "The token is not signed with RS256 (e.g. `none`, HS256).", hint: "Only RS256 tokens from the CI platform are accepted." },
-    issuer_mismatch: { meaning: "`iss` is not exactly a trusted issuer (compared as sent: a trailing `/` or whitespace does not match).", hint: "The token does not come from an issuer this broker trusts." },
-    kid_not_found: { meaning: "No key in the issuer's key set has the token's `kid`, in a key set fetched after the token arrived.", hint: "The token was signed by a key the issuer does not publish." },
-    key_ambiguous: { meaning: "The token has no `kid` and the issuer publishes several keys.", hint: "Send a token with a `kid` header." },
-    signature_invalid: { meaning: "The signature does not verify against the issuer's key.", hint: "The token was altered or forged." },
-    token_expired: { meaning: "`exp` is in the past (60 s tolerance).", hint: "Request a fresh OIDC token just before calling the broker." },
-    token_not_yet_valid: { meaning: "`nbf` or `iat` is in the future (60 s tolerance).", hint: "Check the clocks of the runner and the broker." },
-    token_lifetime_exceeded: { meaning: "`exp − iat` is over 1 h, or `iat` is more than 1 h old (the platform's tokens live 5 min).", hint: "Request a fresh OIDC token just before calling the broker; long-lived tokens are refused." },
-    audience_mismatch: { meaning: "`aud` names no audience in OIDC_AUDIENCE.", hint: "The action's `oidc-audience` input and the broker's OIDC_AUDIENCE disagree." },
-    claim_invalid: { meaning: "A required claim is missing or malformed (e.g. no `repository`, no `exp`).", hint: "The token lacks a claim the broker needs." },
-    unknown: { meaning: "Verification failed for a reason not listed above.", hint: "The token was refused; the broker's log has the detail." },
-    jwks_unavailable: { meaning: "With 503 oidc_key_fetch_failed: the issuer's key set could not be fetched and no snapshot was usable, or the token's `kid` is unknown and its refetch failed or was held back by the refetch cooldown (no verdict yet; `Retry-After` says when to retry).", hint: "Retry; the broker could not reach the issuer's keys." },
-};
+// EXTERNAL MODULE: ./node_modules/ipaddr.js/lib/ipaddr.js
+var ipaddr = __nccwpck_require__(461);
+;// CONCATENATED MODULE: ./build/shared/loopback-address.js
 
-;// CONCATENATED MODULE: ./build/action/broker-client.js
-// One POST /token to one broker address, and what its answer means to the action (spec 4.1):
-// a 200 (its body still unchecked: check-answer.ts), a 200 whose body never arrived whole, a
-// verdict (a JSON body whose `error` is one of the broker's codes), an unreachable broker (network
-// error, timeout before any status line, or a 5xx that is not a verdict, e.g. a proxy's 502 page),
-// or an answer no tokensmith broker gives (a 4xx without a verdict). A verdict carries the broker's
-// `Retry-After` (in ms) when it sent one. A 200 of any shape means a token may have been minted: it
-// is never "unreachable", so it is never followed by another POST.
-
-
-async function postToken(http, brokerUrl, body, limits) {
-    let status;
-    let text;
-    let retryAfter;
+/**
+ * Whether a host — as given to `listen`, typed in a URL or sent in a `Host` header, without its
+ * port — names this machine's loopback interface, in every spelling: `localhost` (and
+ * `localhost.`), any address of 127.0.0.0/8 however written (`127.1`, `2130706433`, `0x7f.1`,
+ * `0177.0.0.1`: the WHATWG URL host parser reads IPv4 the way `inet_aton`, and so `listen`,
+ * does), `::1` in any form, and an IPv4-mapped IPv6 loopback (`::ffff:127.0.0.1`). ipaddr.js
+ * classifies the parsed address, so no list of spellings is kept here.
+ */
+function isLoopbackHost(host) {
+    const bare = host.trim().replace(/^\[(.*)\]$/, "$1");
+    if (bare === "" || /[\s/?#@\\]/.test(bare))
+        return false;
+    let hostname;
     try {
-        const response = await http.request("POST", `${brokerUrl}/token`, JSON.stringify(body), { "content-type": "application/json", accept: "application/json" }, limits);
-        status = response.status;
-        text = response.body;
-        retryAfter = response.headers["retry-after"];
-    }
-    catch (error) {
-        if (error instanceof IncompleteAnswer) {
-            if (error.status === 200)
-                return { kind: "answer-incomplete", detail: error.problem.message };
-            if (error.status >= 500)
-                return { kind: "unreachable", detail: error.message };
-            return { kind: "unexpected", detail: error.message };
-        }
-        return { kind: "unreachable", detail: networkDetail(error) };
-    }
-    const json = parseJson(text);
-    if (status === 200)
-        return { kind: "answered", body: json };
-    if (isErrorBody(json)) {
-        const wait = retryAfterMs(retryAfter);
-        const verdict = {
-            status,
-            error: json.error,
-            ...(typeof json.reason === "string" ? { reason: json.reason } : {}),
-            ...(typeof json.detail === "string" ? { detail: json.detail } : {}),
-        };
-        return { kind: "verdict", verdict, ...(wait !== undefined ? { retryAfterMs: wait } : {}) };
-    }
-    if (status >= 500 || status === 0)
-        return { kind: "unreachable", detail: `HTTP ${status} that is not a broker answer` };
-    return { kind: "unexpected", detail: `HTTP ${status} that is not a broker answer` };
-}
-function parseJson(text) {
-    try {
-        return JSON.parse(text);
+        hostname = new URL(`http://${bare.includes(":") ? `[${bare}]` : bare}/`).hostname;
     }
     catch {
-        return undefined;
+        return false;
     }
-}
-function isErrorBody(json) {
-    return typeof json === "object" && json !== null && isErrorCode(json.error);
+    const name = hostname.replace(/^\[(.*)\]$/, "$1").replace(/\.$/, "").toLowerCase();
+    if (name === "localhost")
+        return true;
+    if (!ipaddr.isValid(name))
+        return false;
+    let address = ipaddr.parse(name);
+    if (address.kind() === "ipv6" && address.isIPv4MappedAddress())
+        address = address.toIPv4Address();
+    return address.range() === "loopback";
 }
 /**
- * A `Retry-After` header in milliseconds: delta-seconds or an HTTP-date (RFC 9110 10.2.3);
- * undefined when absent or not one of those.
+ * Whether a `Host` header names a loopback address and `port` (no port: 80). A name other than
+ * `localhost` is refused even if it resolves to loopback: that is what a DNS-rebinding page sends.
  */
-function retryAfterMs(header) {
-    const text = (Array.isArray(header) ? header[0] : header)?.trim();
-    if (!text)
-        return undefined;
-    if (/^\d+$/.test(text))
-        return Number(text) * 1000;
-    const date = Date.parse(text);
-    return Number.isFinite(date) && /[a-z]/i.test(text) ? Math.max(0, date - Date.now()) : undefined;
-}
-/** The error's code (ECONNREFUSED, ENOTFOUND, ...) or message: never a header, never a body. */
-function networkDetail(error) {
-    const code = error?.code;
-    const message = error instanceof Error ? error.message : String(error);
-    return typeof code === "string" && !message.includes(code) ? `${code}: ${message}` : message;
+function isLoopbackHostHeader(header, port) {
+    if (header === undefined || !/^[A-Za-z0-9.:[\]-]+$/.test(header))
+        return false;
+    let url;
+    try {
+        url = new URL(`http://${header}/`);
+    }
+    catch {
+        return false;
+    }
+    const given = url.port === "" ? 80 : Number(url.port);
+    return given === port && isLoopbackHost(url.hostname);
 }
 
+// EXTERNAL MODULE: ./node_modules/leven/index.js
+var node_modules_leven = __nccwpck_require__(1444);
 ;// CONCATENATED MODULE: ./build/shared/app-permissions.js
 // GENERATED by scripts/generate-app-permissions.js from @octokit/openapi 23.0.2
 // (components.schemas["app-permissions"] in api.github.com.json, ghec.json, ghes-3.17.json, ghes-3.18.json, ghes-3.19.json). Do not edit: run
@@ -32207,13 +32849,43 @@ function pairEntries(text) {
 // The step's `permission-<name>` inputs (action.yml, generated from the platform's catalogue in
 // shared/app-permissions.ts), as actions/create-github-app-token spells them: the catalogue's name
 // with hyphens (`permission-pull-requests: write`). Together they are the /token request's
-// `permissions`; none set means the broker's whole grant, as before these inputs.
+// `permissions`; none set means the broker's whole grant, as before these inputs. So a misspelt
+// one (`permission-pull-request`, singular) must fail the step: dropped, it would widen the token to
+// the whole grant. The runner hands every `with:` key to the step as INPUT_<NAME> (uppercased), known
+// to action.yml or not, so the environment is where a misspelt name shows.
+
 
 
 
 
 /** The input's name for a catalogue name: `pull_requests` → `permission-pull-requests`. */
 const permissionInputName = (permission) => `permission-${permission.replaceAll("_", "-")}`;
+/** How many valid names the failure suggests for a misspelt one, at most. */
+const SUGGESTIONS = 3;
+/**
+ * Fails on any INPUT_PERMISSION-* (or INPUT_PERMISSION_*, a name written with underscores) variable
+ * that is no input of the catalogue, naming it and the nearest valid names by edit distance.
+ */
+function permission_inputs_checkPermissionInputNames(env) {
+    const valid = Object.keys(APP_PERMISSIONS).map(permissionInputName);
+    const known = new Set(valid.map((name) => `INPUT_${name.toUpperCase()}`));
+    const unknown = Object.keys(env)
+        .filter((key) => /^INPUT_PERMISSION[-_]/.test(key) && !known.has(key))
+        .map((key) => key.slice("INPUT_".length).toLowerCase())
+        .sort();
+    if (unknown.length === 0)
+        return;
+    const [first] = unknown;
+    const others = unknown.length > 1 ? ` (also ${unknown.slice(1).map((name) => shown(name, 60)).join(", ")})` : "";
+    throw new ActionFailure(`tokensmith: ${shown(first, 60)} is not an input of this action${others}; did you mean ${nearest(first, valid).join(" or ")}? ` +
+        "A permission input it does not know would be dropped and the token would get the broker's whole grant, so the step stops here (the permission-<name> inputs: docs/action.md#permissions).");
+}
+/** The valid names nearest to `name` by edit distance: all those at the smallest distance, at most SUGGESTIONS. */
+function nearest(name, valid) {
+    const ranked = valid.map((candidate) => ({ candidate, distance: leven(name, candidate) })).sort((a, b) => a.distance - b.distance || a.candidate.localeCompare(b.candidate));
+    const best = ranked[0].distance;
+    return ranked.filter((entry) => entry.distance === best).slice(0, SUGGESTIONS).map((entry) => entry.candidate);
+}
 /** The permissions the step asks for, or undefined when no permission input is set. */
 function permission_inputs_readPermissionInputs(core) {
     const permissions = {};
@@ -32232,8 +32904,38 @@ function permission_inputs_readPermissionInputs(core) {
     return Object.keys(permissions).length > 0 ? permissions : undefined;
 }
 
+;// CONCATENATED MODULE: ./build/action/untrusted-text.js
+// Text that came from the broker (or from whatever answers at broker-url) is shown only through
+// these two functions. The runner reads every stdout line that starts with `::` as a workflow
+// command (`::error::`, `::add-mask::`, `::stop-commands::`, ...), so a line break inside an echoed
+// value would let the answer write commands of its own; bidi overrides could make a line read
+// differently than it is. Nothing of this kind survives here: it is written out as an escape.
+// https://docs.github.com/en/actions/writing-workflows/choosing-what-your-workflow-does/workflow-commands-for-github-actions
+
+// C0 and C1 controls, DEL, the Unicode line and paragraph separators, and the bidi controls.
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]/g;
+const untrusted_text_escape = (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`;
+/** A broker value as the log shows it: quoted, one line, escaped, at most `max` characters of it. */
+function untrusted_text_shown(value, max = 80) {
+    const text = typeof value === "string" ? value : JSON.stringify(value) ?? String(value);
+    const cut = text.length > max ? `${text.slice(0, max)}…` : text;
+    return `"${cut.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(UNSAFE, untrusted_text_escape)}"`;
+}
+/**
+ * One log line the action writes, made safe whatever went into it: no control character, no line
+ * break, never a leading `::` (the last guard for text this file's callers forgot to quote), and no
+ * URL's user or password (the last guard for an address printed without redactUrl).
+ */
+function oneLine(message) {
+    const line = redactUrlCredentials(message).replace(UNSAFE, untrusted_text_escape);
+    return line.startsWith("::") ? `tokensmith: ${line}` : line;
+}
+
 ;// CONCATENATED MODULE: ./build/action/inputs.js
 // The step's inputs (action.yml) and the job's default variables, checked once, up front.
+
+
+
 
 
 
@@ -32256,12 +32958,14 @@ function readInputs(core, env) {
     const match = /^([^/\s]+)\/([^/\s]+)$/.exec(repository);
     if (!match)
         throw new ActionFailure(`tokensmith: GITHUB_REPOSITORY is "${repository}", not owner/name; run this step in a GitHub Actions job.`);
+    checkPermissionInputNames(env);
     const permissions = readPermissionInputs(core);
     const otherRepositories = readRepositories(core.getInput("repositories"), match[1], match[2]);
     return {
         authMode,
         brokerUrl,
         ...(fallback && fallback !== brokerUrl ? { fallbackUrl: fallback } : {}),
+        apiUrl: readApiUrl(core.getInput("github-api-url"), env),
         audience: core.getInput("oidc-audience") || DEFAULT_AUDIENCE,
         skipTokenRevoke: readBoolean("skip-token-revoke", core.getInput("skip-token-revoke")),
         timeoutSeconds: readTimeoutSeconds(core.getInput("timeout-seconds")),
@@ -32311,8 +33015,22 @@ function readRule(raw) {
 function isSupportedMode(mode) {
     return SUPPORTED_AUTH_MODES.includes(mode);
 }
-/** An http(s) origin, trailing slashes dropped (so "https://b/" and "https://b" are one address). */
+/** The broker's origin (input `name`), or undefined when empty. */
 function brokerOrigin(name, raw) {
+    return httpsUrl(name, raw, "the broker's origin, e.g. https://tokensmith.example.com");
+}
+/** `github-api-url`, else the runner's GITHUB_API_URL (GHES: https://HOST/api/v3), else github.com's: where the token is revoked. */
+function readApiUrl(input, env) {
+    return httpsUrl("github-api-url", input.trim() || env.GITHUB_API_URL || DEFAULT_API_URL, "the REST API's base, e.g. https://ghes.example.com/api/v3");
+}
+const DEFAULT_API_URL = "https://api.github.com";
+/**
+ * An http(s) URL, trailing slashes dropped (so "https://b/" and "https://b" are one address).
+ * Plain http only to this machine (127.0.0.0/8, ::1, localhost: a broker or sandbox on the runner
+ * itself): anywhere else the OIDC token and the installation token would cross the network in clear.
+ * Nothing of a value that fails is echoed but its redacted form: it may hold a password.
+ */
+function httpsUrl(name, raw, wanted) {
     const text = raw.trim().replace(/\/+$/, "");
     if (text === "")
         return undefined;
@@ -32321,10 +33039,13 @@ function brokerOrigin(name, raw) {
         url = new URL(text);
     }
     catch {
-        throw new ActionFailure(`tokensmith: ${name} "${text}" is not a URL; give the broker's origin, e.g. https://tokensmith.example.com.`);
+        throw new action_failure_ActionFailure(`tokensmith: ${name} is not a URL; give ${wanted}.`);
     }
     if (url.protocol !== "https:" && url.protocol !== "http:") {
-        throw new ActionFailure(`tokensmith: ${name} must be an http(s) URL, not ${url.protocol}.`);
+        throw new action_failure_ActionFailure(`tokensmith: ${name} must be an https URL, not ${untrusted_text_shown(url.protocol, 20)}.`);
+    }
+    if (url.protocol === "http:" && !isLoopbackHost(url.hostname)) {
+        throw new action_failure_ActionFailure(`tokensmith: ${name} ${redactUrl(text)} is plain http to a host that is not this machine: the job's OIDC token and the installation token would cross the network unencrypted; use https (plain http is accepted only for 127.0.0.0/8, ::1 and localhost).`);
     }
     return text;
 }
@@ -32380,7 +33101,7 @@ async function post(deps) {
             core.info("tokensmith: the token has already expired; nothing to revoke");
             return;
         }
-        const failure = await revokeToken(deps.http, deps.env, token);
+        const failure = await revokeToken(deps.http, readApiUrl(core.getInput("github-api-url"), deps.env), token);
         if (failure === undefined)
             core.info("tokensmith: token revoked");
         else
@@ -32394,11 +33115,11 @@ async function post(deps) {
     }
 }
 /**
- * `DELETE /installation/token` with the token itself: undefined when the platform revoked it (204),
- * else why not (post and main print it through safe-toolkit.ts: one line, whatever the platform wrote).
+ * `DELETE /installation/token` with the token itself at `apiBase` (inputs.ts readApiUrl: the
+ * github-api-url input, GHES included): undefined when the platform revoked it (204), else why not
+ * (post and main print it through safe-toolkit.ts: one line, whatever the platform wrote).
  */
-async function revokeToken(http, env, token, limits) {
-    const apiBase = (env.GITHUB_API_URL || "https://api.github.com").replace(/\/+$/, "");
+async function revokeToken(http, apiBase, token, limits) {
     try {
         const { status, body } = await http.request("DELETE", `${apiBase}/installation/token`, null, {
             authorization: `Bearer ${token}`,
@@ -32420,31 +33141,6 @@ function platformMessage(body) {
     catch {
         return "";
     }
-}
-
-;// CONCATENATED MODULE: ./build/action/untrusted-text.js
-// Text that came from the broker (or from whatever answers at broker-url) is shown only through
-// these two functions. The runner reads every stdout line that starts with `::` as a workflow
-// command (`::error::`, `::add-mask::`, `::stop-commands::`, ...), so a line break inside an echoed
-// value would let the answer write commands of its own; bidi overrides could make a line read
-// differently than it is. Nothing of this kind survives here: it is written out as an escape.
-// https://docs.github.com/en/actions/writing-workflows/choosing-what-your-workflow-does/workflow-commands-for-github-actions
-// C0 and C1 controls, DEL, the Unicode line and paragraph separators, and the bidi controls.
-const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]/g;
-const untrusted_text_escape = (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`;
-/** A broker value as the log shows it: quoted, one line, escaped, at most `max` characters of it. */
-function untrusted_text_shown(value, max = 80) {
-    const text = typeof value === "string" ? value : JSON.stringify(value) ?? String(value);
-    const cut = text.length > max ? `${text.slice(0, max)}…` : text;
-    return `"${cut.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(UNSAFE, untrusted_text_escape)}"`;
-}
-/**
- * One log line the action writes, made safe whatever went into it: no control character, no line
- * break, and never a leading `::` (the last guard for text this file's callers forgot to quote).
- */
-function oneLine(message) {
-    const line = message.replace(UNSAFE, untrusted_text_escape);
-    return line.startsWith("::") ? `tokensmith: ${line}` : line;
 }
 
 ;// CONCATENATED MODULE: ./build/action/safe-toolkit.js

@@ -3,7 +3,7 @@ import { parseSettings } from "../settings.js";
 import type { CommandIo } from "./releases-command.js";
 import { checkApp } from "./doctor/check-app.js";
 import { checkIssuer } from "./doctor/check-issuers.js";
-import { parseQueueAddress } from "../webhook/redis-queue.js";
+import { parseQueueAddress } from "../webhook/queue-address.js";
 import { fail, formatCheck, type CheckResult } from "./doctor/check-result.js";
 import { checkSettings } from "./doctor/check-settings.js";
 import { checkStore } from "./doctor/check-stores.js";

@@ -14,6 +14,13 @@
 
 /** One owner's part of the App's points budget: a tenth. */
 export const OWNER_SHARE = 0.1;
+/**
+ * One calling repository's part for looking up the other repositories its requests name
+ * (`repositories`, server/policy/apply-policies.ts): a fiftieth (18 a minute with GitHub's 900), in a
+ * limiter of its own, so that a job naming made-up repositories spends its repository's share, not
+ * its owner's installation lookups.
+ */
+export const TARGET_LOOKUP_SHARE = 0.02;
 /** Owners remembered at most; past it, the least recently asked for with nothing in flight go first. */
 export const MAX_OWNERS = 10_000;
 
@@ -46,11 +53,13 @@ interface Owner {
   waiters: Array<() => void>;
 }
 
-export function createOwnerLookupLimiter(options: { now: () => number; windowMs: number; pointsPerWindow: () => number; maxOwners?: number }): OwnerLookupLimiter {
+/** `share`: each key's part of the budget (default OWNER_SHARE); keys are owners, or calling repositories for TARGET_LOOKUP_SHARE. */
+export function createOwnerLookupLimiter(options: { now: () => number; windowMs: number; pointsPerWindow: () => number; maxOwners?: number; share?: number }): OwnerLookupLimiter {
   const maxOwners = options.maxOwners ?? MAX_OWNERS;
+  const part = options.share ?? OWNER_SHARE;
   /** Map order: least recently asked for first. */
   const owners = new Map<string, Owner>();
-  const share = () => Math.max(1, Math.floor(options.pointsPerWindow() * OWNER_SHARE));
+  const share = () => Math.max(1, Math.floor(options.pointsPerWindow() * part));
   const trim = (state: Owner, at: number) => {
     while (state.spent.length > 0 && state.spent[0]! <= at - options.windowMs) state.spent.shift();
   };

@@ -1,9 +1,11 @@
 import { randomUUID } from "node:crypto";
 import Keyv from "keyv";
-import KeyvRedis from "@keyv/redis";
 import type { Logger } from "../log.js";
 import { redactUrl } from "../redact-url.js";
+import { boundedCall, throttledWarning } from "./bounded-call.js";
 import { openLeaseLock, type LeaseLock } from "./lease-lock.js";
+import { isRedisUrl, openRedisConnection, type RedisConnection } from "./redis-connection.js";
+import { RedisKeyvStore } from "./redis-keyv-store.js";
 
 /**
  * The spec's key-value bindings (SERVICE_JWKS_CACHE, LEGACY_QUOTA_KV) as Keyv stores. Every call is
@@ -25,27 +27,24 @@ export interface StoreOptions {
   timeoutMs: number;
 }
 
-export function openKeyValueStore(url: string, namespace: string, options: StoreOptions): KeyValueStore {
+/**
+ * A store for `url` (`redis://`, `rediss://` or `memory://`). On Redis it uses `connection` when
+ * given (the registry's, shared with the lease lock of that URL), else a connection of its own,
+ * closed with the store.
+ */
+export function openKeyValueStore(url: string, namespace: string, options: StoreOptions, connection?: RedisConnection): KeyValueStore {
   const scheme = url.split(":", 1)[0]?.toLowerCase();
-  const redis = scheme === "redis" || scheme === "rediss";
+  const redis = isRedisUrl(url);
   if (!redis && scheme !== "memory") throw new Error(`unsupported key-value store scheme: ${scheme}`);
-  const store = redis
-    ? new KeyvRedis(url, { throwOnConnectError: false, throwOnErrors: true, connectionTimeout: options.timeoutMs })
-    : undefined;
+  const own = redis && !connection ? openRedisConnection(url, options) : undefined;
+  const store = redis ? new RedisKeyvStore((connection ?? own)!) : undefined;
   // memory://: Keyv's own Map, holding values as they are: no JSON round trip on every read (a
   // large value such as the /releases aggregate would cost milliseconds). Readers must not mutate
   // what they get. (An explicit `store: undefined` would leave Keyv without its Map.)
   const keyv = store ? new Keyv({ store, namespace }) : new Keyv({ namespace, serialize: undefined, deserialize: undefined });
-  let lastWarned = 0;
-  const warn = (op: string, error: unknown) => {
-    // One line per few seconds at most: an outage must not flood the log.
-    const now = Date.now();
-    if (now - lastWarned < 5000) return;
-    lastWarned = now;
-    options.log.warn({ store: redactUrl(url), op, err: errorName(error) }, "key-value store unavailable; continuing without it");
-  };
+  const warn = throttledWarning((op, error) => options.log.warn({ store: redactUrl(url), op, err: errorName(error) }, "key-value store unavailable; continuing without it"));
   keyv.on("error", (error: unknown) => warn("event", error));
-  store?.on("error", (error: unknown) => warn("event", error));
+  own?.redis.on("error", (error: unknown) => warn("event", error));
 
   const bounded = boundedCall(options.timeoutMs, warn);
 
@@ -64,9 +63,7 @@ export function openKeyValueStore(url: string, namespace: string, options: Store
       return (await keyv.get<string>(key)) === nonce;
     }),
     close: async () => {
-      await bounded("close", undefined, async () => {
-        await keyv.disconnect();
-      });
+      own?.close();
     },
   };
 }
@@ -79,14 +76,25 @@ export function openKeyValueStore(url: string, namespace: string, options: Store
 export function createStoreRegistry(options: StoreOptions) {
   const stores = new Map<string, KeyValueStore>();
   const locks = new Map<string, LeaseLock>();
+  const connections = new Map<string, RedisConnection>();
+  /** The one connection of a Redis URL (throws when the URL is not usable). */
+  const connectionFor = (url: string): RedisConnection => {
+    let connection = connections.get(url);
+    if (!connection) {
+      connection = openRedisConnection(url, options);
+      const warn = throttledWarning((op, error) => options.log.warn({ store: redactUrl(url), op, err: errorName(error) }, "Redis unavailable; going on without it"));
+      connection.redis.on("error", (error: unknown) => warn("event", error));
+      connections.set(url, connection);
+    }
+    return connection;
+  };
   return {
     lockFor(url: string | null): LeaseLock | null {
-      const scheme = url?.split(":", 1)[0]?.toLowerCase();
-      if (!url || (scheme !== "redis" && scheme !== "rediss")) return null;
+      if (!isRedisUrl(url)) return null;
       let lock = locks.get(url);
       if (!lock) {
         try {
-          lock = openLeaseLock(url, options);
+          lock = openLeaseLock(url, options, connectionFor(url));
         } catch (error) {
           options.log.error({ store: redactUrl(url), err: errorName(error) }, "key-value store URL not usable for a lock; going on without it (each instance crawls, claims deliveries by the store alone)");
           return null;
@@ -101,7 +109,7 @@ export function createStoreRegistry(options: StoreOptions) {
       let store = stores.get(key);
       if (!store) {
         try {
-          store = openKeyValueStore(url, namespace, options);
+          store = openKeyValueStore(url, namespace, options, isRedisUrl(url) ? connectionFor(url) : undefined);
         } catch (error) {
           options.log.error({ store: redactUrl(url), err: errorName(error) }, "key-value store URL not usable; binding ignored");
           return null;
@@ -113,8 +121,10 @@ export function createStoreRegistry(options: StoreOptions) {
     async closeAll(): Promise<void> {
       await Promise.all([...stores.values()].map((s) => s.close()));
       await Promise.all([...locks.values()].map((l) => l.close()));
+      for (const connection of connections.values()) connection.close();
       stores.clear();
       locks.clear();
+      connections.clear();
     },
   };
 }
@@ -123,27 +133,4 @@ export type StoreRegistry = ReturnType<typeof createStoreRegistry>;
 
 function errorName(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message.slice(0, 200)}` : String(error);
-}
-
-/**
- * One store call bounded by `timeoutMs`, never throwing: a timeout or an error is told to `warn`
- * and answered with `fallback` (the broker then behaves as if the binding were unset).
- */
-export function boundedCall(timeoutMs: number, warn: (op: string, error: unknown) => void) {
-  return async <R>(op: string, fallback: R, run: () => Promise<R>): Promise<R> => {
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      return await Promise.race([
-        run(),
-        new Promise<R>((_, reject) => {
-          timer = setTimeout(() => reject(new Error("timeout")), timeoutMs);
-        }),
-      ]);
-    } catch (error) {
-      warn(op, error);
-      return fallback;
-    } finally {
-      clearTimeout(timer);
-    }
-  };
 }

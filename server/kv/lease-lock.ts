@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
-import { Redis } from "ioredis";
 import type { Logger } from "../log.js";
 import { redactUrl } from "../redact-url.js";
-import { boundedCall } from "./key-value-store.js";
+import { boundedCall, throttledWarning } from "./bounded-call.js";
+import { openRedisConnection, type RedisConnection } from "./redis-connection.js";
 
 /**
  * A lock with a lease in Redis, so that one of several broker instances does a piece of work the
@@ -30,32 +30,18 @@ export interface Lease {
 const RENEW = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("pexpire", KEYS[1], ARGV[2]) else return 0 end`;
 const RELEASE = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`;
 
-export function openLeaseLock(url: string, options: { log: Logger; timeoutMs: number }): LeaseLock {
-  // One connection per store URL. Commands issued while it is down fail fast (no offline queue
-  // piling up); it reconnects in the background.
-  const redis = new Redis(url, {
-    lazyConnect: true,
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
-    connectTimeout: options.timeoutMs,
-    retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
-  });
-  let connecting: Promise<void> | undefined;
-  let lastWarned = 0;
-  const warn = (op: string, error: unknown) => {
-    const now = Date.now();
-    if (now - lastWarned < 5000) return;
-    lastWarned = now;
-    options.log.warn({ store: redactUrl(url), op, err: error instanceof Error ? error.name : "unknown" }, "lease lock unavailable; going on without it");
-  };
-  redis.on("error", (error: unknown) => warn("event", error));
+/** A lease lock on `connection` (the store registry's for that URL), or on a connection of its own, closed with it. */
+export function openLeaseLock(url: string, options: { log: Logger; timeoutMs: number }, connection?: RedisConnection): LeaseLock {
+  const own = connection ? undefined : openRedisConnection(url, options);
+  const { redis } = (connection ?? own)!;
+  const warn = throttledWarning((op, error) => options.log.warn({ store: redactUrl(url), op, err: error instanceof Error ? error.name : "unknown" }, "lease lock unavailable; going on without it"));
+  own?.redis.on("error", (error: unknown) => warn("event", error));
 
   const call = boundedCall(options.timeoutMs, warn);
-  // A first call connects (lazyConnect): the connection counts against the call's bound.
+  // A first call connects: the connection counts against the call's bound.
   const bounded = <R>(op: string, fallback: R, run: () => Promise<R>): Promise<R> =>
     call(op, fallback, async () => {
-      if (redis.status === "wait") connecting ??= redis.connect().finally(() => (connecting = undefined));
-      if (connecting) await connecting;
+      await (connection ?? own)!.ready();
       return run();
     });
 
@@ -72,7 +58,7 @@ export function openLeaseLock(url: string, options: { log: Logger; timeoutMs: nu
       }),
     held: (key) => bounded<boolean | undefined>("held", undefined, async () => (await redis.exists(key)) === 1),
     close: async () => {
-      redis.disconnect();
+      own?.close();
     },
   };
 }

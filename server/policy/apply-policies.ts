@@ -1,6 +1,7 @@
-// The /token step "trust policies" (DESIGN.md "Who gets which token"), between the installation
-// lookup and the mint: read the repository's and the owner's policy files (cached, conditional,
-// with the broker's own reader token), decide, and hand back the ceilings the grant is cut by.
+// The /token step "trust policies" (docs/policies.md), between the installation
+// lookup and the mint: read the owner's policy file, then the repository's unless the owner's says
+// `repository_policies: ignore` (cached, conditional, with the broker's own reader token), decide the
+// caller, then the other repositories it names, and hand back the ceilings the grant is cut by.
 // Fail closed: a file that does not validate → 403 policy_invalid; the platform not answering →
 // 503 policy_unavailable with Retry-After (never "no policy"); no rule → 403 policy_denied.
 import { BrokerError } from "../../shared/broker-error.js";
@@ -14,7 +15,7 @@ import type { PermissionCeiling } from "../token/grant-permissions.js";
 import { consentDenied, decideConsent } from "./decide-consent.js";
 import { decidePolicy, type PolicyDecision } from "./decide-policy.js";
 import { PolicyReadFailure, readPolicyFile } from "./fetch-policy-file.js";
-import { readerCovers, type ReaderToken } from "./reader-tokens.js";
+import { readerCovers, readerFromMint, type ReaderToken } from "./reader-tokens.js";
 import { fetchTargetRepository, type TargetRepository } from "./target-repositories.js";
 import { policyFileKey, type FileState } from "./policy-files.js";
 import { POLICY_FILES, type CompiledPolicy, type PolicyKind } from "./policy-types.js";
@@ -70,41 +71,57 @@ export async function applyPolicies(ctx: BrokerContext, step: PolicyStep): Promi
   // Without contents access the App cannot read any policy: as if none existed (optional), or
   // nothing is given (required). `doctor` says so; the log says it per denial.
   const canRead = step.installation.permissions.contents !== undefined;
-  const [repository, owner, consulted] = canRead
-    ? await Promise.all([load(ctx, step, "repository"), load(ctx, step, "owner"), Promise.all(targets.map((name) => loadTarget(ctx, step, name)))])
-    : [null, null, targets.map(() => null)];
+  // The owner policy first: under its `repository_policies: ignore` no repository file is read at
+  // all (the caller's or a target's), so one the owner chose to ignore can neither fail the job nor
+  // cost a parse. Between expiries both reads come from the cache, so the order costs nothing then;
+  // the one request that re-checks them on expiry waits one more round trip (docs/security.md).
+  const owner = canRead ? await load(ctx, step, "owner") : null;
+  const ignore = owner?.policy.ignoreRepositoryPolicies === true;
+  const repository = canRead && !ignore ? await load(ctx, step, "repository") : null;
   const decision = decidePolicy({ mode, repository: repository?.policy ?? null, owner: owner?.policy ?? null, claims: step.claims, rule: step.rule, repositoryName: step.repo });
   const named = !canRead && mode === "required"
     ? { ok: false as const, detail: "the App's installation has no contents permission, so no policy can be read, and the broker requires one (TOKEN_POLICY=required)" }
     : step.rule !== undefined && decision.ok && decision.rule === undefined && decision.ownerRule === undefined
       ? { ok: false as const, detail: `no rule named ${step.rule} (no policy applies to this repository)` }
       : decision;
-  if (!named.ok) deny(ctx, step, named.detail, { policy_sha: repository?.sha, owner_policy_sha: owner?.sha, contents_readable: canRead });
+  // The answer names an owner rule only; the log keeps its conditions (`reason`).
+  if (!named.ok) deny(ctx, step, named.detail, { ...("reason" in named && named.reason !== undefined ? { reason: named.reason } : {}), policy_sha: repository?.sha, owner_policy_sha: owner?.sha, contents_readable: canRead });
 
-  // Each other repository consents in its own policy, or nothing is minted; the caller learns its name only.
+  // Only now the other repositories: a job its own rule denies costs no lookup of them. Each consents
+  // in its own policy, or nothing is minted; the caller learns its name only.
   const caller = `${step.owner}/${step.repo}`;
+  function refuse(asked: string, why: string, logged: Record<string, unknown>): never {
+    deny(ctx, step, consentDenied(asked, caller), { target: asked, consent: why, owner_policy_sha: owner?.sha, ...logged });
+  }
+  if (!canRead && targets.length > 0) refuse(`${step.owner}/${targets[0]!}`, "the App's installation has no contents permission", {});
+  if (ignore) {
+    // Consent is then the owner policy's alone, by name: a target no owner rule names is refused
+    // before it is looked up.
+    for (const name of targets) {
+      const byName = decideConsent({ repository: null, owner: owner!.policy, claims: step.claims, targetName: name });
+      if (!byName.ok) refuse(`${step.owner}/${name}`, byName.why, {});
+    }
+  }
+  const consulted = await Promise.all(targets.map((name) => loadTarget(ctx, step, name, ignore)));
   const consented: ConsentedTarget[] = [];
   for (const [index, name] of targets.entries()) {
-    const seen = consulted[index] ?? null;
+    const seen = consulted[index]!;
     // A denial names the repository as the request spelled it: the platform's spelling would tell
     // an existing repository (`Website` answered as `website`) from one that does not exist.
     const asked = `${step.owner}/${name}`;
-    const fullName = seen?.target ? `${step.owner}/${seen.target.name}` : asked;
-    const why = !canRead ? "the App's installation has no contents permission"
-      : !seen?.target ? "the App cannot see it (no such repository, or not in the installation)"
+    const fullName = seen.target ? `${step.owner}/${seen.target.name}` : asked;
+    const why = !seen.target ? "the App cannot see it (no such repository, or not in the installation)"
       : seen.target.ownerId !== step.ids.ownerId ? "another owner"
       : seen.problem ?? undefined;
-    const decision = why === undefined ? decideConsent({ repository: seen!.policy?.policy ?? null, owner: owner?.policy ?? null, claims: step.claims, targetName: seen!.target!.name }) : { ok: false as const, why };
-    if (!decision.ok) {
-      deny(ctx, step, consentDenied(asked, caller), { target: fullName, target_id: seen?.target?.id, consent: decision.why, target_policy_sha: seen?.policy?.sha, owner_policy_sha: owner?.sha });
-    }
+    const decision = why === undefined ? decideConsent({ repository: seen.policy?.policy ?? null, owner: owner?.policy ?? null, claims: step.claims, targetName: seen.target!.name }) : { ok: false as const, why };
+    if (!decision.ok) refuse(asked, decision.why, { target: fullName, target_id: seen.target?.id, target_policy_sha: seen.policy?.sha });
     consented.push({
-      target: seen!.target!,
+      target: seen.target!,
       fullName,
       ceiling: { source: `repository ${fullName}`, permissions: decision.permissions },
       ...(decision.rule ? { rule: decision.rule } : {}),
       ...(decision.ownerRule ? { ownerRule: decision.ownerRule } : {}),
-      ...(seen?.policy ? { sha: seen.policy.sha } : {}),
+      ...(seen.policy ? { sha: seen.policy.sha } : {}),
     });
   }
   return {
@@ -122,20 +139,21 @@ function deny(ctx: BrokerContext, step: PolicyStep, detail: string, logged: Reco
 
 /**
  * Another repository: its id (by name, with the reader token), then its policy file through the
- * same cache as the caller's (by repository id). A file that does not validate is the target's
- * problem, not the caller's to read: it is a denial (`problem`, logged), never policy_invalid. The
- * platform not answering is 503 policy_unavailable, as for the caller's own file.
+ * same cache as the caller's (by repository id), unless the owner policy ignores repository files
+ * (`ignore`: never read). A file that does not validate is the target's problem, not the caller's
+ * to read: it is a denial (`problem`, logged), never policy_invalid. The platform not answering is
+ * 503 policy_unavailable, as for the caller's own file.
  */
-async function loadTarget(ctx: BrokerContext, step: PolicyStep, name: string): Promise<{ target: TargetRepository | null; policy?: { policy: CompiledPolicy; sha: string } | null; problem?: string }> {
+async function loadTarget(ctx: BrokerContext, step: PolicyStep, name: string, ignore: boolean): Promise<{ target: TargetRepository | null; policy?: { policy: CompiledPolicy; sha: string } | null; problem?: string }> {
   const key = ctx.policies.targets.key(step.platform.apiBase, step.installation.id, step.owner, name);
   let target: TargetRepository | null;
   try {
     target = await ctx.policies.targets.get(key, step.settings.policyCacheSeconds * 1000, async () => {
-      // A lookup that finds nothing counts against the owner's share of the App's budget, as an
-      // installation lookup that finds nothing does (owner-lookup-limiter.ts): a job naming 20
-      // made-up repositories per request cannot spend everyone's rate limit.
-      const taken = await ctx.ownerLookups.take(`${step.platform.apiBase}\u0000${step.ids.ownerId}`);
-      if (!("settle" in taken)) throw new BrokerError("installation_lookups_limited", { detail: `owner ${step.ids.ownerId} (repositories)`, retryAfter: taken.retryAfterSeconds });
+      // A lookup that finds nothing counts against the calling repository's own share of the App's
+      // budget (TARGET_LOOKUP_SHARE), apart from the owner's installation lookups: a job naming 20
+      // made-up repositories per request spends its repository's share, never its owner's.
+      const taken = await ctx.targetLookups.take(`${step.platform.apiBase}\u0000${step.ids.repositoryId}`);
+      if (!("settle" in taken)) throw new BrokerError("installation_lookups_limited", { detail: `repository ${step.ids.repositoryId} (repositories)`, retryAfter: taken.retryAfterSeconds });
       let found = false;
       try {
         const seen = await withReader(ctx, step, (token) => fetchTargetRepository({ client: ctx.clientFor(step.platform), token, owner: step.owner, repo: name, deadlineAt: step.deadlineAt }));
@@ -149,7 +167,7 @@ async function loadTarget(ctx: BrokerContext, step: PolicyStep, name: string): P
     if (error instanceof BrokerError && error.code === "installation_lookups_limited") throw error;
     throw unavailable(ctx, error, "repository lookup");
   }
-  if (!target || target.ownerId !== step.ids.ownerId) return { target };
+  if (!target || target.ownerId !== step.ids.ownerId || ignore) return { target };
   try {
     return { target, policy: await load(ctx, step, "repository", { repo: target.name, repositoryId: target.id }) };
   } catch (error) {
@@ -247,14 +265,7 @@ async function mintReader(ctx: BrokerContext, step: PolicyStep): Promise<ReaderT
       now: ctx.now,
       deadlineAt: step.deadlineAt,
     });
-    const expiresAtMs = Date.parse(minted.expires_at);
-    const names = minted.repositories?.map((repository) => repository.name?.toLowerCase()).filter((name): name is string => name !== undefined);
-    return {
-      token: minted.token,
-      expiresAtMs: Number.isFinite(expiresAtMs) ? expiresAtMs : ctx.now() + 30 * 60_000,
-      covers: names === undefined ? ("all" as const) : new Set(names),
-      mintedAtMs: ctx.now(),
-    };
+    return readerFromMint(minted, ctx.now());
   } catch (error) {
     throw new BrokerError("policy_unavailable", {
       detail: "reader token mint failed",

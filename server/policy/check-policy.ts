@@ -25,9 +25,26 @@ export function checkPolicy(policy: CompiledPolicy, claims: Readonly<Record<stri
     if (why === undefined) return { ok: true, rule };
     reasons.push(`rule ${rule.name}: ${why}`);
   }
-  const shown = reasons.slice(0, DENIAL_RULES_SHOWN);
-  const more = reasons.length - shown.length;
-  return { ok: false, detail: shown.join("; ") + (more > 0 ? `; and ${more} more rule${more === 1 ? "" : "s"}` : "") };
+  return { ok: false, detail: listed(reasons, "; ") };
+}
+
+/**
+ * A denial by the owner policy (`checkPolicy` found no rule) as the job is told it: the rules' names only. Their conditions and
+ * `repositories` lists stay in the owner's `.github` repository, which the job's repository may not
+ * be able to read (docs/security.md); the broker's audit line has the full reason.
+ */
+export function ownerDenial(policy: CompiledPolicy, options: Pick<CheckOptions, "rule"> = {}): string {
+  const tried = policy.rules.filter((rule) => options.rule === undefined || rule.name === options.rule).map((rule) => rule.name);
+  if (tried.length === 0) return `owner policy: no rule named ${options.rule}`;
+  const which = tried.length === 1 ? `rule ${tried[0]!} does not hold` : `no rule holds (${listed(tried, ", ")})`;
+  return `owner policy: ${which} for this job (its conditions are not shown; the owner's .github/tokensmith-org.yml has them)`;
+}
+
+/** Up to DENIAL_RULES_SHOWN entries, the rest counted. */
+function listed(entries: readonly string[], separator: string): string {
+  const shown = entries.slice(0, DENIAL_RULES_SHOWN);
+  const more = entries.length - shown.length;
+  return shown.join(separator) + (more > 0 ? `${separator}and ${more} more rule${more === 1 ? "" : "s"}` : "");
 }
 
 /** Why one rule does not hold (its first failed condition), or undefined when it holds. */
@@ -45,6 +62,7 @@ export function ruleFails(rule: CompiledRule, claims: Readonly<Record<string, un
 function conditionFails(condition: CompiledCondition, claims: Readonly<Record<string, unknown>>): string | undefined {
   const value = condition.read(claims);
   if (value === undefined) return `${condition.key} is absent, wants ${wants(condition.patterns)}`;
+  if (value === "") return `${condition.key} is empty, wants ${wants(condition.patterns)}`;
   if (condition.test(value)) return undefined;
   return `${condition.key} is ${oneLine(value)}, wants ${wants(condition.patterns)}`;
 }

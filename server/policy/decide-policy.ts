@@ -1,8 +1,8 @@
-// Which policies apply to a job and what they allow (DESIGN.md "Who gets which token"), pure: the
+// Which policies apply to a job and what they allow (docs/policies.md), pure: the
 // repository policy (unless the owner policy says `repository_policies: ignore`), then the owner
 // policy as a ceiling. The caller has read both files; this only decides.
 import type { PermissionCeiling } from "../token/grant-permissions.js";
-import { checkPolicy } from "./check-policy.js";
+import { checkPolicy, ownerDenial } from "./check-policy.js";
 import type { CompiledPolicy } from "./policy-types.js";
 
 export type PolicyMode = "optional" | "required" | "off";
@@ -21,7 +21,8 @@ export interface PolicyInputs {
 
 export type PolicyDecision =
   | { ok: true; ceilings: PermissionCeiling[]; rule?: string; ownerRule?: string; repositoryPolicyIgnored: boolean }
-  | { ok: false; detail: string };
+  /** `detail`: what the job is told; `reason`: the full one, for the broker's log only (an owner policy's conditions). */
+  | { ok: false; detail: string; reason?: string };
 
 export function decidePolicy(input: PolicyInputs): PolicyDecision {
   const ignored = input.owner?.ignoreRepositoryPolicies === true;
@@ -40,8 +41,9 @@ export function decidePolicy(input: PolicyInputs): PolicyDecision {
   }
   let ownerRule: string | undefined;
   if (input.owner) {
-    const held = checkPolicy(input.owner, input.claims, { rule: repository ? undefined : input.rule, repositoryName: input.repositoryName });
-    if (!held.ok) return { ok: false, detail: `owner policy: ${held.detail}` };
+    const options = { rule: repository ? undefined : input.rule, repositoryName: input.repositoryName };
+    const held = checkPolicy(input.owner, input.claims, options);
+    if (!held.ok) return { ok: false, detail: ownerDenial(input.owner, options), reason: `owner policy: ${held.detail}` };
     ownerRule = held.rule.name;
     ceilings.push({ source: `owner rule ${ownerRule}`, permissions: held.rule.permissions });
   }

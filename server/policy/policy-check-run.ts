@@ -1,17 +1,20 @@
 // POLICY_CHECK_RUNS (DESIGN.md "Seeing it"): a pull request that changes a policy file gets a check
 // run named `tokensmith policy` with the validation result of the file as the pull request has it,
-// when the installation grants `checks: write` (else one log line). Runs after the delivery was
-// answered (202); its own token (contents and pull requests read, checks write) is revoked after.
+// when the installation grants `checks: write` (else one log line). Runs from the check-run queue
+// after the delivery was answered (202). Which files changed is read with the installation's kept
+// reader token (changed-policy-files.ts): a pull request that changes none costs no mint. Only one
+// that does costs the installation lookup (cached) and a token with `checks: write` alone, revoked
+// after; both App calls are spent within the check runs' share of the App's budget.
 // https://docs.github.com/rest/checks/runs#create-a-check-run
 import type { BrokerContext } from "../context.js";
-import { findInstallation } from "../github/find-installation.js";
+import { installationById } from "../github/installation-by-id.js";
 import { intersectPermissions } from "../github/intersect-permissions.js";
 import { mintInstallationToken } from "../github/mint-installation-token.js";
 import { revokeInstallationToken } from "../github/revoke-installation-token.js";
 import { isObject, own } from "../http/fields.js";
 import { requireApp } from "../token/trust.js";
-import { fetchPolicyFile } from "./fetch-policy-file.js";
-import { POLICY_FILES, type PolicyKind } from "./policy-types.js";
+import { changedPolicyFiles, type AppCall, type ChangedPolicyFile } from "./changed-policy-files.js";
+import type { PolicyKind } from "./policy-types.js";
 
 export const CHECK_RUN_NAME = "tokensmith policy";
 const CHECKED_ACTIONS = new Set(["opened", "synchronize", "reopened"]);
@@ -22,6 +25,8 @@ export interface PolicyPullRequest {
   repositoryId: number;
   number: number;
   headSha: string;
+  /** `pull_request.base.sha`, or its `base.ref` when the delivery has no sha. */
+  base: string;
   installationId: number;
 }
 
@@ -36,65 +41,48 @@ export function readPolicyPullRequest(payload: Record<string, unknown>): PolicyP
   const fullName = own(repository, "full_name");
   const head = own(pull, "head");
   const headSha = isObject(head) ? own(head, "sha") : undefined;
+  const baseSide = own(pull, "base");
+  const baseSha = isObject(baseSide) ? own(baseSide, "sha") : undefined;
+  const baseRef = isObject(baseSide) ? own(baseSide, "ref") : undefined;
+  const base = typeof baseSha === "string" && /^[0-9a-f]{40}$/.test(baseSha) ? baseSha : typeof baseRef === "string" && /^[A-Za-z0-9_./-]{1,255}$/.test(baseRef) ? baseRef : undefined;
   const number = own(pull, "number");
   const repositoryId = own(repository, "id");
   const installationId = own(installation, "id");
   if (typeof fullName !== "string" || !/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(fullName)) return null;
-  if (typeof headSha !== "string" || !/^[0-9a-f]{40}$/.test(headSha)) return null;
+  if (typeof headSha !== "string" || !/^[0-9a-f]{40}$/.test(headSha) || base === undefined) return null;
   if (!Number.isSafeInteger(number) || !Number.isSafeInteger(repositoryId) || !Number.isSafeInteger(installationId)) return null;
   const [owner, repo] = fullName.split("/") as [string, string];
-  return { owner, repo, repositoryId: repositoryId as number, number: number as number, headSha, installationId: installationId as number };
+  return { owner, repo, repositoryId: repositoryId as number, number: number as number, headSha, base, installationId: installationId as number };
 }
 
+/** How a check ended: `failed` before it could act (its claims are handed back, so a redelivery tries again). */
+export type CheckEnd = "done" | "failed";
+
 /** The check: never throws (a failure is one log line: the delivery was answered already). */
-export async function runPolicyCheck(ctx: BrokerContext, pr: PolicyPullRequest): Promise<void> {
-  const where = { repository: `${pr.owner}/${pr.repo}`, pull_request: pr.number };
+export async function runPolicyCheck(ctx: BrokerContext, pr: PolicyPullRequest, deps: { appCall: AppCall }): Promise<CheckEnd> {
+  const where = { repository: `${pr.owner}/${pr.repo}`, pull_request: pr.number, head_sha: pr.headSha };
   try {
-    const settings = ctx.settings();
-    const platform = settings.main;
+    const platform = ctx.settings().main;
     const app = requireApp(platform);
-    const client = ctx.clientFor(platform);
-    const appJwt = await ctx.appJwt.jwtFor(app);
-    const installation = await findInstallation({ client, appJwt, retry: ctx.retry, installationId: pr.installationId, owner: pr.owner, repo: pr.repo, now: ctx.now });
+    const changed = await changedPolicyFiles(ctx, { platform, app, appCall: deps.appCall }, pr);
+    if (changed.length === 0) {
+      ctx.log.info(where, "policy check run skipped: no policy file changed");
+      return "done";
+    }
+    const installation = await installationById(ctx, platform, app, pr, (call) => deps.appCall(1, call));
     if (installation.permissions.checks !== "write") {
       ctx.log.info({ ...where, installation_id: installation.id }, "policy check run skipped: the installation does not grant checks: write");
-      return;
+      return "done";
     }
-    const minted = await mintInstallationToken({
-      client, appJwt, installationId: installation.id, repositoryIds: [pr.repositoryId], retry: ctx.retry, now: ctx.now,
-      permissions: intersectPermissions({ contents: "read", pull_requests: "read", checks: "write" }, installation.permissions),
-    });
+    const client = ctx.clientFor(platform);
+    const minted = await deps.appCall(5, async () =>
+      mintInstallationToken({
+        client, appJwt: await ctx.appJwt.jwtFor(app), installationId: installation.id, repositoryIds: [pr.repositoryId], retry: ctx.retry, now: ctx.now,
+        permissions: intersectPermissions({ checks: "write" }, installation.permissions),
+      }),
+    );
     try {
-      const files = await client({ method: "GET", path: `/repos/${encodeURIComponent(pr.owner)}/${encodeURIComponent(pr.repo)}/pulls/${pr.number}/files?per_page=100`, bearer: minted.token });
-      const changed = (Array.isArray(files.data) ? files.data : []) as Array<{ filename?: unknown; status?: unknown }>;
-      const policyPaths: Array<[PolicyKind, string]> = [["repository", POLICY_FILES.repository], ...(pr.repo === ".github" ? [["owner", POLICY_FILES.owner] as [PolicyKind, string]] : [])];
-      const lines: string[] = [];
-      let failed = false;
-      for (const [kind, path] of policyPaths) {
-        const entry = changed.find((file) => file.filename === path);
-        if (!entry) continue;
-        if (entry.status === "removed") {
-          lines.push(`${path}: removed (no ${kind} policy once merged)`);
-          continue;
-        }
-        const read = await fetchPolicyFile({ client, token: minted.token, owner: pr.owner, repo: pr.repo, path, ref: pr.headSha });
-        if (read.kind !== "file") {
-          failed = true;
-          lines.push(`${path}: ${read.kind === "unreadable" ? read.problem : "not readable at the pull request's head"}`);
-          continue;
-        }
-        const compiled = createCompiled(ctx, kind, read.text, read.sha, path);
-        if (!compiled.ok) {
-          failed = true;
-          lines.push(compiled.detail);
-        } else {
-          lines.push(`${path}: valid ${kind} policy, rules: ${compiled.policy.rules.map((r) => r.name).join(", ")}`, ...compiled.policy.warnings.map((w) => `warning: ${w}`));
-        }
-      }
-      if (lines.length === 0) {
-        ctx.log.debug(where, "policy check run skipped: no policy file changed");
-        return;
-      }
+      const { lines, failed } = validate(ctx, changed);
       await client({
         method: "POST",
         path: `/repos/${encodeURIComponent(pr.owner)}/${encodeURIComponent(pr.repo)}/check-runs`,
@@ -108,9 +96,36 @@ export async function runPolicyCheck(ctx: BrokerContext, pr: PolicyPullRequest):
     } finally {
       await revokeInstallationToken({ client, token: minted.token, log: ctx.log, why: "policy check run done" });
     }
+    return "done";
   } catch (error) {
     ctx.log.warn({ ...where, err: error instanceof Error ? error.name : "unknown", status: (error as { status?: unknown })?.status }, "policy check run failed");
+    return "failed";
   }
+}
+
+/** The check run's lines: each changed file's validation as the head has it. */
+function validate(ctx: BrokerContext, changed: ChangedPolicyFile[]): { lines: string[]; failed: boolean } {
+  const lines: string[] = [];
+  let failed = false;
+  for (const { kind, path, head } of changed) {
+    if (head.kind === "absent") {
+      lines.push(`${path}: removed (no ${kind} policy once merged)`);
+      continue;
+    }
+    if (head.kind !== "file") {
+      failed = true;
+      lines.push(`${path}: ${head.kind === "unreadable" ? head.problem : "not readable at the pull request's head"}`);
+      continue;
+    }
+    const compiled = createCompiled(ctx, kind, head.text, head.sha, path);
+    if (!compiled.ok) {
+      failed = true;
+      lines.push(compiled.detail);
+    } else {
+      lines.push(`${path}: valid ${kind} policy, rules: ${compiled.policy.rules.map((r) => r.name).join(", ")}`, ...compiled.policy.warnings.map((w) => `warning: ${w}`));
+    }
+  }
+  return { lines, failed };
 }
 
 function createCompiled(ctx: BrokerContext, kind: PolicyKind, text: string, sha: string, file: string) {

@@ -5,6 +5,7 @@
 // mint under way when an `installation` or `installation_repositories` delivery drops the
 // installation's token is used by the reads that waited for it, never kept.
 import { createLoadingCache } from "../cache/loading-cache.js";
+import type { MintedToken } from "../github/mint-installation-token.js";
 
 /** A reader token is renewed when less than this is left of it. */
 export const READER_RENEW_BEFORE_MS = 10 * 60_000;
@@ -45,6 +46,18 @@ export function createReaderTokens(options: { now: () => number; maxEntries?: nu
     drop(key: string, token: string): void {
       tokens.invalidateIf(key, (kept) => kept.token === token);
     },
+  };
+}
+
+/** A reader from its mint's answer, minted at `nowMs`: what it covers is what the answer listed. */
+export function readerFromMint(minted: MintedToken, nowMs: number): ReaderToken {
+  const expiresAtMs = Date.parse(minted.expires_at);
+  const names = minted.repositories?.map((repository) => repository.name?.toLowerCase()).filter((name): name is string => name !== undefined);
+  return {
+    token: minted.token,
+    expiresAtMs: Number.isFinite(expiresAtMs) ? expiresAtMs : nowMs + 30 * 60_000,
+    covers: names === undefined ? "all" : new Set(names),
+    mintedAtMs: nowMs,
   };
 }
 

@@ -1,16 +1,20 @@
-import type { RequestHandler } from "express";
+import type { RequestHandler, Response } from "express";
 import { BrokerError } from "../../shared/broker-error.js";
 import type { WebhookIgnoredResponse, WebhookPullRequestResponse, WebhookPushResponse } from "../../shared/types.js";
 import type { BrokerContext } from "../context.js";
 import { MIB, parseJsonObject, rawBody } from "../http/json-body.js";
 import { sendJson } from "../http/send-json.js";
-import { dropPoliciesOnPush, dropReadersOnInstallationChange } from "../policy/drop-on-push.js";
-import { readPolicyPullRequest, runPolicyCheck } from "../policy/policy-check-run.js";
+import { isObject } from "../http/fields.js";
+import { dropPoliciesOnPush, dropReadersOnInstallationChange, policyFilesPushed } from "../policy/drop-on-push.js";
+import { readPolicyPullRequest } from "../policy/policy-check-run.js";
 import { requireApp } from "../token/trust.js";
 import { bodyDigest } from "../webhook/body-digests.js";
+import { createMemoryCheckRunQueue, type CheckRunQueue } from "../webhook/check-run-queue.js";
+import { createCheckRunShare } from "../webhook/check-run-share.js";
+import { createMemoryClaims } from "../webhook/memory-claims.js";
 import { createMemoryQueue, type PushQueue } from "../webhook/memory-queue.js";
 import { readPush } from "../webhook/read-push.js";
-import { createRedisQueue } from "../webhook/redis-queue.js";
+import { createDurableQueues } from "../webhook/durable-queues.js";
 import { verifySignature } from "../webhook/verify-signature.js";
 
 /** The platform's cap on a webhook payload (DESIGN.md body limits). */
@@ -18,9 +22,10 @@ export const WEBHOOK_BODY_LIMIT = 25 * MIB;
 
 /**
  * POST /webhook, top to bottom (DESIGN.md order of checks): secret configured → raw body (413 over
- * the limit) → signature over the raw bytes → JSON → event. Only `push` is acted on, and only when
+ * the limit) → signature over the raw bytes → JSON → event. A `push` is acted on when
  * AUTO_UPDATE_BRANCHES is on: the push is queued (answered 202 at once) and the queue brings the
- * open pull requests on the pushed branch up to date.
+ * open pull requests on the pushed branch up to date; a `pull_request` when POLICY_CHECK_RUNS is on:
+ * its policy check is queued likewise. Every delivery acted on is claimed first (id and signed body).
  */
 export function webhookRoute(ctx: BrokerContext): { handlers: RequestHandler[]; close(): Promise<void> } {
   const queues = createPushQueues(ctx);
@@ -30,39 +35,60 @@ export function webhookRoute(ctx: BrokerContext): { handlers: RequestHandler[]; 
   };
 }
 
+/** The push queue and the check-run queue of one `WEBHOOK_QUEUE`. */
+interface Queues {
+  push: PushQueue;
+  checks: CheckRunQueue;
+}
+
 /**
- * The push queue of the current `WEBHOOK_QUEUE` (one per URL; unset: in process). The durable one
- * is started with the app when the setting is there at start-up, so a restarted instance takes
- * over the jobs left waiting or running.
+ * The queues of the current `WEBHOOK_QUEUE` (one pair per URL; unset: in process). The durable ones
+ * are started with the app when the setting is there at start-up, so a restarted instance takes
+ * over the jobs left waiting or running. Check runs spend one share of the App's budget, whichever queue.
  */
 function createPushQueues(ctx: BrokerContext) {
-  const queues = new Map<string, PushQueue>();
-  const forUrl = (url: string | null): PushQueue => {
+  const queues = new Map<string, Promise<Queues>>();
+  const share = createCheckRunShare(ctx);
+  const forUrl = (url: string | null): Promise<Queues> => {
     const key = url ?? "";
-    let queue = queues.get(key);
-    if (!queue) {
-      queue = url === null ? createMemoryQueue(ctx) : createRedisQueue(ctx, url);
-      queues.set(key, queue);
+    let pair = queues.get(key);
+    if (!pair) {
+      pair = url === null
+        ? Promise.resolve({ push: createMemoryQueue(ctx), checks: createMemoryCheckRunQueue(ctx, share) })
+        : createDurableQueues(ctx, url, share);
+      // An unusable URL is each delivery's to answer (500), and asked again by the next one.
+      pair.catch(() => queues.delete(key));
+      queues.set(key, pair);
     }
-    return queue;
+    return pair;
   };
   try {
     const atStart = ctx.settings().webhookQueueUrl;
-    if (atStart !== null) forUrl(atStart);
+    if (atStart !== null) {
+      forUrl(atStart).catch((error: unknown) => {
+        ctx.log.error({ problem: error instanceof Error ? error.message.slice(0, 200) : "unusable" }, "webhook queue not started: pushes are answered 500 internal_error until WEBHOOK_QUEUE is usable");
+      });
+    }
   } catch (error) {
-    // An unreadable environment is each request's to answer (500); an unusable URL, each push's.
+    // An unreadable environment is each request's to answer (500).
     ctx.log.error({ problem: error instanceof Error ? error.message.slice(0, 200) : "unusable" }, "webhook queue not started: pushes are answered 500 internal_error until WEBHOOK_QUEUE is usable");
   }
   return {
-    get(url: string | null): PushQueue {
+    async get(url: string | null): Promise<Queues> {
       try {
-        return forUrl(url);
+        return await forUrl(url);
       } catch (error) {
         throw new BrokerError("internal_error", { detail: "WEBHOOK_QUEUE unusable", cause: error });
       }
     },
     async close(): Promise<void> {
-      await Promise.all([...queues.values()].map((queue) => queue.close()));
+      // The check-run queue first: it uses the push queue's Redis connection.
+      await Promise.all([...queues.values()].map(async (started) => {
+        const pair = await started.catch(() => undefined);
+        if (!pair) return;
+        await pair.checks.close();
+        await pair.push.close();
+      }));
     },
   };
 }
@@ -89,6 +115,11 @@ function verifyDelivery(ctx: BrokerContext): RequestHandler {
 }
 
 function handleDelivery(ctx: BrokerContext, queues: ReturnType<typeof createPushQueues>): RequestHandler {
+  // Deliveries acted on inside this process only (cache drops: installation changes, a pushed
+  // policy file), claimed here so a replay does not drop them again: each drop makes the next
+  // /token pay for a fresh read or reader mint. In process: the caches they drop are this process's.
+  const internal = createMemoryClaims({ now: ctx.now });
+  const firstTime = async (res: Response) => (await internal.claim({ id: res.req.get("x-github-delivery"), bodyDigest: res.locals.bodyDigest as string }, null, null)) === "claimed";
   return async (req, res) => {
     const event = req.get("x-github-event")?.trim() ?? "";
     if (!/^[a-z0-9_.-]{1,100}$/i.test(event)) throw new BrokerError("invalid_request", { detail: "no X-GitHub-Event" });
@@ -100,21 +131,31 @@ function handleDelivery(ctx: BrokerContext, queues: ReturnType<typeof createPush
     };
 
     if (event === "pull_request" && ctx.settings().policyCheckRuns) {
-      // DESIGN.md: only with POLICY_CHECK_RUNS on is a pull_request acted on; answered first, checked after.
+      // DESIGN.md: only with POLICY_CHECK_RUNS on is a pull_request acted on; answered first, checked
+      // after, from the check-run queue, each delivery claimed as a push is (docs/security.md).
       const pr = readPolicyPullRequest(req.body as Record<string, unknown>);
       if (!pr) return void answer({ ok: true, event: "pull_request", skipped: "not_checked" });
-      void runPolicyCheck(ctx, pr);
+      const settings = ctx.settings();
+      const store = ctx.stores.get(settings.releasesKvUrl, "tokensmith-deliveries");
+      const mark = { id: deliveryId, bodyDigest: res.locals.bodyDigest as string };
+      const queued = await (await queues.get(settings.webhookQueueUrl)).checks.enqueue(pr, mark, store, ctx.stores.lockFor(settings.releasesKvUrl));
+      if (queued !== "queued") {
+        ctx.log.info({ event, delivery: deliveryId, repository: `${pr.owner}/${pr.repo}`, request_id: requestId, seen: queued }, "pull_request delivery already acted on: not acted on again");
+        return void answer({ ok: true, event: "pull_request", skipped: "duplicate_delivery", duplicate: true });
+      }
       return void answer({ ok: true, event: "pull_request", queued: true, repository: `${pr.owner}/${pr.repo}`, number: pr.number, delivery: deliveryId ?? null }, 202);
     }
     if (event !== "push") {
-      dropReadersOnInstallationChange(ctx, event, req.body); // internal: the answer stays `ignored`
-      // The App's installations changed: "not installed" answers of that account go (internal; the answer stays the spec's).
-      if (event === "installation" || event === "installation_repositories") ctx.notInstalled.dropOwner(installationAccountId(req.body));
+      if ((event === "installation" || event === "installation_repositories") && (await firstTime(res))) {
+        dropReadersOnInstallationChange(ctx, event, req.body); // internal: the answer stays `ignored`
+        // The App's installations changed: "not installed" answers of that account go (internal; the answer stays the spec's).
+        ctx.notInstalled.dropOwner(installationAccountId(req.body));
+      }
       ctx.log.info({ event, delivery: deliveryId, request_id: requestId }, "webhook event ignored");
       return void answer({ ok: true, ignored: event });
     }
     // Internal, answer unchanged: a push that touches a policy file drops its cached read.
-    await dropPoliciesOnPush(ctx, req.body);
+    if (isObject(req.body) && policyFilesPushed(req.body) && (await firstTime(res))) await dropPoliciesOnPush(ctx, req.body);
     const settings = ctx.settings();
     if (!settings.autoUpdateBranches) return void answer({ ok: true, event: "push", skipped: "auto_update_disabled" });
     const push = readPush(req.body as Record<string, unknown>);
@@ -122,7 +163,7 @@ function handleDelivery(ctx: BrokerContext, queues: ReturnType<typeof createPush
     requireApp(settings.main);
 
     const store = ctx.stores.get(settings.releasesKvUrl, "tokensmith-deliveries");
-    const queued = await queues.get(settings.webhookQueueUrl).enqueue(push, { id: deliveryId, bodyDigest: res.locals.bodyDigest as string }, store, ctx.stores.lockFor(settings.releasesKvUrl));
+    const queued = await (await queues.get(settings.webhookQueueUrl)).push.enqueue(push, { id: deliveryId, bodyDigest: res.locals.bodyDigest as string }, store, ctx.stores.lockFor(settings.releasesKvUrl));
     if (queued === "replayed") {
       // The same signed body under another id within the day: a replay, or a copy sent twice. Answered as a duplicate (DESIGN.md's words).
       ctx.log.warn({ event, delivery: deliveryId, repository: push.repository, request_id: requestId }, "push body already seen under another delivery id: not acted on again");

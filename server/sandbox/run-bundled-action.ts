@@ -15,7 +15,7 @@ function packageRoot(): string {
 }
 
 /** action.yml's defaults, as the runner fills them in for inputs a workflow does not give (test/action-metadata.test.ts holds them to action.yml). */
-export const ACTION_INPUT_DEFAULTS: Readonly<Record<string, string>> = { "broker-fallback-url": "", "oidc-audience": "tokensmith", "skip-token-revoke": "false", "timeout-seconds": "90", "policy-rule": "", repositories: "" };
+export const ACTION_INPUT_DEFAULTS: Readonly<Record<string, string>> = { "broker-fallback-url": "", "oidc-audience": "tokensmith", "skip-token-revoke": "false", "timeout-seconds": "90", "policy-rule": "", repositories: "", "github-api-url": "" };
 
 export interface StepRun {
   exitCode: number | null;

@@ -23,11 +23,13 @@ export function bodyDigest(raw: Buffer): string {
  * process's view alone. The check-and-mark in memory happens before any await, so two copies
  * reaching this process together act once too.
  */
-export function createBodyDigestLog(options: { now: () => number; limit?: number }) {
+export function createBodyDigestLog(options: { now: () => number; limit?: number; claimPrefix?: string }) {
   const limit = options.limit ?? MEMORY_LIMIT;
   const remembered = new Map<string, number>();
   const leases = new Map<string, Lease>();
-  const claimKey = (digest: string) => `tokensmith-deliveries:body:${digest}`;
+  // Another prefix keeps another kind of subject (the check runs' heads) apart in the shared Redis.
+  const claimPrefix = options.claimPrefix ?? "tokensmith-deliveries:body:";
+  const claimKey = (digest: string) => `${claimPrefix}${digest}`;
 
   const seen = (digest: string): boolean => {
     const until = remembered.get(digest);

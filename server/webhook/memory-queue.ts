@@ -2,17 +2,12 @@ import { randomUUID } from "node:crypto";
 import type { BrokerContext } from "../context.js";
 import type { KeyValueStore } from "../kv/key-value-store.js";
 import type { LeaseLock } from "../kv/lease-lock.js";
-import { createBodyDigestLog } from "./body-digests.js";
-import { createDeliveryLog } from "./deliveries.js";
+import { createMemoryClaims, type DeliveryMark } from "./memory-claims.js";
 import { createPacer, memoryPaceStore } from "./pacer.js";
 import { memoryProgress, runPushJob, type PushJob } from "./push-job.js";
 import type { BranchPush } from "./read-push.js";
 
-/** One verified delivery: its `X-GitHub-Delivery` (unsigned) and the SHA-256 of its signed raw body. */
-export interface DeliveryMark {
-  id: string | undefined;
-  bodyDigest: string;
-}
+export type { DeliveryMark } from "./memory-claims.js";
 
 /** What the route needs of a push queue, in process or in Redis. */
 export interface PushQueue {
@@ -41,8 +36,7 @@ export function coalesceKey(push: BranchPush): string {
  * Pending and unfinished work is lost when the process stops (logged).
  */
 export function createMemoryQueue(ctx: BrokerContext): PushQueue {
-  const deliveries = createDeliveryLog({ now: ctx.now });
-  const bodies = createBodyDigestLog({ now: ctx.now });
+  const claims = createMemoryClaims({ now: ctx.now });
   /** The body digests of each job's pushes, handed back when the job fails before acting. */
   const jobBodies = new Map<PushJob, string[]>();
   const pacer = createPacer({ store: memoryPaceStore(), now: ctx.now, sleep: ctx.sleep });
@@ -64,8 +58,8 @@ export function createMemoryQueue(ctx: BrokerContext): PushQueue {
         .then(async (end) => {
           // Nothing was done: a redelivery of any of its deliveries may try again.
           if (end.end === "failed") {
-            for (const id of job.deliveries) if (deliveries.usable(id)) await deliveries.forget(id, store);
-            for (const digest of jobBodies.get(job) ?? []) await bodies.forget(digest);
+            for (const id of job.deliveries) await claims.forgetId(id, store);
+            for (const digest of jobBodies.get(job) ?? []) await claims.forgetBody(digest);
           }
           if (end.end === "interrupted") ctx.log.warn({ job: job.id, repository: job.push.repository, branch: job.push.branch, deliveries: job.deliveries, remaining: end.remaining }, "push job stopped at shutdown: its remaining pull requests are not updated");
         })
@@ -82,14 +76,9 @@ export function createMemoryQueue(ctx: BrokerContext): PushQueue {
 
   return {
     async enqueue(push, delivery, store, lock = null) {
+      const claimed = await claims.claim(delivery, store, lock);
+      if (claimed !== "claimed") return claimed;
       const deliveryId = delivery.id;
-      const tracked = deliveries.usable(deliveryId);
-      if (tracked && !(await deliveries.claim(deliveryId, store, lock))) return "duplicate";
-      if (!(await bodies.claim(delivery.bodyDigest, lock))) {
-        // A replayed body under a fresh id: the id is spent too, so resending it is a duplicate as well.
-        if (tracked) await deliveries.done(deliveryId, store);
-        return "replayed";
-      }
       const key = coalesceKey(push);
       const joined = pending.get(key);
       if (joined) {
@@ -101,7 +90,6 @@ export function createMemoryQueue(ctx: BrokerContext): PushQueue {
         jobBodies.set(job, [delivery.bodyDigest]);
         waiting.push({ key, job, store });
       }
-      if (tracked) await deliveries.done(deliveryId, store);
       pump();
       return "queued";
     },

@@ -2,7 +2,7 @@ import { BrokerError } from "../../shared/broker-error.js";
 import type { Permissions } from "../../shared/token-permissions.js";
 import type { AppCredentials } from "../app-credentials.js";
 import type { BrokerContext } from "../context.js";
-import { findInstallation } from "../github/find-installation.js";
+import { installationById, installationByIdKey } from "../github/installation-by-id.js";
 import { intersectPermissions } from "../github/intersect-permissions.js";
 import { mintInstallationToken, type MintedToken } from "../github/mint-installation-token.js";
 import type { PlatformSettings } from "../settings.js";
@@ -32,18 +32,12 @@ export function pushPermissions(granted: Record<string, string>): Permissions {
  * installation_token_failed; a 401 drops the App JWT so the next job signs afresh.
  */
 export async function mintForPush(ctx: BrokerContext, platform: PlatformSettings, app: AppCredentials, push: BranchPush): Promise<MintedToken> {
-  const cacheKey = ctx.installations.key(platform.apiBase, app.appId, `installation:${push.installationId}`);
+  const cacheKey = installationByIdKey(ctx, platform, app, push.installationId);
   try {
-    const client = ctx.clientFor(platform);
-    const appJwt = await ctx.appJwt.jwtFor(app);
-    let installation = ctx.installations.get(cacheKey);
-    if (!installation) {
-      installation = await findInstallation({ client, appJwt, retry: ctx.retry, installationId: push.installationId, owner: push.owner, repo: push.name });
-      ctx.installations.set(cacheKey, installation);
-    }
+    const installation = await installationById(ctx, platform, app, { installationId: push.installationId, owner: push.owner, repo: push.name });
     return await mintInstallationToken({
-      client,
-      appJwt,
+      client: ctx.clientFor(platform),
+      appJwt: await ctx.appJwt.jwtFor(app),
       installationId: push.installationId,
       repositoryName: push.name,
       permissions: pushPermissions(installation.permissions),

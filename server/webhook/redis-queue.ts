@@ -2,18 +2,15 @@ import { Queue, WaitingError, Worker, type Job } from "bullmq";
 import { Redis } from "ioredis";
 import { BrokerError } from "../../shared/broker-error.js";
 import type { BrokerContext } from "../context.js";
-import { BODY_DIGEST_TTL_MS } from "./body-digests.js";
-import { DELIVERY_TTL_MS } from "./deliveries.js";
 import { coalesceKey, JOB_CONCURRENCY, type PushQueue } from "./memory-queue.js";
 import { createPacer, redisPaceStore } from "./pacer.js";
+import { parseQueueAddress, type QueueAddress } from "./queue-address.js";
+import { claimInRedis, claimKeys } from "./redis-claims.js";
 import { runPushJob, type JobProgress } from "./push-job.js";
 import type { BranchPush } from "./read-push.js";
 import type { OpenPullRequest, UpdateResult } from "./update-pull-requests.js";
 
 const QUEUE_NAME = "push";
-const DEFAULT_PREFIX = "tokensmith";
-/** The lease of a running job: its instance renews it; unrenewed this long, another takes the job over. */
-const DEFAULT_LEASE_MS = 30_000;
 /** How long a job's progress (its listing, each pull request's answer) is kept. */
 const PROGRESS_TTL_S = 24 * 3600;
 /** Upper bound on queuing one delivery (claim + add): past it the delivery is answered 500. */
@@ -21,25 +18,11 @@ const ENQUEUE_TIMEOUT_MS = 5_000;
 /** Upper bound on stopping the worker at shutdown (the process exits 1 after 9 s anyway). */
 const CLOSE_TIMEOUT_MS = 5_000;
 
-export interface QueueAddress {
-  /** The Redis URL without the broker's own query parameters. */
-  redisUrl: string;
-  /** BullMQ key prefix (and of the broker's own keys): `?prefix=` — separate queues on one Redis. */
-  prefix: string;
-  /** `?lease_ms=`: the job lease (BullMQ `lockDuration`, also the stalled-check interval). */
-  leaseMs: number;
-}
-
-/** `redis://host:port[/db][?prefix=name&lease_ms=30000]` (also `rediss://`). */
-export function parseQueueAddress(raw: string): QueueAddress {
-  const url = new URL(raw);
-  if (url.protocol !== "redis:" && url.protocol !== "rediss:") throw new Error("WEBHOOK_QUEUE must be a redis:// or rediss:// URL");
-  const prefix = url.searchParams.get("prefix") || DEFAULT_PREFIX;
-  if (!/^[A-Za-z0-9_.-]{1,100}$/.test(prefix)) throw new Error("WEBHOOK_QUEUE prefix must be letters, digits, _ . -");
-  const lease = Number(url.searchParams.get("lease_ms") ?? DEFAULT_LEASE_MS);
-  url.searchParams.delete("prefix");
-  url.searchParams.delete("lease_ms");
-  return { redisUrl: url.toString(), prefix, leaseMs: Number.isSafeInteger(lease) && lease >= 1000 ? lease : DEFAULT_LEASE_MS };
+/** The queue's Redis, for the other durable queue on it (check runs): its address and command connection, and the bound on a call. */
+export interface QueueRedis {
+  address: QueueAddress;
+  commands: Redis;
+  bounded: <T>(work: Promise<T>) => Promise<T>;
 }
 
 interface JobData {
@@ -65,7 +48,7 @@ interface JobData {
  *   first listed, so a pull request is updated at most once per job (see README "POST /webhook").
  * - Pacing: one slot schedule per installation in Redis, shared by every instance.
  */
-export function createRedisQueue(ctx: BrokerContext, raw: string): PushQueue {
+export function createRedisQueue(ctx: BrokerContext, raw: string): PushQueue & { redis: QueueRedis } {
   const address = parseQueueAddress(raw);
   const { prefix } = address;
   const commands = new Redis(address.redisUrl, { maxRetriesPerRequest: 1, lazyConnect: false });
@@ -76,8 +59,7 @@ export function createRedisQueue(ctx: BrokerContext, raw: string): PushQueue {
   const pacer = createPacer({ store: redisPaceStore(commands, prefix), now: ctx.now, sleep: ctx.sleep });
   let stopping = false;
 
-  const deliveryKey = (id: string) => `${prefix}:delivery:${id}`;
-  const bodyKey = (digest: string) => `${prefix}:body:${digest}`;
+  const { delivery: deliveryKey, body: bodyKey } = claimKeys(prefix);
   const joinedKey = (key: string) => `${prefix}:push-deliveries:${encodeURIComponent(key)}`;
   const resultsKey = (jobId: string) => `${prefix}:push-results:${jobId}`;
 
@@ -138,20 +120,14 @@ export function createRedisQueue(ctx: BrokerContext, raw: string): PushQueue {
     Promise.race([work, new Promise<never>((_, reject) => setTimeout(() => reject(new Error("webhook queue: Redis did not answer in time")), ENQUEUE_TIMEOUT_MS).unref())]);
 
   return {
+    redis: { address, commands, bounded: withTimeout },
     async enqueue(push, delivery) {
       const key = coalesceKey(push);
-      const id = delivery.id && /^[A-Za-z0-9-]{1,100}$/.test(delivery.id) ? delivery.id : undefined;
-      let claimed = false;
-      let claimedBody = false;
+      let claim: Awaited<ReturnType<typeof claimInRedis>> | undefined;
       try {
-        if (id !== undefined) {
-          claimed = (await withTimeout(commands.set(deliveryKey(id), delivery.bodyDigest, "PX", DELIVERY_TTL_MS, "NX"))) === "OK";
-          if (!claimed) return "duplicate";
-        }
-        claimedBody = (await withTimeout(commands.set(bodyKey(delivery.bodyDigest), id ?? "-", "PX", BODY_DIGEST_TTL_MS, "NX"))) === "OK";
-        // A replayed body under a fresh id: that id stays claimed, so resending it is a duplicate as well.
-        if (!claimedBody) return "replayed";
-        if (id !== undefined) await withTimeout(commands.multi().rpush(joinedKey(key), id).expire(joinedKey(key), PROGRESS_TTL_S).exec());
+        claim = await claimInRedis(commands, prefix, delivery, withTimeout);
+        if (claim.outcome !== "claimed") return claim.outcome;
+        if (delivery.id !== undefined && /^[A-Za-z0-9-]{1,100}$/.test(delivery.id)) await withTimeout(commands.multi().rpush(joinedKey(key), delivery.id).expire(joinedKey(key), PROGRESS_TTL_S).exec());
         await withTimeout(
           queue.add(QUEUE_NAME, { push }, {
             deduplication: { id: key, keepLastIfActive: true },
@@ -161,8 +137,7 @@ export function createRedisQueue(ctx: BrokerContext, raw: string): PushQueue {
         );
         return "queued";
       } catch (error) {
-        const keys = [...(claimed ? [deliveryKey(id!)] : []), ...(claimedBody ? [bodyKey(delivery.bodyDigest)] : [])];
-        if (keys.length > 0) await commands.del(...keys).catch(() => undefined);
+        await claim?.undo();
         throw new BrokerError("internal_error", { detail: "webhook queue unavailable", cause: error });
       }
     },

@@ -10,7 +10,8 @@ import { runnerJobEnv } from "./runner-env.js";
 import type { FaultResponse } from "../../simulator/types.js";
 import { runStep, type StepOptions, type StepResult } from "./action-runner.js";
 import { RUNTIMES } from "./action-node24.js";
-import { closedPortUrl, startConnectProxy, startSilentServer, startStubServer, type StubServer } from "./action-stub-server.js";
+import { closedPortUrl, startConnectProxy, startSilentServer, startStubServer, startTlsFront, type StubServer } from "./action-stub-server.js";
+import { selfSignedCertificate } from "./test-certificate.js";
 
 /** Registers the suite's hooks and tests for these runtimes; call it at a test file's top level. */
 export function actionE2eSuite(runtimes: typeof RUNTIMES): void {
@@ -101,14 +102,17 @@ export function actionE2eSuite(runtimes: typeof RUNTIMES): void {
         expect(main.lines.some((line) => line.startsWith(`tokensmith: attempt 1: ${primary} is unreachable (`))).toBe(true);
       });
 
-      it("goes through http_proxy for a broker whose name only the proxy can reach (the README's promise)", async () => {
+      it("goes through https_proxy for a broker whose name only the proxy can reach (the README's promise)", async () => {
         const proxy = await startConnectProxy();
         stubs.push(proxy);
-        const port = new URL(t.broker.url).port;
+        // https end to end (plain http is refused off loopback): TLS for the broker's name in front of it, trusted by the step.
+        const certificate = selfSignedCertificate("tokensmith-broker.invalid");
+        const front = await startTlsFront(Number(new URL(t.broker.url).port), certificate);
+        stubs.push(front);
         // .invalid never resolves (RFC 6761): the broker is reachable through the proxy or not at all.
-        const main = await runMain({ "broker-url": `http://tokensmith-broker.invalid:${port}` }, { http_proxy: proxy.url });
+        const main = await runMain({ "broker-url": `https://tokensmith-broker.invalid:${front.port}` }, { https_proxy: proxy.url, NODE_EXTRA_CA_CERTS: certificate.certFile });
         expect(main.exitCode).toBe(0);
-        expect(proxy.connects).toEqual([`tokensmith-broker.invalid:${port}`]);
+        expect(proxy.connects).toEqual([`tokensmith-broker.invalid:${front.port}`]);
         expect(tokenCalls()).toEqual(["200"]);
         expect(t.fx.sim.tokens.has(main.outputs.token!)).toBe(true);
       });
@@ -216,7 +220,7 @@ export function actionE2eSuite(runtimes: typeof RUNTIMES): void {
         stubs.push(silent);
         const post = await step("post", {
           env: { ...jobEnv(), ...bounded, GITHUB_API_URL: silent.url },
-          state: { token: "ghs_never_sent_anywhere_real", "expires-at": new Date(Date.now() + 3_600_000).toISOString() },
+          state: { token: "ghs_never_sent_anywhere_real_000000000001", "expires-at": new Date(Date.now() + 3_600_000).toISOString() },
           killAfterMs: BOUND_MS,
         });
         expect(post.killed).toBe(false);
@@ -231,7 +235,7 @@ export function actionE2eSuite(runtimes: typeof RUNTIMES): void {
     // the broker's version.
     describe("the bundled main step retries only what the broker marks as worth retrying", () => {
       // An hour ahead: the action refuses an expires_at more than a day away (issue 25).
-      const tokenBody = JSON.stringify({ token: "ghs_stubbed_installation_token_0001", expires_at: new Date(Date.now() + 3_600_000).toISOString(), repository: "octo-org/app" });
+      const tokenBody = JSON.stringify({ token: "ghs_stubbed_installation_token_00000000001", expires_at: new Date(Date.now() + 3_600_000).toISOString().replace(/\.\d{3}Z$/, "Z"), repository: "octo-org/app" });
       const stub = async (answer: Parameters<typeof startStubServer>[0]) => {
         const server = await startStubServer(answer);
         stubs.push(server);
@@ -247,7 +251,7 @@ export function actionE2eSuite(runtimes: typeof RUNTIMES): void {
         expect(main.exitCode).toBe(0);
         expect(broker.requests).toHaveLength(2);
         expect(main.lines).toContain("tokensmith: retrying in 1000 ms (attempt 2 of 4)");
-        expect(main.outputs.token).toBe("ghs_stubbed_installation_token_0001");
+        expect(main.outputs.token).toBe("ghs_stubbed_installation_token_00000000001");
       });
 
       it.each([

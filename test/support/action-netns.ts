@@ -86,7 +86,7 @@ const server = http.createServer((req, res) => {
     res.writeHead(200, { "content-type": "application/json" });
     res.end(JSON.stringify(req.method === "GET"
       ? { value: "eyJhbGciOiJub25lIn0.eyJzdWIiOiJibGFjay1ob2xlLXRlc3QifQ.c2lnbmF0dXJl" }
-      : { token: "ghs_black_hole_test_token_0001", expires_at: new Date(Date.now() + 3600000).toISOString(), repository: "octo-org/app" }));
+      : { token: "ghs_black_hole_test_token_0000000000000001", expires_at: new Date(Date.now() + 3600000).toISOString().replace(/\\.\\d{3}Z$/, "Z"), repository: "octo-org/app" }));
   });
 });
 server.listen(0, "127.0.0.1", () => process.stdout.write("listening " + server.address().port + "\\n"));

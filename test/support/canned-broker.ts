@@ -4,6 +4,8 @@
 // DELETE /installation/token (GITHUB_API_URL points here too). It records every request.
 import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { afterEach, beforeAll } from "@jest/globals";
+import { node24 } from "./action-node24.js";
 
 export interface CannedRequest {
   method: string;
@@ -93,5 +95,29 @@ export function goodAnswer(overrides: Record<string, unknown> = {}): Record<stri
     installation_id: 4242,
     app_slug: "tokensmith-release",
     ...overrides,
+  };
+}
+
+/**
+ * Registers a bundled-action test file's hooks: the Node 24 binary found before all (node()), and
+ * every broker started through canned() closed after each test.
+ */
+export function useCannedBrokers(): { node: () => string; canned: (onToken?: TokenHandler) => Promise<CannedBroker>; closeAfterTest: (close: () => Promise<void>) => void } {
+  let binary = "";
+  const closers: Array<() => Promise<void>> = [];
+  beforeAll(() => {
+    binary = node24();
+  }, 360_000);
+  afterEach(async () => {
+    await Promise.all(closers.splice(0).map((close) => close()));
+  });
+  return {
+    node: () => binary,
+    async canned(onToken = () => ({ status: 200, body: goodAnswer() })) {
+      const broker = await startCannedBroker(onToken);
+      closers.push(() => broker.close());
+      return broker;
+    },
+    closeAfterTest: (close) => void closers.push(close),
   };
 }

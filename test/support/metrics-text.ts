@@ -54,7 +54,16 @@ const VALUE = /^(?:[+-]?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?|[+-]?inf(?:inity)?|nan
 const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\["\\n])*"(?:,[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\["\\n])*")*,?)?\})? (\S+)(?: (-?\d+))?$/;
 const TYPES = new Set(["counter", "gauge", "histogram", "summary", "untyped"]);
 
-/** What `promtool check metrics` reports, without promtool: one line per problem, code 3 like promtool's lint failure. */
+/**
+ * What `promtool check metrics` reports, without promtool: one line per problem, code 3 like
+ * promtool's lint failure. The grammar line by line (the parser above is lenient), the families'
+ * consistency that Prometheus's text parser enforces (one TYPE and HELP each, samples that belong
+ * to their family, histograms whose `le` buckets ascend to `+Inf` with counts that never fall and
+ * a `_count` equal to the `+Inf` bucket), and promlint's rules for the kinds of series we emit
+ * (`_total` on counters only, snake_case names, no type or abbreviated unit in a name, no `:`,
+ * `le` and `quantile` reserved). Stricter than promtool where promtool only warns: this check
+ * stands in for it, so it must not be weaker.
+ */
 export function parserCheck(text: string): { code: number; output: string } {
   const problems: string[] = [];
   try {
@@ -62,10 +71,11 @@ export function parserCheck(text: string): { code: number; output: string } {
   } catch (error) {
     return { code: 1, output: `error while linting: ${(error as Error).message}\n` };
   }
-  // The parser is lenient (it reads any two words as a sample): the grammar, line by line.
   const types = new Map<string, string>();
   const helps = new Set<string>();
   const seen = new Set<string>();
+  /** Histogram series (the labels other than `le`) → its buckets in the order written, its count. */
+  const histograms = new Map<string, { family: string; buckets: Array<{ le: number; value: number }>; count?: number; sum?: boolean }>();
   for (const line of text.split("\n")) {
     if (line === "") continue;
     const comment = /^# (HELP|TYPE) (\S+)(?: (.*))?$/.exec(line);
@@ -76,7 +86,10 @@ export function parserCheck(text: string): { code: number; output: string } {
         if (!TYPES.has(rest)) problems.push(`${name}: unknown type ${rest}`);
         if (types.has(name!)) problems.push(`${name}: second TYPE line`);
         types.set(name!, rest);
-      } else helps.add(name!);
+      } else {
+        if (helps.has(name!)) problems.push(`${name}: second HELP line`);
+        helps.add(name!);
+      }
       continue;
     }
     if (line.startsWith("#")) continue;
@@ -85,16 +98,62 @@ export function parserCheck(text: string): { code: number; output: string } {
       problems.push(`invalid line: ${line}`);
       continue;
     }
-    if (!VALUE.test(match[3]!)) problems.push(`${match[1]}: invalid value ${match[3]}`);
-    const series = `${match[1]}${match[2] ?? ""}`;
+    const [, name, labelText = "", value] = match as unknown as [string, string, string | undefined, string];
+    if (!VALUE.test(value)) problems.push(`${name}: invalid value ${value}`);
+    const series = `${name}${labelText}`;
     if (seen.has(series)) problems.push(`${series}: duplicate series`);
     seen.add(series);
+    const labels = [...labelText.matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1]!, m[2]!] as const);
+    const family = familyOf(name, types);
+    const type = family === undefined ? undefined : types.get(family);
+    if (family === undefined) problems.push(`${name}: sample without a TYPE line of its family`);
+    for (const [label] of labels) {
+      if (/[A-Z]/.test(label) && /[a-z]/.test(label)) problems.push(`${name}: label names should be written in 'snake_case' not 'camelCase'`);
+      if (label === "le" && type !== "histogram") problems.push(`${name}: non-histogram metrics should not have "le" label`);
+      if (label === "quantile" && type !== "summary") problems.push(`${name}: non-summary metrics should not have "quantile" label`);
+    }
+    if (type !== "histogram" || family === undefined) continue;
+    const key = `${family}{${labels.filter(([label]) => label !== "le").map(([l, v]) => `${l}=${v}`).join(",")}}`;
+    const histogram = histograms.get(key) ?? { family, buckets: [] };
+    histograms.set(key, histogram);
+    if (name === `${family}_bucket`) {
+      const le = labels.find(([label]) => label === "le")?.[1];
+      if (le === undefined) problems.push(`${series}: histogram bucket without "le" label`);
+      else histogram.buckets.push({ le: le === "+Inf" ? Infinity : Number(le), value: Number(value) });
+    } else if (name === `${family}_count`) histogram.count = Number(value);
+    else if (name === `${family}_sum`) histogram.sum = true;
   }
   for (const [name, type] of types) {
     if (!helps.has(name)) problems.push(`${name}: no help text`);
     if (type === "counter" && !name.endsWith("_total")) problems.push(`${name}: counter metrics should have "_total" suffix`);
+    if (type !== "counter" && name.endsWith("_total")) problems.push(`${name}: non-counter metrics should not have "_total" suffix`);
+    if (type !== "histogram" && /_(bucket|count|sum)$/.test(name)) problems.push(`${name}: non-histogram and non-summary metrics should not have "${name.slice(name.lastIndexOf("_"))}" suffix`);
+    if (/[A-Z]/.test(name) && /[a-z]/.test(name)) problems.push(`${name}: metric names should be written in 'snake_case' not 'camelCase'`);
+    if (name.includes(":")) problems.push(`${name}: metric names should not contain ':'`);
+    if (/_(counter|gauge|histogram|summary|untyped)(_|$)/.test(name)) problems.push(`${name}: metric name should not include type '${/_(counter|gauge|histogram|summary|untyped)(_|$)/.exec(name)![1]}'`);
+    const unit = /_(s|ms|us|ns|sec|b|kb|mb|gb|tb|pb|m|h|d)(_|$)/.exec(name);
+    if (unit) problems.push(`${name}: metric names should use base units ('_${unit[1]}' is an abbreviation)`);
   }
-  return problems.length ? { code: 3, output: problems.map((p) => `${p}\n`).join("") } : { code: 0, output: "" };
+  for (const [key, histogram] of histograms) {
+    const { buckets } = histogram;
+    if (buckets.length === 0 || buckets.at(-1)!.le !== Infinity) problems.push(`${key}: histogram has no "+Inf" bucket last`);
+    for (let i = 1; i < buckets.length; i += 1) {
+      if (!(buckets[i]!.le > buckets[i - 1]!.le)) problems.push(`${key}: histogram buckets' "le" are not in ascending order`);
+      if (buckets[i]!.value < buckets[i - 1]!.value) problems.push(`${key}: histogram bucket counts fall`);
+    }
+    if (histogram.count === undefined) problems.push(`${key}: histogram without _count`);
+    else if (buckets.length > 0 && buckets.at(-1)!.le === Infinity && buckets.at(-1)!.value !== histogram.count) problems.push(`${key}: histogram's _count differs from its "+Inf" bucket`);
+    if (!histogram.sum) problems.push(`${key}: histogram without _sum`);
+  }
+  return problems.length ? { code: 3, output: [...new Set(problems)].map((p) => `${p}\n`).join("") } : { code: 0, output: "" };
+}
+
+/** The TYPE'd family a sample belongs to: its own name, or a histogram's or summary's with its suffix cut. */
+function familyOf(name: string, types: ReadonlyMap<string, string>): string | undefined {
+  if (types.has(name)) return name;
+  const base = /^(.*)_(bucket|count|sum)$/.exec(name)?.[1];
+  if (base !== undefined && (types.get(base) === "histogram" || (types.get(base) === "summary" && !name.endsWith("_bucket")))) return base;
+  return undefined;
 }
 
 export async function scrape(adminUrl: string): Promise<string> {
