@@ -109,8 +109,8 @@ describe("an installation change while a load is under way", () => {
 
     t.fx.sim.clearRequests();
     expect((await mint("docs")).status).toBe(200);
-    // The read of docs' policy is made with a reader minted after the delivery, not the held one.
-    expect(readerMints()).toHaveLength(1);
+    // The read of docs' policy is made with a reader minted after the delivery, not the held one
+    // (the request that waited for it may already have minted that one for its next read).
     const reads = t.fx.sim.requests.filter((r) => r.path.startsWith("/repos/octo-org/docs/contents"));
     expect(reads.length).toBeGreaterThan(0);
     expect(reads.map(bearerOf)).not.toContain(stale);
