@@ -94,6 +94,22 @@ describe("a repository added after the reader token was minted", () => {
       t.fx.sim.git.setFile("octo-org/.github", ".github/tokensmith-org.yml", null);
     }
   });
+
+  it("another repository added later: a request naming it is answered from a new reader once the kept one is older than POLICY_CACHE_SECONDS", async () => {
+    select("app", ".github");
+    expect((await mint("app")).status).toBe(200);
+    select("app", ".github", "latest");
+    clockOffsetMs = 61_000;
+    try {
+      t.fx.sim.clearRequests();
+      const answer = await mint("app", { repositories: ["latest"] });
+      expect(answer.status).toBe(200);
+      expect(answer.permissions).toEqual({ contents: "read" });
+      expect(readerMints()).toHaveLength(1);
+    } finally {
+      clockOffsetMs = 0;
+    }
+  });
 });
 
 describe("an installation change while a load is under way", () => {

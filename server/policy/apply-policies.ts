@@ -156,7 +156,7 @@ async function loadTarget(ctx: BrokerContext, step: PolicyStep, name: string, ig
       if (!("settle" in taken)) throw new BrokerError("installation_lookups_limited", { detail: `repository ${step.ids.repositoryId} (repositories)`, retryAfter: taken.retryAfterSeconds });
       let found = false;
       try {
-        const seen = await withReader(ctx, step, (token) => fetchTargetRepository({ client: ctx.clientFor(step.platform), token, owner: step.owner, repo: name, deadlineAt: step.deadlineAt }));
+        const seen = await withReader(ctx, step, (token) => fetchTargetRepository({ client: ctx.clientFor(step.platform), token, owner: step.owner, repo: name, deadlineAt: step.deadlineAt }), { name, installed: false });
         found = seen !== null;
         return seen;
       } finally {
