@@ -8,6 +8,7 @@ import { describe, expect, it } from "@jest/globals";
 import { randomUUID } from "node:crypto";
 import { postJson } from "./support/broker.js";
 import { brokerPerTest } from "./support/broker-per-test.js";
+import { READER_RECHECK_MS } from "../server/policy/reader-tokens.js";
 import { signatureFor } from "../server/webhook/verify-signature.js";
 
 const SECRET = "stale-reader-secret";
@@ -28,6 +29,11 @@ const t = brokerPerTest({
   },
 });
 
+/** Moves the broker's and the platform's clocks together (the OIDC token, the App JWT and the tokens stay valid). */
+const setClock = (offsetMs: number) => {
+  clockOffsetMs = offsetMs;
+  t.fx.sim.clockOffsetMs = offsetMs;
+};
 const select = (...names: string[]) => (t.fx.sim.installation(t.fx.installationId).repositories = names);
 
 async function mint(repo: string, extra: Record<string, unknown> = {}) {
@@ -79,27 +85,31 @@ describe("a repository added after the reader token was minted", () => {
     expect(policyReads.map((r) => r.response?.status)).toEqual([200]);
   });
 
-  it("the owner's .github added later: its policy applies once the cached read expires (POLICY_CACHE_SECONDS), not when the reader does", async () => {
+  it("the owner's .github added later: its policy applies within READER_RECHECK_MS (10 min), not when the reader expires", async () => {
     select("app");
     expect((await mint("app")).permissions).toEqual({ contents: "write", pull_requests: "write" });
     t.fx.sim.git.setFile("octo-org/.github", ".github/tokensmith-org.yml", READ_ONLY);
     select("app", ".github");
-    clockOffsetMs = 61_000; // past the cached "no owner policy" (60 s); the reader has 49 minutes left
+    setClock(61_000); // past the cached "no owner policy" (60 s): a reader a minute old is still used
     try {
+      t.fx.sim.clearRequests();
+      expect((await mint("app")).permissions).toEqual({ contents: "write", pull_requests: "write" });
+      expect(readerMints()).toHaveLength(0);
+      setClock(61_000 + READER_RECHECK_MS); // the reader has 39 minutes left, but is older than the re-check
       t.fx.sim.clearRequests();
       expect((await mint("app")).permissions).toEqual({ contents: "read" });
       expect(readerMints()).toHaveLength(1);
     } finally {
-      clockOffsetMs = 0;
+      setClock(0);
       t.fx.sim.git.setFile("octo-org/.github", ".github/tokensmith-org.yml", null);
     }
   });
 
-  it("another repository added later: a request naming it is answered from a new reader once the kept one is older than POLICY_CACHE_SECONDS", async () => {
+  it("another repository added later: a request naming it is answered from a new reader once the kept one is older than READER_RECHECK_MS", async () => {
     select("app", ".github");
     expect((await mint("app")).status).toBe(200);
     select("app", ".github", "latest");
-    clockOffsetMs = 61_000;
+    setClock(READER_RECHECK_MS);
     try {
       t.fx.sim.clearRequests();
       const answer = await mint("app", { repositories: ["latest"] });
@@ -107,7 +117,7 @@ describe("a repository added after the reader token was minted", () => {
       expect(answer.permissions).toEqual({ contents: "read" });
       expect(readerMints()).toHaveLength(1);
     } finally {
-      clockOffsetMs = 0;
+      setClock(0);
     }
   });
 });

@@ -15,7 +15,7 @@ import type { PermissionCeiling } from "../token/grant-permissions.js";
 import { consentDenied, decideConsent } from "./decide-consent.js";
 import { decidePolicy, type PolicyDecision } from "./decide-policy.js";
 import { PolicyReadFailure, readPolicyFile } from "./fetch-policy-file.js";
-import { readerCovers, readerFromMint, type ReaderToken } from "./reader-tokens.js";
+import { READER_RECHECK_MS, readerCovers, readerFromMint, type ReaderToken } from "./reader-tokens.js";
 import { fetchTargetRepository, type TargetRepository } from "./target-repositories.js";
 import { policyFileKey, type FileState } from "./policy-files.js";
 import { POLICY_FILES, type CompiledPolicy, type PolicyKind } from "./policy-types.js";
@@ -188,11 +188,11 @@ async function withReader<T>(ctx: BrokerContext, step: PolicyStep, read: (token:
   const readerKey = ctx.policies.readers.key(step.platform.apiBase, step.app.appId, step.installation.id);
   for (let attempt = 1; ; attempt += 1) {
     let reader = await ctx.policies.readers.get(readerKey, () => mintReader(ctx, step));
-    if (repository && !readerCovers(reader, repository.name) && (repository.installed || ctx.now() - reader.mintedAtMs >= step.settings.policyCacheSeconds * 1000)) {
+    if (repository && !readerCovers(reader, repository.name) && (repository.installed || ctx.now() - reader.mintedAtMs >= READER_RECHECK_MS)) {
       // Minted before the repository joined the installation (the platform scopes a token to the
       // selection at mint time): its 404 would read as "no policy", the whole grant. A fresh mint
       // covers it. Right away for a repository this request proved installed; for one that may
-      // not be (the owner's .github) once per POLICY_CACHE_SECONDS at most, not a mint per read.
+      // not be (the owner's .github) once per READER_RECHECK_MS at most, not a mint per read.
       ctx.policies.readers.drop(readerKey, reader.token);
       reader = await ctx.policies.readers.get(readerKey, () => mintReader(ctx, step));
     }

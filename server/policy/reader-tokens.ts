@@ -10,6 +10,15 @@ import type { MintedToken } from "../github/mint-installation-token.js";
 /** A reader token is renewed when less than this is left of it. */
 export const READER_RENEW_BEFORE_MS = 10 * 60_000;
 
+/**
+ * A reader that does not cover a repository which may simply not be in the installation (the
+ * owner's `.github`, another repository a request names) is replaced once it is older than this:
+ * such a repository added later is read within this long (plus the policy cache), and an
+ * installation on selected repositories without `.github` costs one more reader mint (5 of the
+ * App's points) per 10 minutes while its jobs come, not one per policy read.
+ */
+export const READER_RECHECK_MS = 10 * 60_000;
+
 export interface ReaderToken {
   token: string;
   expiresAtMs: number;
