@@ -47,6 +47,8 @@ export const WORKFLOW_HINTS: Readonly<Record<ErrorCode, string>> = {
   invalid_repositories:
     "The broker refused the step's repositories input, though this action checked it: the action's and the broker's versions differ; name at most 20 repositories of the job's own owner, each once.",
   invalid_oidc_token: "The broker refused the job's OIDC token.",
+  oidc_token_replayed:
+    "The broker had already minted a token for this OIDC token: this action asks the runner for a fresh OIDC token for each request, so something else sent the same token first (another step, a proxy replaying requests). Re-run the job; if it persists, tell the broker's operator.",
   repo_mismatch: "The job's OIDC token is for another repository than {repository}: a job can only get a token for its own repository.",
   repo_not_allowed: "{repository} is not in the broker's ALLOWED_REPOSITORIES: the broker's operator must add it.",
   permissions_not_granted:

@@ -1,10 +1,11 @@
 // The platform simulator as a process of its own for the /token benchmarks (`token`, `token-policy`):
-// it sets up an App installed on octo-org (app and .github), pre-signs a pool of OIDC tokens, sets
+// it sets up an App installed on octo-org (app and .github), signs the OIDC token the bench copies, sets
 // policy files on request, and answers the parent's questions about what it was asked (over the
 // fork IPC channel).
 import { createSimulator } from "../build/simulator/index.js";
 
-const POOL = Number(process.env.BENCH_TOKEN_POOL || 2000);
+// One token: the template the bench signs fresh ones from (token-support.js tokenSigner).
+const POOL = Number(process.env.BENCH_TOKEN_POOL || 1);
 // GitHub's points budget (900 a minute; a mint is 5) would stop a throughput bench after 180
 // mints: lifted here, as the bench measures the broker, not the App's budget. The concurrency
 // limit (100) stays on.
@@ -98,4 +99,7 @@ process.send({
   },
   floor: { issuer: sim.oidc.issuer, jwk: sim.oidc.currentKey.publicJwk, apiBase: sim.apiBase, installationId, appId: app.id, appKeyPem: app.privateKeyPem },
   tokens,
+  // The broker takes an OIDC token once (its jti is claimed): the bench signs a fresh one per
+  // request from the first token's claims with the issuer's key (tokenSigner in token-support.js).
+  oidcKeyPem: sim.oidc.currentKey.privateKey.export({ type: "pkcs8", format: "pem" }),
 });

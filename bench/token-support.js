@@ -2,7 +2,7 @@
 // simulator in its own process: a forked child's question and answer over IPC, a process's CPU and
 // RSS, the floor server, one load run.
 import { fork } from "node:child_process";
-import { createPrivateKey } from "node:crypto";
+import { createPrivateKey, sign } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
@@ -44,9 +44,27 @@ export async function startFloor(floor, transport = "fetch") {
   return { child, url: `http://127.0.0.1:${port}`, stop: () => child.send("exit") };
 }
 
-/** POST /token for `seconds` over `connections`, each request with the next token of the pool. */
+/**
+ * Fresh OIDC tokens like `template` (a token of the pool): the same header and claims, its own
+ * `jti` and `run_id`, signed RS256 with the issuer's key. The broker takes a token once, so a
+ * load that reused a pool would measure 409s. Signing costs the bench's process about 0.1 ms of
+ * CPU a token (node:crypto), the same for every target of a run.
+ */
+export function tokenSigner(template, keyPem) {
+  const key = createPrivateKey(keyPem);
+  const [header, payload] = template.split(".");
+  const claims = JSON.parse(Buffer.from(payload, "base64url").toString("utf8"));
+  let count = 0;
+  return () => {
+    count += 1;
+    const body = Buffer.from(JSON.stringify({ ...claims, jti: `${claims.jti}-${count}`, run_id: String(1_000_000 + count) })).toString("base64url");
+    const input = `${header}.${body}`;
+    return `${input}.${sign("RSA-SHA256", Buffer.from(input), key).toString("base64url")}`;
+  };
+}
+
+/** POST /token for `seconds` over `connections`, each request with a token of its own (`tokens()`). */
 export async function loadToken(url, tokens, { seconds, connections }) {
-  let next = 0;
   const result = await autocannon({
     url: `${url}/token`,
     method: "POST",
@@ -57,7 +75,7 @@ export async function loadToken(url, tokens, { seconds, connections }) {
       {
         setupRequest: (request) => ({
           ...request,
-          body: JSON.stringify({ oidcToken: tokens[next++ % tokens.length], owner: "octo-org", repo: "app", ref: "refs/heads/main", runId: "1" }),
+          body: JSON.stringify({ oidcToken: tokens(), owner: "octo-org", repo: "app", ref: "refs/heads/main", runId: "1" }),
         }),
       },
     ],

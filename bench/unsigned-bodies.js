@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 const count = Number(process.argv[2] || 20);
 const main = process.argv[3] || fileURLToPath(new URL("../build/server/main.js", import.meta.url));
 const size = 25 * 1024 * 1024;
-const child = spawn(process.execPath, [main], { env: { PATH: process.env.PATH, PORT: "0", HOST_WEBHOOK_SECRET: "bench-secret", LOG_LEVEL: "info" }, stdio: ["ignore", "pipe", "inherit"] });
+const child = spawn(process.execPath, [main], { env: { PATH: process.env.PATH, PORT: "0", HOST_WEBHOOK_SECRET: "bench-secret-0123456789abcdef0123456789", LOG_LEVEL: "info" }, stdio: ["ignore", "pipe", "inherit"] });
 const port = await new Promise((resolve) => {
   let buffered = "";
   child.stdout.on("data", (chunk) => {

@@ -17,6 +17,8 @@ import { createMetrics } from "./metrics.js";
 import { createKeySetSource, type KeySetSource } from "./oidc/key-set-source.js";
 import { deriveSnapshotKey, type SnapshotBinding } from "./oidc/snapshot-seal.js";
 import { createSettingsReader, type Env, type PlatformSettings, type Settings } from "./settings.js";
+import { parseLogLevel } from "./start-settings.js";
+import { createOidcTokenClaims } from "./token/oidc-token-claims.js";
 import { upstreamFetch } from "./upstream-fetch.js";
 
 /** Everything the broker touches outside itself is injected here (STYLE.md practice 1, 7). */
@@ -86,7 +88,8 @@ export function createContext(deps: BrokerDeps = {}) {
   // re-reading the environment here cost every upstream answer a second read of every setting.
   const origins = createOriginMemo();
   const fetchImpl = observeFetch(deps.fetch ?? upstreamFetch, metrics, (url) => platformOf(latest ?? settings(), url, origins));
-  const log = deps.logger ?? createLogger({ level: (deps.env ?? (() => process.env))().LOG_LEVEL });
+  // A wrong LOG_LEVEL stops server/main.ts before this; any other caller logs at info rather than throw.
+  const log = deps.logger ?? createLogger({ level: parseLogLevel((deps.env ?? (() => process.env))().LOG_LEVEL) ?? "info" });
   const timing: Timing = { ...DEFAULT_TIMING, ...deps.timing };
   const readSettings: () => Settings = createSettingsReader(deps.env ?? (() => process.env));
   // The settings as the latest request read them: what the platform gates go by, so a gate reads
@@ -181,6 +184,8 @@ export function createContext(deps: BrokerDeps = {}) {
     appJwt: createAppJwtSigner(now),
     installations: createInstallationCache({ now, ttlMs: timing.installationTtlMs }),
     notInstalled: createNotInstalledCache({ now }),
+    /** OIDC tokens already used, so each mints once (server/token/oidc-token-claims.ts). */
+    oidcClaims: createOidcTokenClaims({ now }),
     // A tenth of UPSTREAM_POINTS_PER_MINUTE (as of the latest request) per owner and points window.
     ownerLookups: createOwnerLookupLimiter({ now, windowMs: timing.pointsWindowMs, pointsPerWindow: () => (latest ?? settings()).upstreamPointsPerMinute }),
     // Lookups of the other repositories a /token request names, per calling repository, apart from the above.

@@ -1,17 +1,24 @@
 import { readinessChecks } from "./admin/readiness-checks.js";
 import { startAdmin } from "./admin/start-admin.js";
 import { createApp } from "./app.js";
-import { parseMaxConnections } from "./http/limits.js";
 import { serve } from "./http/serve.js";
-import { brokerHost } from "./listen-host.js";
+import { createLogger } from "./log.js";
 import { settingsProblems } from "./settings-problems.js";
 import { parseSettings } from "./settings.js";
+import { parseStartSettings } from "./start-settings.js";
 
-// The server entry: read PORT and HOST, listen, stop gracefully. Everything else is in createApp.
+// The server entry: read the start-up settings, listen, stop gracefully. Everything else is in createApp.
+const start = parseStartSettings(process.env);
+if (start.problems.length > 0) {
+  // Nothing the operator asked for can be done instead (docs/settings.md#when-settings-are-read):
+  // one line per wrong setting, written before exit, and no stack trace.
+  const early = createLogger({ level: start.logLevel });
+  for (const { setting, message } of start.problems) early.fatal({ setting }, message);
+  process.exit(1);
+}
 const app = createApp();
 const log = app.broker.log;
-const port = Number(process.env.PORT || 8080);
-const host = brokerHost(process.env);
+const { port, host } = start;
 
 // One clear line per missing required setting; the broker still starts and answers per the spec.
 for (const problem of settingsProblems(parseSettings(process.env), process.env)) log[problem.level](problem.fields, problem.message);
@@ -19,8 +26,6 @@ for (const problem of settingsProblems(parseSettings(process.env), process.env))
 // Not a problem (an operator's choice), but never silent: DESIGN.md "Mode".
 if (parseSettings(process.env).tokenPolicy === "off") log.info({ setting: "TOKEN_POLICY" }, "TOKEN_POLICY=off: trust policies are never read; every job of an installed repository gets TOKEN_PERMISSIONS");
 
-const maxConnections = parseMaxConnections(process.env.MAX_CONNECTIONS);
-if (maxConnections.problem) log.warn({ setting: "MAX_CONNECTIONS" }, maxConnections.problem);
 // /healthz, /readyz, /metrics on ADMIN_PORT, when set: started first, so /readyz is 503 until the broker listens.
 // /readyz also says why a listening broker cannot mint (App, stores, key sets); the first check
 // runs at once, so the key set is fetched at start rather than by the first job.
@@ -31,7 +36,14 @@ const server = serve(app, port, host, () => {
   if (admin) void checks();
   const address = server.address();
   log.info({ host, port: typeof address === "object" && address ? address.port : port, max_connections: server.maxConnections }, "tokensmith broker listening");
-}, { maxConnections: maxConnections.value });
+}, {
+  maxConnections: start.maxConnections,
+  // The address is taken, or not this machine's: one line, exit 1, as for a wrong setting.
+  onListenError: (error) => {
+    log.fatal({ setting: "PORT", host, port, code: error.code }, `cannot listen on ${host}:${port} (${error.code ?? "error"}): the broker does not start`);
+    process.exit(1);
+  },
+});
 
 let stopping = false;
 function shutdown(signal: string) {

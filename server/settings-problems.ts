@@ -1,6 +1,6 @@
-import { parseAdminSettings } from "./admin/admin-settings.js";
 import { plainHttpProblems } from "./plain-http-problems.js";
-import { parsePolicyMode, parseUpstreamPointsPerMinute, type Env, type Settings } from "./settings.js";
+import { MIN_SECRET_LENGTH, parsePolicyMode, parseUpstreamPointsPerMinute, type Env, type Settings } from "./settings.js";
+import { parseStartSettings } from "./start-settings.js";
 
 /** A setting that will not work as given: what the broker logs at start-up and `tokensmith doctor` prints. */
 export interface SettingProblem {
@@ -39,6 +39,15 @@ export function settingsProblems(settings: Settings, env: Env): SettingProblem[]
     }
     if (app.problem) problems.push({ level: "error", fails: true, fields: { problem: app.problem }, message: "App credentials unusable: answering 503 app_unconfigured" });
   }
+  const disabled: Record<string, string> = { PROCESS_TRIGGER_SECRET: "/sign and /releases answer 503 sign_disabled / releases_disabled", HOST_WEBHOOK_SECRET: "/webhook answers 503 webhook_disabled" };
+  for (const { setting, why, refused } of settings.weakSecrets) {
+    const effect = refused ? `treated as unset, ${disabled[setting]}` : "guessable: replace it (e.g. openssl rand -hex 32)";
+    problems.push({ level: "error", fails: true, fields: { setting }, message: `${setting} ${why} (at least ${MIN_SECRET_LENGTH} random characters): ${effect}` });
+  }
+  for (const [setting, list] of [["ALLOWED_REPOSITORIES", settings.allowedRepositories], ["SIGN_ALLOWED_REPOSITORIES", settings.signAllowedRepositories]] as const) {
+    if (!list || list.invalid.length === 0) continue;
+    problems.push({ level: "error", fails: true, fields: { setting }, message: `${setting} has entries that are not owner/name (no entry is a pattern), which match nothing: ${list.invalid.map((e) => JSON.stringify(e.slice(0, 80))).join(", ")}` });
+  }
   for (const name of settings.trimmedSecrets) {
     problems.push({ level: "warn", fails: false, fields: { setting: name }, message: `${name} has leading or trailing whitespace: it is trimmed before use` });
   }
@@ -55,7 +64,7 @@ export function settingsProblems(settings: Settings, env: Env): SettingProblem[]
   const policy = parsePolicyMode(env.TOKEN_POLICY);
   if (policy.problem) problems.push({ level: "error", fails: true, fields: { setting: "TOKEN_POLICY" }, message: policy.problem });
   for (const { setting, message } of plainHttpProblems(settings)) problems.push({ level: "warn", fails: false, fields: { setting }, message });
-  const admin = parseAdminSettings(env);
-  if (!admin.enabled && admin.problem) problems.push({ level: "error", fails: true, fields: { setting: "ADMIN_PORT" }, message: admin.problem });
+  // The broker exits on these before it logs the rest (server/main.ts); doctor lists them with the others.
+  for (const { setting, message } of parseStartSettings(env).problems) problems.push({ level: "error", fails: true, fields: { setting }, message });
   return problems;
 }

@@ -2,6 +2,7 @@
 // function; `createSettingsReader` memoises on the raw strings so a request costs one string
 // comparison per setting, not a key parse.
 import { parseTokenPermissions, type PermissionsParse } from "../shared/token-permissions.js";
+import { parseAllowlist, type Allowlist } from "./allowlist.js";
 import { parseAppCredentials, type CredentialsParse } from "./app-credentials.js";
 import type { PolicyMode } from "./policy/decide-policy.js";
 
@@ -29,12 +30,15 @@ export interface Settings {
   main: PlatformSettings;
   enterprise: PlatformSettings | null;
   audiences: string[];
-  allowedRepositories: ReadonlySet<string> | null;
+  allowedRepositories: Allowlist | null;
   /** SIGN_ALLOWED_REPOSITORIES: the repositories /sign may write to; null = every installed one. */
-  signAllowedRepositories: ReadonlySet<string> | null;
+  signAllowedRepositories: Allowlist | null;
   tokenPermissions: PermissionsParse;
+  /** Null when unset, blank or a placeholder (see `weakSecrets`): the routes answer as when unset. */
   processTriggerSecret: string | null;
   webhookSecret: string | null;
+  /** Secrets set but refused (too short or a placeholder), with why: names only, never a value. */
+  weakSecrets: Array<{ setting: (typeof TRIMMED_SECRETS)[number]; why: string; refused: boolean }>;
   /** Secrets whose raw value trimming changed (names only): main.ts warns about each at start-up. */
   trimmedSecrets: string[];
   autoUpdateBranches: boolean;
@@ -109,8 +113,9 @@ export function parseSettings(env: Env): Settings {
     allowedRepositories: parseAllowlist(env.ALLOWED_REPOSITORIES),
     signAllowedRepositories: parseAllowlist(env.SIGN_ALLOWED_REPOSITORIES),
     tokenPermissions: parseTokenPermissions(env.TOKEN_PERMISSIONS),
-    processTriggerSecret: nonEmpty(env.PROCESS_TRIGGER_SECRET?.trim()),
-    webhookSecret: nonEmpty(env.HOST_WEBHOOK_SECRET?.trim()),
+    processTriggerSecret: strongSecret(env.PROCESS_TRIGGER_SECRET),
+    webhookSecret: strongSecret(env.HOST_WEBHOOK_SECRET),
+    weakSecrets: weakSecrets(env),
     trimmedSecrets: secretsChangedByTrimming(env),
     autoUpdateBranches: parseFlag(env.AUTO_UPDATE_BRANCHES),
     jwksCacheUrl: nonEmpty(env.SERVICE_JWKS_CACHE?.trim()),
@@ -173,17 +178,47 @@ export function secretsChangedByTrimming(env: Env): string[] {
   });
 }
 
+/** The fewest characters a shared secret may have: 32 random characters are beyond guessing at any rate a broker answers. */
+export const MIN_SECRET_LENGTH = 32;
+
+// Values copied from an example instead of generated (deploy/kubernetes/secret.example.yaml says
+// `replace-me`): compared lowercase with everything but letters and digits removed.
+const PLACEHOLDER_WORDS = ["replaceme", "changeme", "changeit", "changethis", "yoursecret", "placeholder", "secretgoeshere"];
+
+/**
+ * What is wrong with a set secret, or null when it is usable (or unset: that is not weak, just
+ * off). A placeholder copied from an example is refused: the routes it guards answer as when it
+ * is unset (fail closed). A short one is kept (the API contract takes any secret, and an upgrade
+ * must not turn a working /sign into 503) but is a start-up error line and a `doctor` failure.
+ */
+export function secretWeakness(raw: string | undefined): { why: string; refused: boolean } | null {
+  const text = (raw ?? "").trim();
+  if (text === "") return null;
+  const letters = text.toLowerCase().replace(/[^a-z0-9]/g, "");
+  if (PLACEHOLDER_WORDS.some((word) => letters.includes(word))) return { why: "is a placeholder, not a generated secret", refused: true };
+  if (text.length < MIN_SECRET_LENGTH) return { why: `is shorter than ${MIN_SECRET_LENGTH} characters`, refused: false };
+  return null;
+}
+
+/** The trimmed secret, or null when unset, blank or a placeholder: a placeholder fails closed, as if unset. */
+function strongSecret(raw: string | undefined): string | null {
+  return secretWeakness(raw)?.refused ? null : nonEmpty(raw?.trim());
+}
+
+function weakSecrets(env: Env): Settings["weakSecrets"] {
+  return TRIMMED_SECRETS.flatMap((setting) => {
+    const weakness = secretWeakness(env[setting]);
+    return weakness === null ? [] : [{ setting, ...weakness }];
+  });
+}
+
 /** Trimmed, empty entries dropped; blank → the default pair (it never accepts nothing). */
 export function parseAudiences(raw: string | undefined): string[] {
   const list = splitList(raw);
   return list.length > 0 ? list : [...DEFAULT_AUDIENCES];
 }
 
-/** Exact `owner/name` after trimming; no globbing. Unset or blank → null (every repository). */
-export function parseAllowlist(raw: string | undefined): ReadonlySet<string> | null {
-  if (raw === undefined || raw.trim() === "") return null;
-  return new Set(splitList(raw));
-}
+export { parseAllowlist };
 
 /** Exactly 1, true, yes or on, case-insensitive after trimming. */
 export function parseFlag(raw: string | undefined): boolean {

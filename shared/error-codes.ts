@@ -75,6 +75,11 @@ export const ERROR_CODES = {
     meaning: "The OIDC token failed verification; `reason` says which check.",
     hint: "The job's OIDC token was refused; see the reason.",
   },
+  oidc_token_replayed: {
+    status: 409, routes: ["/token"], retryable: false,
+    meaning: "This OIDC token was already used for a token (an OIDC token mints once, until it expires; on any broker instance sharing the store).",
+    hint: "Ask the runner for a fresh OIDC token for each request (the action does); a token sent twice is refused the second time.",
+  },
   repo_mismatch: {
     status: 403, routes: ["/token"], retryable: false,
     meaning: "The token's repository claim is not owner/repo.",
@@ -102,7 +107,7 @@ export const ERROR_CODES = {
   },
   policy_invalid: {
     status: 403, routes: ["/token"], retryable: false,
-    meaning: "The repository's or the owner's policy file does not parse or validate (YAML, schema, over 64 KiB, too many aliases); `detail` says which file and line. Fail closed.",
+    meaning: "The repository's or the owner's policy file does not parse or validate (YAML, schema, over 64 KiB or another of its limits, a tag or merge key, a refused pattern); `detail` says which file and line. Fail closed.",
     hint: "Fix the policy file on the default branch (`tokensmith policy check FILE` validates it offline); see detail for the line.",
   },
   policy_unavailable: {

@@ -16,7 +16,7 @@ let adminUrl: string;
 
 beforeAll(async () => {
   fx = await tokenFixture();
-  broker = await startBroker({ ...fx.env, HOST_WEBHOOK_SECRET: "metrics-webhook-secret" });
+  broker = await startBroker({ ...fx.env, HOST_WEBHOOK_SECRET: "metrics-webhook-secret-0123456789abcdef" });
   admin = startAdmin({ env: { ADMIN_PORT: "0", ADMIN_HOST: "127.0.0.1" }, metrics: broker.app.broker.metrics, log: broker.app.broker.log })!;
   admin.readiness.listening();
   adminUrl = `http://127.0.0.1:${await admin.port}`;
@@ -94,7 +94,7 @@ describe("metrics move as requests are served", () => {
   it("webhook deliveries by outcome (ignored, skipped, queued); push jobs done; the queue's depth", async () => {
     const deliver = async (event: string, payload: unknown) => {
       const raw = JSON.stringify(payload);
-      const signature = `sha256=${createHmac("sha256", "metrics-webhook-secret").update(raw).digest("hex")}`;
+      const signature = `sha256=${createHmac("sha256", "metrics-webhook-secret-0123456789abcdef").update(raw).digest("hex")}`;
       const response = await fetch(`${broker.url}/webhook`, {
         method: "POST",
         headers: { "content-type": "application/json", "x-github-event": event, "x-github-delivery": randomUUID(), "x-hub-signature-256": signature },
@@ -221,7 +221,7 @@ describe("readiness and the durable queue", () => {
   });
 
   it("with WEBHOOK_QUEUE on Redis, the depth is read from the shared queue", async () => {
-    const durable = await startBroker({ ...fx.env, HOST_WEBHOOK_SECRET: "metrics-webhook-secret", WEBHOOK_QUEUE: `${REDIS_URL}?prefix=metrics-${randomUUID()}` });
+    const durable = await startBroker({ ...fx.env, HOST_WEBHOOK_SECRET: "metrics-webhook-secret-0123456789abcdef", WEBHOOK_QUEUE: `${REDIS_URL}?prefix=metrics-${randomUUID()}` });
     const durableAdmin = startAdmin({ env: { ADMIN_PORT: "0", ADMIN_HOST: "127.0.0.1" }, metrics: durable.app.broker.metrics, log: durable.app.broker.log })!;
     try {
       const text = await scrape(`http://127.0.0.1:${await durableAdmin.port}`);

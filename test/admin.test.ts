@@ -5,7 +5,7 @@ import { postJson } from "./support/broker.js";
 import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
 import { labelValues, promtoolCheck, sample } from "./support/metrics-text.js";
 import { freePort } from "./support/redis-server.js";
-import { spawnBroker, type BrokerProcess } from "./support/spawn-broker.js";
+import { spawnBrokerToExit, spawnBroker, type BrokerProcess } from "./support/spawn-broker.js";
 
 let fx: TokenFixture;
 let broker: BrokerProcess;
@@ -112,14 +112,11 @@ describe("admin settings", () => {
     }
   });
 
-  it("an ADMIN_PORT that is not a port: one error line, the broker serves on", async () => {
-    const odd = await spawnBroker({ ...fx.env, ADMIN_PORT: "eighty" });
-    try {
-      const line = odd.lines.map((l) => JSON.parse(l) as { level?: number; msg?: string; setting?: string }).find((e) => e.setting === "ADMIN_PORT");
-      expect(line).toMatchObject({ level: 50, msg: "ADMIN_PORT is not a port number (0-65535): the admin listener is off" });
-      expect((await fetch(`${odd.url}/token`, { method: "POST", body: "{}" })).status).toBe(400);
-    } finally {
-      await odd.stop();
-    }
+  it("an ADMIN_PORT that is not a port: one fatal line naming it, the broker does not start (exit 1)", async () => {
+    const { code, lines } = await spawnBrokerToExit({ ...fx.env, ADMIN_PORT: "eighty" });
+    expect(code).toBe(1);
+    expect(lines.map((l) => JSON.parse(l) as Record<string, unknown>)).toEqual([
+      expect.objectContaining({ level: 60, setting: "ADMIN_PORT", msg: "ADMIN_PORT is not a port number (0-65535): the broker does not start" }),
+    ]);
   });
 });

@@ -191,7 +191,7 @@ describe("the dashboard page", () => {
   });
 
   it.each([
-    ["unauthorized", 401, { PROCESS_TRIGGER_SECRET: "not-the-dashboards-secret" }, `${ERROR_CODES.unauthorized.meaning} TOKENSMITH_SECRET must be the broker's PROCESS_TRIGGER_SECRET.`],
+    ["unauthorized", 401, { PROCESS_TRIGGER_SECRET: "not-the-dashboards-secret-0123456789abcdef" }, `${ERROR_CODES.unauthorized.meaning} TOKENSMITH_SECRET must be the broker's PROCESS_TRIGGER_SECRET.`],
     ["releases_disabled", 503, { PROCESS_TRIGGER_SECRET: undefined }, `${ERROR_CODES.releases_disabled.meaning} ${ERROR_CODES.releases_disabled.hint}`],
     ["app_unconfigured", 503, { HOST_APP_ID: undefined }, `${ERROR_CODES.app_unconfigured.meaning} ${ERROR_CODES.app_unconfigured.hint}`],
   ] as Array<[string, number, Record<string, string | undefined>, string]>)("shows the broker's %s as a sentence from the shared table", async (code, status, change, sentence) => {

@@ -91,7 +91,7 @@ describe("GET /api/releases", () => {
   });
 
   it("turns a wrong secret into the shared table's sentence (401 unauthorized)", async () => {
-    const { status, body } = await withBrokerEnv({ PROCESS_TRIGGER_SECRET: "another-secret-entirely" }, () => get(dashboard.url, "/api/releases"));
+    const { status, body } = await withBrokerEnv({ PROCESS_TRIGGER_SECRET: "another-secret-entirely-0123456789abcdef" }, () => get(dashboard.url, "/api/releases"));
     expect(status).toBe(401);
     expect(body).toEqual({ error: "unauthorized", sentence: `${ERROR_CODES.unauthorized.meaning} TOKENSMITH_SECRET must be the broker's PROCESS_TRIGGER_SECRET.` });
   });
@@ -152,7 +152,7 @@ describe("GET /api/releases", () => {
   it("sends the bearer to the broker only, and nothing of it to the caller", async () => {
     const answers = [
       await get(dashboard.url, "/api/releases"),
-      await withBrokerEnv({ PROCESS_TRIGGER_SECRET: "x" }, () => get(dashboard.url, "/api/releases")),
+      await withBrokerEnv({ PROCESS_TRIGGER_SECRET: "x-another-secret-0123456789abcdef0123" }, () => get(dashboard.url, "/api/releases")),
       await get(dashboard.url, "/api/releases?secret=1", { method: "HEAD" }),
     ];
     for (const answer of answers) {

@@ -53,7 +53,8 @@ beforeAll(async () => {
   const policyEnv = { ...good, HOST_APP_ID: String(policyApp.id), HOST_APP_PRIVATE_KEY: policyApp.privateKeyPem, TOKEN_PERMISSIONS: "issues:read" };
   runs.ownerPolicy = doctor({ ...policyEnv, TOKEN_POLICY: "optional" });
   runs.ownerPolicyRequired = doctor({ ...policyEnv, TOKEN_POLICY: "required" });
-  runs.unparsable = doctor({ ...good, TOKEN_PERMISSIONS: "contents:own", HOST_APP_ID: undefined, ADMIN_PORT: "eighty", UPSTREAM_POINTS_PER_MINUTE: "450/min", UPDATE_BRANCH_PER_HOUR: "lots" });
+  runs.unparsable = doctor({ ...good, TOKEN_PERMISSIONS: "contents:own", HOST_APP_ID: undefined, ADMIN_PORT: "eighty", UPSTREAM_POINTS_PER_MINUTE: "450/min", UPDATE_BRANCH_PER_HOUR: "lots",
+    PORT: "abc", HOST: "not a host!", LOG_LEVEL: "verbose", MAX_CONNECTIONS: "0", PROCESS_TRIGGER_SECRET: "replace-me", HOST_WEBHOOK_SECRET: "hook-too-short", ALLOWED_REPOSITORIES: "octo-org/app, octo-org/*, octo-org/api-*" });
   // Settled before the tests read them, so no process outlives a failed test's file.
   await Promise.all(Object.values(runs));
 }, 150_000);
@@ -130,7 +131,15 @@ describe("tokensmith doctor", () => {
     const lines = linesOf(stdout);
     expect(lines).toContain("FAIL HOST_APP_ID is not set: /token and /sign answer 503 app_unconfigured, /releases too");
     expect(lines.some((line) => line.startsWith("FAIL TOKEN_PERMISSIONS unusable: /token answers 400 invalid_token_permissions ("))).toBe(true);
-    expect(lines).toContain("FAIL ADMIN_PORT is not a port number (0-65535): the admin listener is off");
+    expect(lines).toContain("FAIL ADMIN_PORT is not a port number (0-65535): the broker does not start");
+    expect(lines).toContain("FAIL PORT is not a port number (0-65535): the broker does not start");
+    expect(lines).toContain("FAIL HOST is not an IP address or a host name: the broker does not start");
+    expect(lines).toContain("FAIL LOG_LEVEL is not one of fatal, error, warn, info, debug, trace, silent: the broker does not start");
+    expect(lines).toContain("FAIL MAX_CONNECTIONS is not a whole number from 1: the broker does not start");
+    expect(lines).toContain("FAIL PROCESS_TRIGGER_SECRET is a placeholder, not a generated secret (at least 32 random characters): treated as unset, /sign and /releases answer 503 sign_disabled / releases_disabled");
+    expect(lines).toContain("FAIL HOST_WEBHOOK_SECRET is shorter than 32 characters (at least 32 random characters): guessable: replace it (e.g. openssl rand -hex 32)");
+    expect(lines).toContain('FAIL ALLOWED_REPOSITORIES has entries that are not owner/name (no entry is a pattern), which match nothing: "octo-org/*", "octo-org/api-*"');
+    expect(stdout).not.toContain("hook-too-short");
     expect(lines).toContain("FAIL UPSTREAM_POINTS_PER_MINUTE is not a whole number from 5: using GitHub's 900 in this process");
     expect(lines).toContain("FAIL UPDATE_BRANCH_PER_HOUR is not a positive whole number: using the default, 500");
     expect(code).toBe(1);

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { request } from "node:http";
 import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
 import { freePort } from "./support/redis-server.js";
-import { spawnBroker, type BrokerProcess } from "./support/spawn-broker.js";
+import { spawnBroker, spawnBrokerToExit, type BrokerProcess } from "./support/spawn-broker.js";
 
 let fx: TokenFixture;
 const started: BrokerProcess[] = [];
@@ -78,5 +78,50 @@ describe("ADMIN_HOST", () => {
     const { adminPort } = await start({ ADMIN_PORT: String(await freePort()), ADMIN_HOST: "127.0.0.2" });
     expect(await reach("127.0.0.2", adminPort!, "/healthz")).toBe(200);
     expect(await reach("127.0.0.1", adminPort!, "/healthz")).toBe("ECONNREFUSED");
+  });
+});
+
+// Issue 38 item 9: a start-up setting that is wrong stops the broker before it listens, with one
+// line naming the setting and exit 1: no stack trace (PORT=abc was ERR_SOCKET_BAD_PORT's, and
+// LOG_LEVEL=verbose pino's), no listener started half-way.
+describe("a wrong start-up setting: one line naming it, exit 1", () => {
+  it.each([
+    ["PORT", { PORT: "abc" }],
+    ["PORT", { PORT: "70000" }],
+    ["HOST", { HOST: "not a host!" }],
+    ["LOG_LEVEL", { LOG_LEVEL: "verbose" }],
+    ["MAX_CONNECTIONS", { MAX_CONNECTIONS: "lots" }],
+    ["ADMIN_PORT", { ADMIN_PORT: "eighty" }],
+    ["ADMIN_HOST", { ADMIN_PORT: "0", ADMIN_HOST: "http://127.0.0.1" }],
+  ])("%s %j", async (setting, env) => {
+    const { code, lines } = await spawnBrokerToExit({ ...fx.env, ...env });
+    expect(code).toBe(1);
+    expect(lines).toHaveLength(1);
+    const line = JSON.parse(lines[0]!) as { level: number; setting: string; msg: string };
+    expect(line).toMatchObject({ level: 60, setting });
+    expect(line.msg).toMatch(new RegExp(`^${setting} .*: the broker does not start$`));
+    expect(lines[0]).not.toMatch(/\n\s+at |Error:/);
+  });
+
+  it("two wrong settings: a line for each, still exit 1", async () => {
+    const { code, lines } = await spawnBrokerToExit({ ...fx.env, PORT: "abc", LOG_LEVEL: "verbose" });
+    expect(code).toBe(1);
+    expect(lines.map((l) => (JSON.parse(l) as { setting: string }).setting)).toEqual(["PORT", "LOG_LEVEL"]);
+  });
+
+  it("a port already taken: one line naming PORT and the reason, exit 1", async () => {
+    const { broker, port } = await start({ HOST: "127.0.0.1" });
+    const { code, lines } = await spawnBrokerToExit({ ...fx.env, HOST: "127.0.0.1", PORT: String(port) });
+    expect(code).toBe(1);
+    const fatal = lines.map((l) => JSON.parse(l) as { level: number; setting?: string; code?: string; msg: string }).filter((e) => e.level === 60);
+    expect(fatal).toEqual([expect.objectContaining({ setting: "PORT", code: "EADDRINUSE", msg: `cannot listen on 127.0.0.1:${port} (EADDRINUSE): the broker does not start` })]);
+    expect(lines.join("\n")).not.toMatch(/\n\s+at /);
+    expect(await reach("127.0.0.1", port, "/token")).toBe(405); // the first broker is untouched
+    void broker;
+  });
+
+  it("valid spellings start: LOG_LEVEL in capitals, a host name", async () => {
+    const { broker } = await start({ LOG_LEVEL: " INFO ", HOST: "localhost" });
+    expect(broker.lines.some((l) => l.includes("tokensmith broker listening"))).toBe(true);
   });
 });

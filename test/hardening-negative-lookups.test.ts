@@ -16,7 +16,7 @@ import { ERROR_CODES } from "../shared/error-codes.js";
 import { postJson } from "./support/broker.js";
 import { brokerPerTest } from "./support/broker-per-test.js";
 
-const WEBHOOK_SECRET = "negative-lookups-webhook-secret";
+const WEBHOOK_SECRET = "negative-lookups-webhook-secret-0123";
 const secrets: string[] = [WEBHOOK_SECRET];
 const t = brokerPerTest({ secrets, env: { HOST_WEBHOOK_SECRET: WEBHOOK_SECRET } });
 
@@ -60,12 +60,12 @@ const INSTALLED_EVERY = 20;
  * (status, with Retry-After when refused).
  */
 async function floodWithJobs(count: number, concurrency: number, replay: (i: number) => Promise<{ status: number; body: Record<string, unknown>; headers: Headers }>) {
-  const job = await sign("octo-org/app");
   const jobs: string[] = [];
   const answers = await pool(count, concurrency, async (i) => {
     const answer = await replay(i);
     if (i % INSTALLED_EVERY === 0) {
-      const res = await exchange(job, "octo-org/app");
+      // Each job its own OIDC token: one token mints once (docs/security.md).
+      const res = await exchange(await sign("octo-org/app"), "octo-org/app");
       jobs.push(res.status === 200 ? "200" : `${res.status} retry-after ${res.headers.get("retry-after")}`);
     }
     return answer;

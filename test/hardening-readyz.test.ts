@@ -70,6 +70,17 @@ describe("/readyz on the built broker", () => {
     });
   });
 
+  it("503 invalid_token_permissions while TOKEN_PERMISSIONS cannot be read (every /token would be 400), naming the setting; /healthz stays 200", async () => {
+    await withAdmin({ ...fx.env, TOKEN_PERMISSIONS: "contents:own" }, async (admin, broker) => {
+      const answer = await readyzUntil(admin, 503);
+      expect(answer.status).toBe(503);
+      expect(answer.body).toEqual({ status: "not_ready", reasons: [{ reason: "invalid_token_permissions", setting: "TOKEN_PERMISSIONS", problem: expect.stringContaining("contents") }] });
+      expect((await fetch(`${admin}/healthz`)).status).toBe(200);
+      const token = await fetch(`${broker.url}/token`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ owner: "octo-org", repo: "app", oidcToken: "x" }) });
+      expect([token.status, ((await token.json()) as { error: string }).error]).toEqual([400, "invalid_token_permissions"]);
+    });
+  });
+
   it("503 app_not_configured with the problem when HOST_APP_ID is not a number (the key is never echoed)", async () => {
     await withAdmin({ ...fx.env, HOST_APP_ID: "not-a-number" }, async (admin, broker) => {
       const answer = await readyz(admin);
@@ -84,7 +95,7 @@ describe("/readyz on the built broker", () => {
     await redis.start();
     try {
       const url = redis.url;
-      await withAdmin({ ...fx.env, SERVICE_JWKS_CACHE: url, LEGACY_QUOTA_KV: url, WEBHOOK_QUEUE: `${url}?prefix=readyz-${randomUUID()}`, HOST_WEBHOOK_SECRET: "readyz-webhook-secret" }, async (admin) => {
+      await withAdmin({ ...fx.env, SERVICE_JWKS_CACHE: url, LEGACY_QUOTA_KV: url, WEBHOOK_QUEUE: `${url}?prefix=readyz-${randomUUID()}`, HOST_WEBHOOK_SECRET: "readyz-webhook-secret-0123456789abcdef" }, async (admin) => {
         const first = await readyzUntil(admin, 200);
         expect([first.status, first.body]).toEqual([200, { status: "ready" }]);
 

@@ -8,7 +8,7 @@ import { SIGN_BODY_LIMIT } from "../server/routes/sign.js";
 import { isBase64 } from "../server/sign/is-base64.js";
 import { brokerPerTest } from "./support/broker-per-test.js";
 
-const SECRET = "sign-large-secret-0123456789";
+const SECRET = "sign-large-secret-0123456789-0123456";
 const REPO = "octo-org/app";
 const MIB = 1024 * 1024;
 let branchCounter = 0;

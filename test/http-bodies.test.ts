@@ -7,7 +7,7 @@ import { spawnBroker, type BrokerProcess } from "./support/spawn-broker.js";
 import { openRaw as open, parseAnswer, pump, until } from "./support/raw-connection.js";
 
 const MIB = 1024 * 1024;
-const WEBHOOK_SECRET = "webhook-secret-for-http-bodies";
+const WEBHOOK_SECRET = "webhook-secret-for-http-bodies-01234";
 
 
 describe("a refusal mid-body is read by a client that keeps sending (lingering close)", () => {

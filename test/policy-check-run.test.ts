@@ -7,7 +7,7 @@ import { brokerPerTest } from "./support/broker-per-test.js";
 import { pullRequestChanging as changing } from "./support/policy-pull-request.js";
 import { signatureFor } from "../server/webhook/verify-signature.js";
 
-const SECRET = "policy-check-secret";
+const SECRET = "policy-check-secret-0123456789abcdef";
 const t = brokerPerTest({
   env: { HOST_WEBHOOK_SECRET: SECRET, POLICY_CHECK_RUNS: "true" },
   setup: (fx) => {

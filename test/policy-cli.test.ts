@@ -1,6 +1,6 @@
 // `tokensmith policy check` and `tokensmith policy explain` (bin/tokensmith.js → build/server/cli)
-// as child processes on files in a temporary directory: exit codes, line numbers, the warning on a
-// write grant without an event condition, and explain's rule, grant and reasons.
+// as child processes on files in a temporary directory: exit codes, line numbers, the warnings (a
+// write grant without an event condition, …), plain YAML only, and explain's rule, grant and reasons.
 import { execFile } from "node:child_process";
 import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -58,6 +58,33 @@ describe("tokensmith policy check", () => {
     expect((await cli(["check", "tokensmith-org.yml"])).stdout).toBe("tokensmith-org.yml: valid owner policy, 1 rule: reads\n");
     expect(await cli(["check", "nope.yml"])).toMatchObject({ code: 2, stderr: "tokensmith policy: cannot read nope.yml: ENOENT\n" });
     expect((await cli(["frobnicate"])).code).toBe(2);
+  });
+});
+
+describe("tokensmith policy check: warnings, plain YAML and the caps", () => {
+  it("each warning on stderr with its line, the file still valid (exit 0)", async () => {
+    const text = "rules:\n  - name: bot\n    if: {actor: \"dependabot[bot]\", workflow: .github/workflows/ci.yml}\n    permissions: {contents: read}\n  - name: branches\n    if: {event: pull_request_target, claims: {head_ref: release-*}}\n    permissions: {pull_requests: write}\n";
+    await writeFile(join(dir, "warns.yml"), text);
+    expect(await cli(["check", "warns.yml"])).toEqual({
+      code: 0,
+      stdout: "warns.yml: valid repository policy, 2 rules: bot, branches\n",
+      stderr: [
+        "warning: warns.yml line 2: rule bot trusts actor, which a pull request's author controls, and has no event condition excluding pull_request_target (jobs on the default branch with the pull request's input)",
+        "warning: warns.yml line 2: rule bot pins workflow but has no event condition excluding pull_request: a pull request (from a fork too) runs its own copy of that workflow file",
+        "warning: warns.yml line 5: rule branches trusts claims.head_ref, which a pull request's author controls, and its event condition matches pull_request_target (jobs on the default branch with the pull request's input)",
+        "",
+      ].join("\n"),
+    });
+  });
+
+  it.each([
+    ["binary.yml", "rules:\n  - name: !!binary YQ==\n    permissions: {contents: read}\n", "binary.yml line 2: YAML tag !!binary is not supported (a policy is plain YAML: no !tags, !!binary, !!set or !!omap)\n"],
+    ["merge.yml", "rules:\n  - name: a\n    if: &on {event: push}\n    permissions: {contents: read}\n  - name: b\n    if: {<<: *on}\n    permissions: {contents: read}\n", "merge.yml line 6: YAML merge keys (<<) are not supported: write the keys out\n"],
+    ["yaml11.yml", "%YAML 1.1\n---\nrules: []\n", "yaml11.yml line 1: YAML directive %YAML is not supported\n"],
+    ["long.yml", `rules:\n  - name: a\n    if: {event: push, ref: [${"x, ".repeat(3000)}x]}\n    permissions: {contents: read}\n`, "long.yml line 3: more than 8000 YAML tokens (docs/policies.md#limits)\n"],
+  ])("%s: exit 1 naming what is refused", async (file, text, stderr) => {
+    await writeFile(join(dir, file), text);
+    expect(await cli(["check", file])).toEqual({ code: 1, stdout: "", stderr });
   });
 });
 

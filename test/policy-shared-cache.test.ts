@@ -13,7 +13,7 @@ import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixt
 import { REDIS_URL } from "./support/redis-url.js";
 import { signatureFor } from "../server/webhook/verify-signature.js";
 
-const SECRET = "policy-shared-secret";
+const SECRET = "policy-shared-secret-0123456789abcde";
 let fx: TokenFixture;
 const brokers: TestBroker[] = [];
 const POLICY = "rules:\n  - name: pushes\n    if: {event: push}\n    permissions: {contents: write}\n";

@@ -10,7 +10,7 @@ import { signatureFor } from "../server/webhook/verify-signature.js";
 import { blobSha } from "../simulator/rest-contents-routes.js";
 import { EXAMPLE_POLICY } from "./support/example-policy.js";
 
-const SECRET = "policy-webhook-secret";
+const SECRET = "policy-webhook-secret-0123456789abcd";
 let clockOffsetMs = 0;
 const t = brokerPerTest({
   env: { HOST_WEBHOOK_SECRET: SECRET, TOKEN_POLICY: "optional" },

@@ -44,8 +44,8 @@ describe("redactSecrets", () => {
   });
 });
 
-const TRIGGER = "redaction-trigger-secret-0123";
-const HOOK = "redaction-webhook-secret-4567";
+const TRIGGER = "redaction-trigger-secret-0123-012345";
+const HOOK = "redaction-webhook-secret-4567-012345";
 const ACCOUNT = "redact-org";
 let installationId: number;
 let counter = 0;

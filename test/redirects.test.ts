@@ -10,8 +10,8 @@ import { brokerPerTest } from "./support/broker-per-test.js";
 import { INSTALLED_PERMISSIONS, type TokenFixture } from "./support/fixtures.js";
 import { pushAudit, sendPush } from "./support/push-audit.js";
 
-const TRIGGER = "redirects-trigger-secret-0123";
-const HOOK = "redirects-webhook-secret-4567";
+const TRIGGER = "redirects-trigger-secret-0123-012345";
+const HOOK = "redirects-webhook-secret-4567-012345";
 const ACCOUNT = "redirect-org";
 let installationId: number;
 let counter = 0;

@@ -8,8 +8,8 @@ import { INSTALLED_PERMISSIONS, type TokenFixture } from "./support/fixtures.js"
 import { pushAudit, sendPush } from "./support/push-audit.js";
 import { brokerPerTest } from "./support/broker-per-test.js";
 
-const TRIGGER = "route-faults-trigger-secret";
-const HOOK = "route-faults-webhook-secret";
+const TRIGGER = "route-faults-trigger-secret-01234567";
+const HOOK = "route-faults-webhook-secret-01234567";
 const ACCOUNT = "faults-org";
 let installationId: number;
 let counter = 0;

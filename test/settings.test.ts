@@ -2,15 +2,18 @@
 // decisions and the error-code table. The same rules are exercised over HTTP in token*.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { ERROR_CODES, OIDC_REASONS } from "../shared/error-codes.js";
 import { parseTokenPermissions } from "../shared/token-permissions.js";
 import { intersectPermissions } from "../server/github/intersect-permissions.js";
-import { graphqlUrlFor, parseAllowlist, parseAudiences, parseFlag, parseSettings, parseUpstreamPointsPerMinute, createSettingsReader, normaliseIssuer } from "../server/settings.js";
+import { graphqlUrlFor, parseAllowlist, parseAudiences, parseFlag, parseSettings, parseUpstreamPointsPerMinute, createSettingsReader, normaliseIssuer, secretWeakness } from "../server/settings.js";
+import { parseStartSettings } from "../server/start-settings.js";
 import { settingsProblems, WHOLE_NUMBER_SETTINGS } from "../server/settings-problems.js";
 import { checkAllowlist, matchRepository } from "../server/token/trust.js";
 import { signatureFor } from "../server/webhook/verify-signature.js";
 import { postJson, startBroker, type TestBroker } from "./support/broker.js";
 import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
+import { brokerPerTest } from "./support/broker-per-test.js";
 import { spawnBroker } from "./support/spawn-broker.js";
 
 describe("parseAudiences", () => {
@@ -25,17 +28,86 @@ describe("parseAudiences", () => {
 });
 
 describe("parseAllowlist", () => {
+  const shape = (raw: string | undefined) => {
+    const list = parseAllowlist(raw);
+    return list === null ? null : { repositories: [...list.repositories], invalid: list.invalid };
+  };
   it.each([
     [undefined, null],
     ["  ", null],
-    [" o/a , o/b ", ["o/a", "o/b"]],
-    ["o/*", ["o/*"]],
-  ])("%j → %j", (raw, expected) => expect(parseAllowlist(raw) === null ? null : [...parseAllowlist(raw)!]).toEqual(expected));
+    [" o/a , o/b ", { repositories: ["o/a", "o/b"], invalid: [] }],
+    // Nothing is a pattern: what looks like one matches nothing and is reported, never half-read.
+    ["octo-org/*, o/api-*, *, o, o/*/x, */a, o/., o/.., a/b/c", { repositories: [], invalid: ["octo-org/*", "o/api-*", "*", "o", "o/*/x", "*/a", "o/.", "o/..", "a/b/c"] }],
+  ])("%j → %j", (raw, expected) => expect(shape(raw)).toEqual(expected));
 
-  it("has no globbing", () => {
+  it("matches an exact owner/name only", () => {
     expect(() => checkAllowlist(parseAllowlist("o/*"), "o/a")).toThrow();
+    expect(() => checkAllowlist(parseAllowlist("o/a"), "O/a")).toThrow(); // exact
+    expect(() => checkAllowlist(parseAllowlist("o/a-*"), "o/a-b")).toThrow();
+    expect(() => checkAllowlist(parseAllowlist("*"), "o/a")).toThrow();
     expect(() => checkAllowlist(parseAllowlist(" o/a "), "o/a")).not.toThrow();
+    expect(() => checkAllowlist(parseAllowlist(" o/a "), "o/ab")).toThrow();
     expect(() => checkAllowlist(null, "any/thing")).not.toThrow();
+  });
+
+  it("the shipped Kubernetes ConfigMap's allowlist is usable as written", () => {
+    const configMap = readFileSync(new URL("../deploy/kubernetes/configmap.yaml", import.meta.url), "utf8");
+    const raw = /ALLOWED_REPOSITORIES: "([^"]*)"/.exec(configMap)![1];
+    const list = parseAllowlist(raw)!;
+    expect(list.invalid).toEqual([]);
+    expect(() => checkAllowlist(list, "octo-org/app")).not.toThrow();
+  });
+});
+
+describe("shared secrets", () => {
+  it.each([
+    [undefined, null],
+    ["   ", null],
+    ["policy-webhook-secret", { why: "is shorter than 32 characters", refused: false }],
+    ["0123456789abcdef0123456789abcde", { why: "is shorter than 32 characters", refused: false }],
+    ["0123456789abcdef0123456789abcdef", null],
+    [" 0123456789abcdef0123456789abcdef\n", null],
+    ["replace-me", { why: "is a placeholder, not a generated secret", refused: true }],
+    ["CHANGEME", { why: "is a placeholder, not a generated secret", refused: true }],
+    ["replace-me-with-a-long-random-string-please", { why: "is a placeholder, not a generated secret", refused: true }],
+    ["change_me_0123456789abcdef0123456789", { why: "is a placeholder, not a generated secret", refused: true }],
+  ])("%j → %j", (raw, expected) => expect(secretWeakness(raw)).toEqual(expected));
+
+  it("a placeholder is read as unset (the routes answer 503 as when unset); a short secret is kept; both are named, without their value, among the problems", () => {
+    const env = { PROCESS_TRIGGER_SECRET: "replace-me", HOST_WEBHOOK_SECRET: "short-secret" };
+    const settings = parseSettings(env);
+    expect(settings.processTriggerSecret).toBeNull();
+    expect(settings.webhookSecret).toBe("short-secret");
+    const messages = settingsProblems(settings, env).map((p) => p.message);
+    expect(messages).toContain("PROCESS_TRIGGER_SECRET is a placeholder, not a generated secret (at least 32 random characters): treated as unset, /sign and /releases answer 503 sign_disabled / releases_disabled");
+    expect(messages).toContain("HOST_WEBHOOK_SECRET is shorter than 32 characters (at least 32 random characters): guessable: replace it (e.g. openssl rand -hex 32)");
+    expect(messages.join("\n")).not.toContain("short-secret");
+  });
+});
+
+describe("start-up settings", () => {
+  it.each([
+    [{}, []],
+    [{ PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: " DEBUG ", MAX_CONNECTIONS: "3", ADMIN_PORT: "9090", ADMIN_HOST: "::1" }, []],
+    [{ HOST: "broker.internal" }, []],
+    [{ PORT: "abc" }, ["PORT"]],
+    [{ PORT: "65536" }, ["PORT"]],
+    [{ PORT: "-1" }, ["PORT"]],
+    [{ HOST: "not a host" }, ["HOST"]],
+    [{ HOST: "[::1]" }, ["HOST"]],
+    [{ LOG_LEVEL: "verbose" }, ["LOG_LEVEL"]],
+    [{ MAX_CONNECTIONS: "0" }, ["MAX_CONNECTIONS"]],
+    [{ ADMIN_PORT: "eighty" }, ["ADMIN_PORT"]],
+    [{ ADMIN_PORT: "9090", ADMIN_HOST: "http://0.0.0.0" }, ["ADMIN_HOST"]],
+    [{ PORT: "x", LOG_LEVEL: "loud" }, ["PORT", "LOG_LEVEL"]],
+  ])("%j → problems with %j", (env, settings) => {
+    const { problems } = parseStartSettings(env);
+    expect(problems.map((p) => p.setting)).toEqual(settings);
+    for (const problem of problems) expect(problem.message).toMatch(new RegExp(`^${problem.setting} .*: the broker does not start$`));
+  });
+
+  it("blank values are the defaults", () => {
+    expect(parseStartSettings({ PORT: " ", HOST: "", LOG_LEVEL: "" })).toMatchObject({ port: 8080, host: "0.0.0.0", logLevel: "info", problems: [] });
   });
 });
 
@@ -148,11 +220,11 @@ describe("secrets are trimmed (PROCESS_TRIGGER_SECRET, HOST_WEBHOOK_SECRET)", ()
   it.each([
     [undefined, null, false],
     ["", null, false],
-    ["s3cret", "s3cret", false],
-    ["s3cret\n", "s3cret", true],
-    ["s3cret \r\n", "s3cret", true],
-    [" \ts3cret", "s3cret", true],
-    ["in ner", "in ner", false],
+    ["0123456789abcdef0123456789abcdef", "0123456789abcdef0123456789abcdef", false],
+    ["0123456789abcdef0123456789abcdef\n", "0123456789abcdef0123456789abcdef", true],
+    ["0123456789abcdef0123456789abcdef \r\n", "0123456789abcdef0123456789abcdef", true],
+    [" \t0123456789abcdef0123456789abcdef", "0123456789abcdef0123456789abcdef", true],
+    ["in ner 0123456789abcdef0123456789abcdef", "in ner 0123456789abcdef0123456789abcdef", false],
     [" \n", null, true],
   ])("%j → %j (changed: %j)", (raw, expected, changed) => {
     const s = parseSettings({ PROCESS_TRIGGER_SECRET: raw, HOST_WEBHOOK_SECRET: raw });
@@ -167,8 +239,8 @@ describe("secrets are trimmed (PROCESS_TRIGGER_SECRET, HOST_WEBHOOK_SECRET)", ()
 });
 
 describe("secrets with a trailing newline, over HTTP", () => {
-  const TRIGGER = "trimmed-trigger-secret-0123";
-  const HOOK = "trimmed-webhook-secret-4567";
+  const TRIGGER = "trimmed-trigger-secret-0123456789abcdef";
+  const HOOK = "trimmed-webhook-secret-456789abcdef0123";
   let fx: TokenFixture;
   let broker: TestBroker;
   beforeAll(async () => {
@@ -207,14 +279,51 @@ describe("secrets with a trailing newline, over HTTP", () => {
 
 describe("the built broker warns at start-up about a trimmed secret", () => {
   it("one warning per changed setting, naming it, never the value", async () => {
-    const value = "spawned-trigger-secret-89ab";
-    const broker = await spawnBroker({ PROCESS_TRIGGER_SECRET: `${value}\n`, HOST_WEBHOOK_SECRET: "untouched-hook-secret" });
+    const value = "spawned-trigger-secret-89abcdef0123";
+    const broker = await spawnBroker({ PROCESS_TRIGGER_SECRET: `${value}\n`, HOST_WEBHOOK_SECRET: "untouched-hook-secret-0123456789ab" });
     await broker.stop();
     const warnings = broker.lines.filter((line) => line.includes("trimmed before use"));
     expect(warnings).toHaveLength(1);
     expect(JSON.parse(warnings[0]!)).toMatchObject({ level: 40, setting: "PROCESS_TRIGGER_SECRET" });
     expect(broker.lines.join("\n")).not.toContain(value);
     expect(broker.lines.join("\n")).not.toContain("untouched-hook-secret");
+  });
+});
+
+describe("weak secrets, over HTTP", () => {
+  // A placeholder fails closed: even the right bearer is refused, so nobody is let in with it. A
+  // short secret still works (the API contract takes any secret), and is reported.
+  const TRIGGER = "replace-me";
+  const HOOK = "webhook-secret-too-short";
+  const t = brokerPerTest({ env: { PROCESS_TRIGGER_SECRET: TRIGGER, HOST_WEBHOOK_SECRET: HOOK }, secrets: [TRIGGER, HOOK] });
+
+  it("/releases and /sign answer 503 as when PROCESS_TRIGGER_SECRET is unset, even to its bearer", async () => {
+    const releases = await fetch(`${t.broker.url}/releases`, { headers: { authorization: `Bearer ${TRIGGER}` } });
+    expect(releases.status).toBe(503);
+    expect(((await releases.json()) as { error: string }).error).toBe("releases_disabled");
+    const sign = await postJson(`${t.broker.url}/sign`, {}, { authorization: `Bearer ${TRIGGER}` });
+    expect([sign.status, sign.body.error]).toEqual([503, "sign_disabled"]);
+  });
+
+  it("/webhook still verifies a delivery signed with the short secret", async () => {
+    const raw = JSON.stringify({ zen: "Keep it logically awesome.", hook_id: 1 });
+    const response = await fetch(`${t.broker.url}/webhook`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-github-event": "ping", "x-github-delivery": randomUUID(), "x-hub-signature-256": signatureFor(HOOK, raw) },
+      body: raw,
+    });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ ok: true, ignored: "ping" });
+  });
+
+  it("the built broker starts and logs one error line per weak secret, naming it and the minimum, never the value", async () => {
+    const spawned = await spawnBroker({ PROCESS_TRIGGER_SECRET: TRIGGER, HOST_WEBHOOK_SECRET: HOOK });
+    await spawned.stop();
+    const lines = spawned.lines.map((l) => JSON.parse(l) as { level: number; setting?: string; msg: string }).filter((e) => e.setting === "PROCESS_TRIGGER_SECRET" || e.setting === "HOST_WEBHOOK_SECRET");
+    expect(lines.map((e) => [e.level, e.setting])).toEqual([[50, "PROCESS_TRIGGER_SECRET"], [50, "HOST_WEBHOOK_SECRET"]]);
+    for (const line of lines) expect(line.msg).toContain("at least 32 random characters");
+    expectNoSecrets(spawned.lines, [HOOK]);
+    expect(spawned.lines.join("\n")).not.toContain(TRIGGER);
   });
 });
 

@@ -8,7 +8,7 @@ import { branchNameProblem, commitPathProblem } from "../server/sign/read-sign-r
 import { postJson } from "./support/broker.js";
 import { brokerPerTest } from "./support/broker-per-test.js";
 
-const SECRET = "sign-trigger-secret-0123456789";
+const SECRET = "sign-trigger-secret-0123456789-01234";
 const REPO = "octo-org/app";
 let branchCounter = 0;
 const secrets: string[] = [SECRET];
@@ -511,8 +511,8 @@ describe("SIGN_ALLOWED_REPOSITORIES", () => {
     expect(t.fx.sim.git.head(REPO, branch)).toBe(head);
   });
 
-  it("has no globbing and matches exactly", async () => {
-    t.broker.env.SIGN_ALLOWED_REPOSITORIES = "octo-org/*";
+  it("nothing is a pattern: entries match exactly", async () => {
+    t.broker.env.SIGN_ALLOWED_REPOSITORIES = "octo-org/*, octo-org/ap*, *";
     expect(await sign(signBody())).toMatchObject({ status: 403, body: { error: "repo_not_allowed" } });
     t.broker.env.SIGN_ALLOWED_REPOSITORIES = "Octo-Org/App";
     expect(await sign(signBody())).toMatchObject({ status: 403, body: { error: "repo_not_allowed" } });

@@ -115,8 +115,10 @@ describe("the claims' repository_id is the repository minted for", () => {
   it("a still-valid token of a deleted repository does not mint for its re-created namesake", async () => {
     const { sim } = t.fx;
     const installationId = sim.addInstallation({ appId: t.fx.app.id, account: "phoenix-org", permissions: { ...INSTALLED_PERMISSIONS }, repositories: ["tool"] });
+    // Two tokens of the old repository's job (one token mints once): the second is replayed after the re-creation.
     const oldToken = await sim.oidc.sign({ repository: "phoenix-org/tool" });
-    secrets.push(oldToken);
+    const stillValid = await sim.oidc.sign({ repository: "phoenix-org/tool" });
+    secrets.push(oldToken, stillValid);
     const send = async (oidcToken: string) => {
       const res = await postJson(`${t.broker.url}/token`, { oidcToken, owner: "phoenix-org", repo: "tool" });
       if (typeof res.body?.token === "string") secrets.push(res.body.token);
@@ -132,7 +134,7 @@ describe("the claims' repository_id is the repository minted for", () => {
     sim.clearRequests();
 
     const live = liveTokensOf(sim, installationId).length;
-    const res = await send(oldToken);
+    const res = await send(stillValid);
     expect(res.status).toBe(404);
     expect(res.body).toEqual({ error: "app_not_installed" });
     expect(res.headers.get("retry-after")).toBeNull();

@@ -156,6 +156,7 @@ describe("POST /token repository rules", () => {
     ["other/x", 403],
     [" octo-org/app , x/y ", 200],
     ["octo-org/*", 403],
+    ["octo-org/ap*", 403],
     ["*", 403],
     ["OCTO-ORG/APP", 403],
   ])("ALLOWED_REPOSITORIES=%j → %i", async (list, status) => {

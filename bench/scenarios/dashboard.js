@@ -15,7 +15,7 @@ import { median, startBroker } from "../support.js";
 const INSTALLATIONS = 20;
 const REPOSITORIES = 100;
 const RUNS = 7;
-const SECRET = "bench-secret";
+const SECRET = "bench-secret-0123456789abcdef0123456";
 
 export const description = `the dashboard page in Chromium, ${INSTALLATIONS} installations × ${REPOSITORIES} repositories, cached answer`;
 

@@ -11,14 +11,14 @@ import { fileURLToPath } from "node:url";
 import { createSimulator, linkFloorMs } from "../../build/simulator/index.js";
 import { spawnBroker } from "../broker-process.js";
 import { bytesSince, median, megabytes, timed } from "../support.js";
-import { loadToken } from "../token-support.js";
+import { loadToken, tokenSigner } from "../token-support.js";
 
 const INSTALLATIONS = 20;
 const REPOSITORIES = 50;
 const LATENCY_MS = 30;
 const PER_INSTANCE = 8;
 const REDIS = process.env.BENCH_REDIS_URL || "redis://127.0.0.1:6379";
-const SECRET = "bench-secret";
+const SECRET = "bench-secret-0123456789abcdef0123456";
 const TOKEN_ROUNDS = Number(process.env.BENCH_ROUNDS || 3);
 const TOKEN_ROUND_SECONDS = Number(process.env.BENCH_FLEET_ROUND_SECONDS || 3);
 const CONNECTIONS = 64;
@@ -117,7 +117,8 @@ async function tokenThroughput() {
   const sim = fork(fileURLToPath(new URL("../token-simulator-process.js", import.meta.url)), [], { stdio: "inherit", execArgv: ["--expose-gc"] });
   const ready = await new Promise((resolve) => sim.once("message", resolve));
   const brokers = await Promise.all([spawnBroker(ready.env), spawnBroker(ready.env)]);
-  const load = (url, connections, seconds) => loadToken(url, ready.tokens, { seconds, connections });
+  const tokens = tokenSigner(ready.tokens[0], ready.oidcKeyPem);
+  const load = (url, connections, seconds) => loadToken(url, tokens, { seconds, connections });
   const one = () => load(brokers[0].url, CONNECTIONS, TOKEN_ROUND_SECONDS);
   const two = async () => {
     const parts = await Promise.all(brokers.map((b) => load(b.url, CONNECTIONS / 2, TOKEN_ROUND_SECONDS)));

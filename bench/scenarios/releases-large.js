@@ -13,7 +13,7 @@ import { median, timed } from "../support.js";
 const REPOSITORIES = 5000;
 const LATENCY_MS = 30;
 const FRESH_RUNS = 5;
-const SECRET = "bench-secret";
+const SECRET = "bench-secret-0123456789abcdef0123456";
 
 export const description = `GET /releases, 1 installation × ${REPOSITORIES} repositories (selected, then all), ${LATENCY_MS} ms per upstream request, broker in its own process`;
 

@@ -45,7 +45,7 @@ const LARGE_RUNS = 7;
 const CACHED_CALLS = 50;
 const STALE_CALLS = 50;
 const CRAWL_ROUND_TRIPS = 4;
-const SECRET = "bench-secret";
+const SECRET = "bench-secret-0123456789abcdef0123456";
 
 export const description = `fresh GET /releases, ${INSTALLATIONS} installations × ${REPOSITORIES} repositories and 1 × ${LARGE}, on loopback (${LATENCY_MS} ms per upstream request) and over the link; the peer: a plain @octokit/graphql crawl`;
 

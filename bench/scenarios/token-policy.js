@@ -7,7 +7,7 @@
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { spawnBroker } from "../broker-process.js";
-import { ask, loadToken, median, processTimes, startFloor } from "../token-support.js";
+import { ask, loadToken, median, processTimes, startFloor, tokenSigner } from "../token-support.js";
 
 const here = (path) => fileURLToPath(new URL(path, import.meta.url));
 
@@ -57,6 +57,7 @@ export async function run(options = {}) {
   const connections = Number(options.connections || 64);
   const sim = fork(here("../token-simulator-process.js"), [], { stdio: "inherit", execArgv: ["--expose-gc"] });
   const ready = await ask(sim, null, "ready");
+  const tokens = tokenSigner(ready.tokens[0], ready.oidcKeyPem);
   const floor = await startFloor(ready.floor);
   const n = (x, d = 1) => x.toFixed(d);
   const info = (metric, value) => ({ metric, value, target: "", ok: null });
@@ -64,20 +65,20 @@ export async function run(options = {}) {
   const ratios = {};
   const cpu = {};
   try {
-    await loadToken(floor.url, ready.tokens, { seconds: warmSeconds, connections });
+    await loadToken(floor.url, tokens, { seconds: warmSeconds, connections });
     for (const scenarioCase of CASES) {
       await ask(sim, { type: "policies", ...scenarioCase.policies }, "policies");
       const broker = await spawnBroker({ ...ready.env, ...scenarioCase.env });
       try {
         // Warm: key set, App JWT, installation, and (with policies on) the reader token and each file's read.
         await ask(sim, "reset", "reset");
-        await loadToken(broker.url, ready.tokens, { seconds: warmSeconds, connections });
+        await loadToken(broker.url, tokens, { seconds: warmSeconds, connections });
         const { stats: warm } = await ask(sim, "stats", "stats");
         const rounds = { broker: [], floor: [] };
         for (let i = 0; i < ROUNDS; i += 1) {
           const pair = [["broker", broker], ["floor", floor]];
           for (const [name, target] of i % 2 === 0 ? pair : pair.reverse()) {
-            rounds[name].push(await round(target, sim, ready.tokens, { seconds: seconds / ROUNDS, connections }));
+            rounds[name].push(await round(target, sim, tokens, { seconds: seconds / ROUNDS, connections }));
           }
         }
         const sum = (list, pick) => list.reduce((total, r) => total + pick(r), 0);

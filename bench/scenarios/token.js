@@ -7,7 +7,7 @@ import { Agent, request } from "undici";
 import { linkFloorMs } from "../../build/simulator/index.js";
 import { spawnBroker as startBroker } from "../broker-process.js";
 import { appJwt } from "../peer-crawl.js";
-import { ask, loadToken as load, processTimes, startFloor } from "../token-support.js";
+import { ask, loadToken as load, processTimes, startFloor, tokenSigner } from "../token-support.js";
 
 const here = (path) => fileURLToPath(new URL(path, import.meta.url));
 
@@ -82,6 +82,7 @@ async function measure({ link, seconds, connections, rounds: roundCount, warmUpS
     env: { ...process.env, ...(link ? { BENCH_TOKEN_LINK: JSON.stringify(link) } : {}) },
   });
   const ready = await ask(sim, null, "ready");
+  const tokens = tokenSigner(ready.tokens[0], ready.oidcKeyPem);
   // BENCH_TOKEN_BROKER_ENV (JSON): settings for the broker on top of the simulator's (an experiment's, e.g.
   // {"UPSTREAM_MAX_CONCURRENCY":"1000"}); the table's figures are without it.
   const broker = await startBroker({ ...ready.env, ...(process.env.BENCH_TOKEN_BROKER_ENV ? JSON.parse(process.env.BENCH_TOKEN_BROKER_ENV) : {}) });
@@ -96,14 +97,14 @@ async function measure({ link, seconds, connections, rounds: roundCount, warmUpS
     // give a steadier median than three long ones for the same 15 s per target.
     const pair = [["broker", broker], ["floor", floor], ...(floorRequest ? [["floorRequest", floorRequest]] : [])];
     const warm = {};
-    for (const [name, target] of pair) warm[name] = await warmUp(target, ready.tokens, connections, warmUpSeconds);
+    for (const [name, target] of pair) warm[name] = await warmUp(target, tokens, connections, warmUpSeconds);
     const rounds = Object.fromEntries(pair.map(([name]) => [name, []]));
     for (let i = 0; i < roundCount; i += 1) {
       for (const [name, target] of i % 2 === 0 ? pair : [...pair].reverse()) {
-        rounds[name].push(await round(target, sim, ready.tokens, { seconds: seconds / roundCount, connections }));
+        rounds[name].push(await round(target, sim, tokens, { seconds: seconds / roundCount, connections }));
       }
     }
-    const single = await oneAtATime(broker, sim, ready.tokens);
+    const single = await oneAtATime(broker, sim, tokens);
     const peer = await peerMints(ready.floor);
     return {
       b: summarise(rounds.broker, warm.broker),
@@ -135,7 +136,7 @@ async function oneAtATime(broker, sim, tokens) {
     const response = await fetch(`${broker.url}/token`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ oidcToken: tokens[i % tokens.length], owner: "octo-org", repo: "app", ref: "refs/heads/main", runId: "1" }),
+      body: JSON.stringify({ oidcToken: tokens(), owner: "octo-org", repo: "app", ref: "refs/heads/main", runId: "1" }),
     });
     await response.text();
     if (response.status !== 200) throw new Error(`one exchange: POST /token answered ${response.status}`);

@@ -18,7 +18,7 @@ import { bytesSince, megabytes, percentile } from "../support.js";
 const PULLS = 500;
 const LATENCY_MS = 100;
 const DELIVERIES = 20;
-const SECRET = "bench-webhook-secret";
+const SECRET = "bench-webhook-secret-0123456789abcde";
 const here = (path) => fileURLToPath(new URL(path, import.meta.url));
 
 export const description = `POST /webhook, ${PULLS} open pull requests at ${LATENCY_MS} ms per upstream request, ${DELIVERIES} deliveries`;

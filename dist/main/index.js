@@ -33370,6 +33370,11 @@ const ERROR_CODES = {
         meaning: "The OIDC token failed verification; `reason` says which check.",
         hint: "The job's OIDC token was refused; see the reason.",
     },
+    oidc_token_replayed: {
+        status: 409, routes: ["/token"], retryable: false,
+        meaning: "This OIDC token was already used for a token (an OIDC token mints once, until it expires; on any broker instance sharing the store).",
+        hint: "Ask the runner for a fresh OIDC token for each request (the action does); a token sent twice is refused the second time.",
+    },
     repo_mismatch: {
         status: 403, routes: ["/token"], retryable: false,
         meaning: "The token's repository claim is not owner/repo.",
@@ -33397,7 +33402,7 @@ const ERROR_CODES = {
     },
     policy_invalid: {
         status: 403, routes: ["/token"], retryable: false,
-        meaning: "The repository's or the owner's policy file does not parse or validate (YAML, schema, over 64 KiB, too many aliases); `detail` says which file and line. Fail closed.",
+        meaning: "The repository's or the owner's policy file does not parse or validate (YAML, schema, over 64 KiB or another of its limits, a tag or merge key, a refused pattern); `detail` says which file and line. Fail closed.",
         hint: "Fix the policy file on the default branch (`tokensmith policy check FILE` validates it offline); see detail for the line.",
     },
     policy_unavailable: {
@@ -33630,6 +33635,7 @@ const WORKFLOW_HINTS = {
     invalid_permissions: "The broker refused the step's permission-<name> inputs as malformed, though this action checked them against its own catalogue of the platform's permissions: the action's and the broker's versions differ; use a permission both know, or ask the broker's operator to update it.",
     invalid_repositories: "The broker refused the step's repositories input, though this action checked it: the action's and the broker's versions differ; name at most 20 repositories of the job's own owner, each once.",
     invalid_oidc_token: "The broker refused the job's OIDC token.",
+    oidc_token_replayed: "The broker had already minted a token for this OIDC token: this action asks the runner for a fresh OIDC token for each request, so something else sent the same token first (another step, a proxy replaying requests). Re-run the job; if it persists, tell the broker's operator.",
     repo_mismatch: "The job's OIDC token is for another repository than {repository}: a job can only get a token for its own repository.",
     repo_not_allowed: "{repository} is not in the broker's ALLOWED_REPOSITORIES: the broker's operator must add it.",
     permissions_not_granted: "The step's permission-<name> inputs ask for more than the broker grants {repository}: ask for less, or have the grant widened where the detail says (TOKEN_PERMISSIONS: the broker's operator; installation: an owner of the account must grant the App that permission; rule <name> or owner rule <name>: the trust policy's rule, in .github/tokensmith.yml or the owner's .github/tokensmith-org.yml).",

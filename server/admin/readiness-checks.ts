@@ -8,6 +8,7 @@ import type { PlatformSettings } from "../settings.js";
  */
 export type NotReadyReason =
   | { reason: "app_not_configured"; platform: PlatformSettings["name"]; missing: string[]; problem?: string }
+  | { reason: "invalid_token_permissions"; setting: "TOKEN_PERMISSIONS"; problem: string }
   | { reason: "store_unreachable"; setting: StoreSetting }
   | { reason: "key_set_not_fetched"; platform: PlatformSettings["name"]; issuer: string };
 
@@ -18,7 +19,7 @@ export const PROBE_WAIT_MS = 800;
 
 /**
  * The checks behind /readyz, read per probe like every setting (spec 2.6): each configured App is
- * complete, each configured store answers a read, each trusted issuer's key set is held (a probe
+ * complete, TOKEN_PERMISSIONS parses, each configured store answers a read, each trusted issuer's key set is held (a probe
  * starts the fetch when it is not, so readiness does not wait for the first job).
  */
 export function readinessChecks(ctx: BrokerContext, options: { probeWaitMs?: number } = {}): () => Promise<NotReadyReason[]> {
@@ -32,6 +33,8 @@ export function readinessChecks(ctx: BrokerContext, options: { probeWaitMs?: num
       const { missing, problem } = platform.app;
       reasons.push({ reason: "app_not_configured", platform: platform.name, missing, ...(problem ? { problem } : {}) });
     }
+    // Every /token would answer 400 invalid_token_permissions: no job should be routed here.
+    if (!settings.tokenPermissions.ok) reasons.push({ reason: "invalid_token_permissions", setting: "TOKEN_PERMISSIONS", problem: settings.tokenPermissions.problem });
 
     const stores: Array<[StoreSetting, string | null]> = [
       ["SERVICE_JWKS_CACHE", settings.jwksCacheUrl],

@@ -21,7 +21,9 @@ export const POLICY_USAGE = `Usage: tokensmith policy check [FILE] [--owner]
 
   check    Validate a policy file offline (default ${POLICY_FILES.repository}; a file named
            tokensmith-org.yml, or --owner, is checked as an owner policy). Line numbers on every
-           problem; warns on a write grant without an event condition. Exit 0 valid, 1 invalid.
+           problem; warns (without failing) on a write grant without an event condition, a rule
+           trusting actor or head_ref that can match pull_request_target, workflow pinned with
+           pull_request, and patterns over 256 characters. Exit 0 valid, 1 invalid.
   explain  Which rule holds for a job's OIDC claims (a JSON object, or the JWT itself: its payload
            is read, not verified), the grant (TOKEN_PERMISSIONS from the environment ∩ the rules;
            the installation may narrow it further), and why each other rule does not.

@@ -8,6 +8,8 @@ import { closeAfterResponse, endWithLinger, isLingering } from "./lingering-clos
 export interface ServeOptions {
   /** Open client connections at most (MAX_CONNECTIONS); one more is closed at once, without an answer. */
   maxConnections?: number;
+  /** The listen itself failed (EADDRINUSE, EADDRNOTAVAIL, ENOTFOUND); without it the error is thrown. */
+  onListenError?: (error: NodeJS.ErrnoException) => void;
 }
 
 /**
@@ -47,7 +49,10 @@ export function serve(
     // An error while accepting a connection (EMFILE, ENFILE: out of file descriptors) is not the
     // server's end: libuv closes the connection it could not take and keeps listening. Anything
     // else (EADDRINUSE at listen) still ends the process.
-    if (error.syscall !== "accept") throw error;
+    if (error.syscall !== "accept") {
+      if (options.onListenError && (error.syscall === "listen" || error.syscall === "getaddrinfo" || error.syscall === "bind")) return options.onListenError(error);
+      throw error;
+    }
     const code = error.code ?? "unknown";
     let logOne = acceptFailed.get(code);
     if (!logOne) {

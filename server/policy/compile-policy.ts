@@ -1,18 +1,18 @@
-// Text → CompiledPolicy, once per file version: YAML (the `yaml` package, aliases bounded), the
+// Text → CompiledPolicy, once per file version: YAML (parse-policy-yaml.ts: bounded time), the
 // JSON Schema the package ships (ajv), the platform's permission catalogue, then every glob
 // compiled. Every problem is one line naming the file's line (policy_invalid's detail).
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
-import { isMap, isSeq, LineCounter, parseDocument, type Document } from "yaml";
+import { isMap, isSeq, type Document } from "yaml";
 import { checkCatalogue, type PermissionLevel, type Permissions } from "../../shared/token-permissions.js";
 import { compileGlobs } from "./policy-glob.js";
 import { CONDITION_CLAIMS, stringClaim } from "./policy-claims.js";
+import { parsePolicyYaml } from "./parse-policy-yaml.js";
 import { readPolicySchema } from "./policy-schema.js";
+import { policyWarnings } from "./policy-warnings.js";
 import type { CompiledCondition, CompiledPolicy, CompiledRule, PolicyKind } from "./policy-types.js";
 
 /** Policy files over this are refused unread (DESIGN.md threats). */
 export const MAX_POLICY_BYTES = 64 * 1024;
-/** YAML aliases beyond this are refused: a few anchors are handy, a billion laughs is not. */
-export const MAX_POLICY_ALIASES = 20;
 
 export type PolicyCompile = { ok: true; policy: CompiledPolicy } | { ok: false; detail: string };
 
@@ -31,17 +31,9 @@ export function createPolicyCompiler(): PolicyCompiler {
 function compilePolicy(validate: ValidateFunction, text: string, kind: PolicyKind, file: string): PolicyCompile {
   const fail = (line: number | undefined, what: string): PolicyCompile => ({ ok: false, detail: `${file}${line ? ` line ${line}` : ""}: ${what}` });
   if (Buffer.byteLength(text, "utf8") > MAX_POLICY_BYTES) return fail(undefined, `over ${MAX_POLICY_BYTES / 1024} KiB`);
-  const lines = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true, strict: true });
-  const lineAt = (offset: number | undefined) => (offset === undefined ? undefined : lines.linePos(offset).line);
-  const syntax = doc.errors[0];
-  if (syntax) return fail(lineAt(syntax.pos[0]), `not valid YAML (${syntax.code.toLowerCase().replace(/_/g, " ")})`);
-  let data: unknown;
-  try {
-    data = doc.toJS({ maxAliasCount: MAX_POLICY_ALIASES });
-  } catch {
-    return fail(undefined, `more than ${MAX_POLICY_ALIASES} YAML aliases`);
-  }
+  const parsed = parsePolicyYaml(text);
+  if (!parsed.ok) return fail(parsed.line, parsed.what);
+  const { doc, data, lineAt } = parsed;
   if (!validate(data)) {
     const error = validate.errors![0]!;
     return fail(lineOf(doc, error.instancePath, lineAt), schemaProblem(error));
@@ -50,7 +42,6 @@ function compilePolicy(validate: ValidateFunction, text: string, kind: PolicyKin
   if (kind === "repository" && raw.repository_policies !== undefined) return fail(lineOf(doc, "/repository_policies", lineAt), "repository_policies belongs in the owner policy (.github/tokensmith-org.yml)");
   const rules: CompiledRule[] = [];
   const names = new Set<string>();
-  const warnings: string[] = [];
   for (const [index, rule] of raw.rules.entries()) {
     const at = (path: string) => lineOf(doc, `/rules/${index}${path}`, lineAt);
     if (names.has(rule.name)) return fail(at("/name"), `rule name ${rule.name} is used twice`);
@@ -68,13 +59,9 @@ function compilePolicy(validate: ValidateFunction, text: string, kind: PolicyKin
     } catch (error) {
       return fail(at(""), `rule ${rule.name}: ${(error as Error).message}`);
     }
-    const line = at("") ?? 0;
-    if (Object.values(rule.permissions).includes("write") && !rule.if?.event) {
-      warnings.push(`${file} line ${line}: rule ${rule.name} grants write without an event condition (a pull_request_target job on the default branch would match)`);
-    }
-    rules.push({ name: rule.name, conditions, ...(repositories ? { repositories } : {}), permissions: { ...rule.permissions }, line });
+    rules.push({ name: rule.name, conditions, ...(repositories ? { repositories } : {}), permissions: { ...rule.permissions }, line: at("") ?? 0 });
   }
-  return { ok: true, policy: { kind, rules, ignoreRepositoryPolicies: raw.repository_policies === "ignore", warnings } };
+  return { ok: true, policy: { kind, rules, ignoreRepositoryPolicies: raw.repository_policies === "ignore", warnings: policyWarnings(rules, file) } };
 }
 
 interface RawRule {

@@ -33,6 +33,6 @@ export interface CompiledPolicy {
   rules: readonly CompiledRule[];
   /** Owner policy's `repository_policies: ignore`. */
   ignoreRepositoryPolicies: boolean;
-  /** Warnings `policy check` prints (a write grant without an `event` condition). */
+  /** Warnings `policy check` and the check run print (policy-warnings.ts). */
   warnings: readonly string[];
 }

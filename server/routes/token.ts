@@ -9,6 +9,7 @@ import { applyPolicies, type PolicyOutcome } from "../policy/apply-policies.js";
 import { readRuleField } from "../policy/read-rule-field.js";
 import { permissionsToMint } from "../token/permissions-to-mint.js";
 import { readTokenRequest } from "../token/read-token-request.js";
+import { claimOidcToken } from "../token/claim-oidc-token.js";
 import { checkAllowlist, matchRepository, readRepositoryIdentity, requireApp, requireTokenPermissions, trustedPlatforms } from "../token/trust.js";
 
 /**
@@ -43,8 +44,14 @@ export function tokenRoute(ctx: BrokerContext): RequestHandler {
 
     const platform = trusted.platform;
     const app = requireApp(platform);
+    // The token is verified and the cheap checks passed: it may now take its one mint (409
+    // oidc_token_replayed if it already has). Never earlier: an unverified token must not occupy an id.
+    const claim = await claimOidcToken(ctx, settings, claims, body.oidcToken);
     let policy: PolicyOutcome | null = null;
     let policyInstallation = 0;
+    // Set when the permissions are decided, just before the mint is sent: a failure before it (a
+    // policy's denial, a lookup that failed) hands the claim back, so the token is not spent.
+    let mintSent = false;
     const { installation, minted } = await mintRepositoryToken(ctx, {
       platform,
       app,
@@ -62,12 +69,17 @@ export function tokenRoute(ctx: BrokerContext): RequestHandler {
         // TOKEN_PERMISSIONS ∩ each rule that applies ∩ the installation (DESIGN.md: everything only narrows).
         // With other repositories: ∩ what each of them lends (its consenting rule ∩ its owner rule).
         const policyCeilings = [...(policy?.decision.ceilings ?? []), ...(policy?.targets ?? []).map((target) => target.ceiling)];
-        return permissionsToMint({ tokenPermissions: requested, policyCeilings, installation: installed, requested: body.permissions });
+        const permissions = permissionsToMint({ tokenPermissions: requested, policyCeilings, installation: installed, requested: body.permissions });
+        mintSent = true;
+        return permissions;
       },
       others: () => ((policy as PolicyOutcome | null)?.targets ?? []).map(({ target }) => ({ id: target.id, name: target.name })),
       othersStale: (stale) => {
         for (const other of stale) ctx.policies.targets.drop(ctx.policies.targets.key(platform.apiBase, policyInstallation, body.owner, other.name));
       },
+    }).catch(async (error: unknown) => {
+      if (!mintSent) await claim.release();
+      throw error;
     });
     const applied = policy as PolicyOutcome | null;
 

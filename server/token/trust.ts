@@ -1,4 +1,5 @@
 // The /token trust decisions as pure functions (STYLE.md practice 6): table-tested, no I/O.
+import { allowlistHas, type Allowlist } from "../allowlist.js";
 import { BrokerError } from "../../shared/broker-error.js";
 import type { Permissions } from "../../shared/token-permissions.js";
 import type { AppCredentials } from "../app-credentials.js";
@@ -18,12 +19,12 @@ export function matchRepository(claim: string, owner: string, repo: string): str
 }
 
 /**
- * ALLOWED_REPOSITORIES: exact equality after trimming, no globbing; unset allows every repository.
+ * ALLOWED_REPOSITORIES: exact `owner/name` entries (server/allowlist.ts); unset allows every repository.
  * `other`: the name as the request's `repositories` gave it (that repository, not the caller's, is
  * outside the list: the answer's detail says which).
  */
-export function checkAllowlist(allowed: ReadonlySet<string> | null, repository: string, other?: string): void {
-  if (allowed && !allowed.has(repository)) {
+export function checkAllowlist(allowed: Allowlist | null, repository: string, other?: string): void {
+  if (allowed && !allowlistHas(allowed, repository)) {
     throw new BrokerError("repo_not_allowed", other === undefined ? {} : { detail: `repositories: ${other}`, answerDetail: `repository ${repository} (of repositories) is outside ALLOWED_REPOSITORIES` });
   }
 }

@@ -3,7 +3,7 @@
 import { randomInt } from "node:crypto";
 import { createSimulator, type PermissionLevel, type Simulator } from "../../simulator/index.js";
 
-export const TRIGGER_SECRET = "releases-test-secret-0123456789";
+export const TRIGGER_SECRET = "releases-test-secret-0123456789-0123";
 
 export interface ReleasesFixture {
   sim: Simulator;

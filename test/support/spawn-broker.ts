@@ -13,6 +13,23 @@ export interface BrokerProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
+/**
+ * Runs the built broker with settings it must refuse to start with: resolves with its exit code and
+ * every line it wrote once it exits (a broker that starts listening is stopped and fails the wait).
+ */
+export async function spawnBrokerToExit(env: Record<string, string | undefined>, timeoutMs = 30_000): Promise<{ code: number | null; lines: string[] }> {
+  const child = spawn(process.execPath, [MAIN], { env: { PATH: process.env.PATH, PORT: "0", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const lines: string[] = [];
+  const take = (chunk: Buffer) => lines.push(...chunk.toString().split("\n").filter(Boolean));
+  child.stdout!.on("data", take);
+  child.stderr!.on("data", take);
+  const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+  const code = await new Promise<number | null>((resolve) => child.once("close", (exitCode) => resolve(exitCode)));
+  clearTimeout(timer);
+  keepLogs(lines);
+  return { code, lines };
+}
+
 export async function spawnBroker(env: Record<string, string | undefined>, timeoutMs = 10_000): Promise<BrokerProcess> {
   const child = spawn(process.execPath, [MAIN], {
     env: { PATH: process.env.PATH, PORT: "0", ...env },

@@ -10,7 +10,7 @@ import { spawnBroker, type BrokerProcess } from "./spawn-broker.js";
 import { signatureFor } from "../../server/webhook/verify-signature.js";
 import { deleteKeysUnder, REDIS_URL } from "./redis-url.js";
 
-const SECRET = "webhook-queue-secret-0123456789";
+const SECRET = "webhook-queue-secret-0123456789-0123";
 const ACCOUNT = "queue-org";
 export let fx: TokenFixture;
 let installationId: number;
