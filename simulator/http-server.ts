@@ -236,7 +236,7 @@ export async function startHttpServer(deps: HttpServerDeps): Promise<RunningServ
       return;
     }
     if (fault === "garbage") return send(res, record, { status: 200, headers: { "content-type": JSON_TYPE }, body: GARBAGE_BODY }, requestId, outlets);
-    if (fault && fault !== "truncated-gzip") return send(res, record, fault, requestId, outlets);
+    if (fault && fault !== "truncated-gzip" && !("until" in fault)) return send(res, record, fault, requestId, outlets);
 
     const result = await deps.router.dispatch({
       method,
@@ -247,6 +247,10 @@ export async function startHttpServer(deps: HttpServerDeps): Promise<RunningServ
       headers: record.headers,
       sim: deps.sim(),
     });
+    if (typeof fault === "object" && "until" in fault) {
+      await fault.until.catch(() => undefined);
+      if (closed) return;
+    }
     send(res, record, result, requestId, outlets, fault === "truncated-gzip" ? fault : "asked");
   };
 

@@ -63,7 +63,16 @@ export type RouteHandler = (ctx: RouteContext) => RouteResult | Promise<RouteRes
  * the first half of the compressed bytes sent (with a Content-Length that matches them): the HTTP
  * exchange completes, the gzip stream does not.
  */
-export type FaultResponse = { status: number; headers?: Record<string, string>; body?: unknown } | "hang" | "garbage" | "reset" | "truncated-gzip";
+export type FaultResponse = { status: number; headers?: Record<string, string>; body?: unknown } | "hang" | "garbage" | "reset" | "truncated-gzip" | HeldAnswer;
+
+/**
+ * The route answers now (a mint issues its token over the installation as it is at this moment),
+ * but the answer is sent only once `until` settles: a slow answer that a test can interleave with
+ * other events (an installation change while the broker waits for a mint).
+ */
+export interface HeldAnswer {
+  until: Promise<unknown>;
+}
 
 export interface FaultSpec {
   method?: string;
