@@ -1,6 +1,6 @@
 // Two broker instances sharing the policy cache through Redis (SERVICE_JWKS_CACHE): one read of a
 // policy serves both, and a push delivered to one drops the cached read for both. Also: an
-// installation without `contents` cannot have policies read (optional → the spec's token,
+// installation without `contents` cannot have policies read (optional → the default token,
 // required → denied), over HTTP.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { randomUUID } from "node:crypto";
@@ -109,7 +109,7 @@ describe("a policy entry someone rewrote in the shared store", () => {
 });
 
 describe("an installation without contents permission", () => {
-  it("optional: the spec's token, no policy read; required: policy_denied", async () => {
+  it("optional: the default token, no policy read; required: policy_denied", async () => {
     const app = fx.sim.createApp();
     const installationId = fx.sim.addInstallation({ appId: app.id, account: "octo-org", permissions: { issues: "write", metadata: "read" }, repositories: ["app"] });
     const env = { HOST_APP_ID: String(app.id), HOST_APP_PRIVATE_KEY: app.privateKeyPem, TOKEN_PERMISSIONS: "issues=write" };

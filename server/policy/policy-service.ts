@@ -1,4 +1,4 @@
-// What the broker keeps for trust policies (one per broker context, STYLE.md: no module-level
+// What the broker keeps for trust policies (one per broker context, docs/design.md#layers: no module-level
 // caches): the schema compiled once, reader tokens per installation, the files as last read (and
 // the key that seals them in the shared store), and each file version compiled once (by blob SHA:
 // the same text compiles the same).

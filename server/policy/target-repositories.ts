@@ -1,4 +1,4 @@
-// Another repository named in a /token request's `repositories`, known by id (DESIGN.md "Other
+// Another repository named in a /token request's `repositories`, known by id (docs/policies.md#other-repositories
 // repositories"): its policy is cached by repository id like the caller's (a renamed or re-created
 // repository never inherits another's consent), and the token is minted by ids, the mint's answer
 // checked to name each id under the name that was asked for. The name → id lookup is
