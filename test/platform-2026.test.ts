@@ -165,6 +165,14 @@ describe("OIDC sub, classic and immutable", () => {
     expect(await immutable(() => exchange())).toMatchObject({ status: 403, body: { error: "policy_denied" } });
   });
 
+  it("a policy on the ids instead of sub (docs/policies.md's better way) matches either form", async () => {
+    t.broker.env.TOKEN_POLICY = "required";
+    t.fx.sim.git.setFile("octo-org/app", ".github/tokensmith.yml", 'rules:\n  - name: by-id\n    if: {event: push, ref: refs/heads/main, claims: {repository_id: "123456", repository_owner_id: "654321"}}\n    permissions: {contents: read}\n');
+    expect((await exchange()).status).toBe(200);
+    expect((await immutable(() => exchange())).status).toBe(200);
+    expect(await exchange({ repository_id: "999" })).toMatchObject({ status: 403 });
+  });
+
   it("the broker decides on repository and its ids, never on sub: a sub naming another repository changes nothing", async () => {
     t.broker.env.TOKEN_POLICY = "off";
     for (const sub of ["repo:octo-org/other:ref:refs/heads/main", `repo:octo-org@654321/other@${t.fx.sim.repository("octo-org", "other").id}:ref:refs/heads/main`]) {
