@@ -13,6 +13,7 @@ import { createOidcIssuer } from "./oidc-issuer.js";
 import { judgeAuthorization, requireApp, requireInstallation } from "./request-auth.js";
 import { registerAppRoutes } from "./rest-app-routes.js";
 import { registerInstallationRoutes } from "./rest-installation-routes.js";
+import { registerUserRoutes } from "./rest-user-routes.js";
 import { Router } from "./router.js";
 import { createSecondaryLimits, type SecondaryLimitValues } from "./secondary-limits.js";
 import type { Flavor, RecordedRequest, RouteHandler, Simulator, SubjectFormat, TokenFormat } from "./types.js";
@@ -164,6 +165,7 @@ export async function createSimulator(opts: SimulatorOptions = {}): Promise<Simu
     now,
     route: (method: string, pattern: string, handler: RouteHandler) => router.add(method, `${layout.api}${pattern}`, handler, { rest: true }),
     routeAbsolute: (method: string, pattern: string, handler: RouteHandler) => router.add(method, pattern, handler),
+    routes: () => router.routes(),
     requireApp: (ctx) => requireApp(ctx, state),
     requireInstallation: (ctx) => requireInstallation(ctx, state),
     link,
@@ -188,5 +190,6 @@ export async function createSimulator(opts: SimulatorOptions = {}): Promise<Simu
 
   registerAppRoutes(sim, state);
   registerInstallationRoutes(sim, state);
+  registerUserRoutes(sim);
   return sim;
 }

@@ -9,15 +9,16 @@ interface ActiveFault {
 
 export interface FaultTable extends FaultRegistry {
   /** Find the first fault matching this request (and the installation of its token, if any) and use up one of its `times`. */
-  take(method: string, path: string, installationId?: number): FaultResponse | undefined;
+  take(method: string, path: string, installationId?: number, body?: unknown): FaultResponse | undefined;
 }
 
 export function createFaultTable(): FaultTable {
   let active: ActiveFault[] = [];
 
-  const matches = (spec: FaultSpec, method: string, path: string, installationId: number | undefined): boolean => {
+  const matches = (spec: FaultSpec, method: string, path: string, installationId: number | undefined, body: unknown): boolean => {
     if (spec.method && spec.method.toUpperCase() !== method.toUpperCase()) return false;
     if (spec.installationId !== undefined && spec.installationId !== installationId) return false;
+    if (spec.body && !spec.body(body)) return false;
     if (typeof spec.path === "string") return spec.path === path;
     spec.path.lastIndex = 0; // a /g or /y RegExp would otherwise remember where it stopped
     return spec.path.test(path);
@@ -42,8 +43,8 @@ export function createFaultTable(): FaultTable {
     get active() {
       return active.map((f) => f.spec);
     },
-    take(method, path, installationId) {
-      const entry = active.find((f) => f.remaining > 0 && matches(f.spec, method, path, installationId));
+    take(method, path, installationId, body) {
+      const entry = active.find((f) => f.remaining > 0 && matches(f.spec, method, path, installationId, body));
       if (!entry) return undefined;
       entry.remaining -= 1;
       if (entry.remaining <= 0) active = active.filter((f) => f !== entry);

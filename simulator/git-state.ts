@@ -3,8 +3,12 @@
 // helpers tests use to arrange it (create a branch, push as someone else, open pull requests…).
 import { createHash } from "node:crypto";
 import { registerGitGraphql } from "./git-graphql.js";
+import { GitObjects } from "./git-objects.js";
 import { registerChecksRoutes, type CheckRunState } from "./rest-checks-routes.js";
 import { registerContentsRoutes } from "./rest-contents-routes.js";
+import { registerContentsWriteRoutes } from "./rest-contents-write-routes.js";
+import { registerGitDataRoutes } from "./rest-git-data-routes.js";
+import { registerReleaseRoutes } from "./rest-release-routes.js";
 import { registerPullRoutes } from "./rest-pull-routes.js";
 import type { Simulator } from "./types.js";
 
@@ -98,6 +102,10 @@ export class GitStore {
   /** repository (lower case) → branch → head oid */
   readonly branches = new Map<string, Map<string, string>>();
   readonly pulls = new Map<string, Map<number, PullRequestState>>();
+  /** repository (lower case) → tag name → the oid it points at (a commit, or an annotated tag object) */
+  readonly tagRefs = new Map<string, Map<string, string>>();
+  /** Blobs, trees and annotated tags of the git data API. */
+  readonly objects = new GitObjects();
   readonly mutationCommits: CommitState[] = [];
   readonly updateBranchCalls: UpdateBranchCall[] = [];
   contentCreationPerMinute = 80;
@@ -107,23 +115,15 @@ export class GitStore {
   constructor(private readonly now: () => number) {}
 
   branchesOf(repository: string): Map<string, string> {
-    const key = repository.toLowerCase();
-    let found = this.branches.get(key);
-    if (!found) {
-      found = new Map();
-      this.branches.set(key, found);
-    }
-    return found;
+    return perRepository(this.branches, repository);
+  }
+
+  tagsOf(repository: string): Map<string, string> {
+    return perRepository(this.tagRefs, repository);
   }
 
   pullsOf(repository: string): Map<number, PullRequestState> {
-    const key = repository.toLowerCase();
-    let found = this.pulls.get(key);
-    if (!found) {
-      found = new Map();
-      this.pulls.set(key, found);
-    }
-    return found;
+    return perRepository(this.pulls, repository);
   }
 
   head(repository: string, branch: string): string | undefined {
@@ -163,6 +163,17 @@ export class GitStore {
   }
 }
 
+/** `repository`'s own map in `maps` (keyed by the repository's name in lower case), made on first use. */
+function perRepository<K, V>(maps: Map<string, Map<K, V>>, repository: string): Map<K, V> {
+  const key = repository.toLowerCase();
+  let found = maps.get(key);
+  if (!found) {
+    found = new Map();
+    maps.set(key, found);
+  }
+  return found;
+}
+
 const SOMEONE = { name: "Mona Lisa Octocat", email: "mona@example.com" };
 
 const utf8Changes = (files: Record<string, string> = {}) =>
@@ -173,6 +184,10 @@ export function registerGit(sim: Simulator): GitApi {
   registerGitGraphql(sim, store);
   registerPullRoutes(sim, store);
   registerContentsRoutes(sim, store);
+  registerContentsWriteRoutes(sim, store);
+  registerGitDataRoutes(sim, store);
+  // Releases live in releases-state.ts; their REST routes need the tags kept here.
+  registerReleaseRoutes(sim, store);
   const checkRuns: CheckRunState[] = [];
   registerChecksRoutes(sim, store, checkRuns);
 

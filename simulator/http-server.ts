@@ -230,14 +230,14 @@ export async function startHttpServer(deps: HttpServerDeps): Promise<RunningServ
     if (latency > 0) await delay(latency);
     if (closed) return;
 
-    const fault = deps.faults.take(method, record.path, record.auth.kind === "installation" ? deps.sim().tokens.get(record.auth.token)?.installationId : undefined);
+    const fault = deps.faults.take(method, record.path, record.auth.kind === "installation" ? deps.sim().tokens.get(record.auth.token)?.installationId : undefined, body);
     if (fault === "hang") return; // left open until the client gives up or sim.close()
     if (fault === "reset") {
       req.socket.destroy();
       return;
     }
     if (fault === "garbage") return send(res, record, { status: 200, headers: { "content-type": JSON_TYPE }, body: GARBAGE_BODY }, requestId, outlets);
-    if (fault && fault !== "truncated-gzip") return send(res, record, fault, requestId, outlets);
+    if (fault && fault !== "truncated-gzip" && !("until" in fault)) return send(res, record, fault, requestId, outlets);
 
     const result = await deps.router.dispatch({
       method,
@@ -248,6 +248,10 @@ export async function startHttpServer(deps: HttpServerDeps): Promise<RunningServ
       headers: record.headers,
       sim: deps.sim(),
     }, () => judgeApiVersion(record));
+    if (typeof fault === "object" && "until" in fault) {
+      await fault.until.catch(() => undefined);
+      if (closed) return;
+    }
     send(res, record, result, requestId, outlets, fault === "truncated-gzip" ? fault : "asked");
   };
 

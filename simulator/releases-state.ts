@@ -15,6 +15,12 @@ export interface ReleaseInput {
   createdAt?: string | Date;
   /** Default: createdAt, or null for a draft (GitHub publishes nothing for a draft). */
   publishedAt?: string | Date | null;
+  /** The release notes (REST `body`). */
+  body?: string | null;
+  /** The branch or commit the tag is (or will be) made from. Default `main`. */
+  targetCommitish?: string;
+  /** The App whose bot made it through REST (its `author`). */
+  authorAppId?: number;
 }
 
 export interface ReleaseState {
@@ -27,11 +33,19 @@ export interface ReleaseState {
   publishedAt: string | null;
   /** Insertion order: breaks ties between equal createdAt, later is newer. */
   sequence: number;
+  body: string | null;
+  targetCommitish: string;
+  authorAppId: number | undefined;
 }
 
 export interface ReleasesApi {
   /** Adds a release to `owner/name` (the repository is created if unknown). */
   add(repository: string, release: ReleaseInput): ReleaseState;
+  /**
+   * Changes a release of `owner/name` in place (what `PATCH …/releases/{id}` does); publishing a
+   * draft stamps `publishedAt`. Returns it, or undefined when there is no such release.
+   */
+  update(repository: string, id: number, change: Partial<Pick<ReleaseState, "tagName" | "name" | "body" | "isDraft" | "isPrerelease" | "targetCommitish">>): ReleaseState | undefined;
   /** Releases of `owner/name`, newest first (createdAt, then insertion order). */
   list(repository: string): readonly ReleaseState[];
   /** Makes every release lookup of `owner/name` fail with a GraphQL error (true) or work again (false). */
@@ -70,9 +84,20 @@ export function registerReleases(sim: Simulator): ReleasesApi {
         createdAt,
         publishedAt,
         sequence: ++sequence,
+        body: input.body ?? null,
+        targetCommitish: input.targetCommitish ?? "main",
+        authorAppId: input.authorAppId,
       };
       list.push(release);
       byRepository.set(keyOf(repo.fullName), list);
+      return release;
+    },
+    update(repository, id, change) {
+      const release = byRepository.get(keyOf(repository))?.find((r) => r.id === id);
+      if (!release) return undefined;
+      const publishing = release.isDraft && change.isDraft === false;
+      Object.assign(release, Object.fromEntries(Object.entries(change).filter(([, value]) => value !== undefined)));
+      if (publishing) release.publishedAt = iso(new Date(sim.now()));
       return release;
     },
     list: (repository) => newestFirst(byRepository.get(keyOf(repository)) ?? []),

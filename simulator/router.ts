@@ -51,7 +51,8 @@ export type DescribeOperation = (method: string, pattern: string) => OpenapiOper
 // Without @octokit/openapi installed (a production install of the package) no row is described,
 // so no body is checked (see githubRestDescriptionIfInstalled).
 const describeGithubOperation: DescribeOperation = (method, pattern) =>
-  githubRestDescriptionIfInstalled()?.operation(method, pattern.replace(/^\/api\/v3(?=\/)/, ""));
+  // A trailing `*` (a path or a ref with slashes in it) is one `{path}` or `{ref}` parameter there.
+  githubRestDescriptionIfInstalled()?.operation(method, pattern.replace(/^\/api\/v3(?=\/)/, "").replace(/\/\*$/, "/:rest"));
 
 /** Bodies are judged only for callers GitHub would let in: 401 comes before 422. */
 const AUTHENTICATED = new Set(["app", "installation"]);
@@ -96,6 +97,11 @@ export class Router {
     // Looked up (and its body schema compiled) now, while the simulator is being put together.
     if (row.method !== "GET") row.operation = this.describe(row.method, pattern) ?? null;
     this.rows.unshift(row);
+  }
+
+  /** Every row's method and pattern, in the order they were added. */
+  routes(): Array<{ method: string; pattern: string }> {
+    return this.rows.map(({ method, pattern }) => ({ method, pattern })).reverse();
   }
 
   match(method: string, path: string): RouteMatch | undefined {

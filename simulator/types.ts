@@ -68,7 +68,16 @@ export type RouteHandler = (ctx: RouteContext) => RouteResult | Promise<RouteRes
  * the first half of the compressed bytes sent (with a Content-Length that matches them): the HTTP
  * exchange completes, the gzip stream does not.
  */
-export type FaultResponse = { status: number; headers?: Record<string, string>; body?: unknown } | "hang" | "garbage" | "reset" | "truncated-gzip";
+export type FaultResponse = { status: number; headers?: Record<string, string>; body?: unknown } | "hang" | "garbage" | "reset" | "truncated-gzip" | HeldAnswer;
+
+/**
+ * The route answers now (a mint issues its token over the installation as it is at this moment),
+ * but the answer is sent only once `until` settles: a slow answer that a test can interleave with
+ * other events (an installation change while the broker waits for a mint).
+ */
+export interface HeldAnswer {
+  until: Promise<unknown>;
+}
 
 export interface FaultSpec {
   method?: string;
@@ -81,6 +90,11 @@ export interface FaultSpec {
    * the fault then ignores every other caller. Default: any caller.
    */
   installationId?: number;
+  /**
+   * Only requests whose parsed JSON body this accepts, e.g. one kind of mint among the
+   * `access_tokens` requests (tokensmith/testing's `isPolicyReaderMint`). Default: any body.
+   */
+  body?: (body: unknown) => boolean;
   respond: FaultResponse;
 }
 
@@ -288,6 +302,8 @@ export interface Simulator {
 
   /** Add a REST route under `apiBase` (a request naming an unsupported API version is answered 400 first); later registrations win over earlier ones. */
   route(method: string, pattern: string, handler: RouteHandler): void;
+  /** The route table: every method and pattern the simulator answers (patterns as added, `/api/v3` included on GHES). */
+  routes(): Array<{ method: string; pattern: string }>;
   /** Add a route at a path relative to `url` (e.g. GraphQL, which is outside /api/v3 on GHES). */
   routeAbsolute(method: string, pattern: string, handler: RouteHandler): void;
   requireApp(ctx: RouteContext): AppState;

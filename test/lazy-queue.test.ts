@@ -20,7 +20,8 @@ afterAll(async () => {
 });
 
 async function brokerWithoutBullmq(env: Record<string, string> = {}): Promise<BrokerProcess> {
-  const broker = await spawnBroker({ NODE_OPTIONS: `--import=${DENY}`, TOKENSMITH_DENY_MODULES: "bullmq", HOST_WEBHOOK_SECRET: SECRET, AUTO_UPDATE_BRANCHES: "true", ...APP, ...env });
+  // 30 s to start: a loaded CI machine runs the resolve hooks on a thread of their own too.
+  const broker = await spawnBroker({ NODE_OPTIONS: `--import=${DENY}`, TOKENSMITH_DENY_MODULES: "bullmq", HOST_WEBHOOK_SECRET: SECRET, AUTO_UPDATE_BRANCHES: "true", ...APP, ...env }, 30_000);
   brokers.push(broker);
   return broker;
 }

@@ -28,6 +28,8 @@ beforeAll(async () => {
   sim.git.createBranch("octo-org/app", "topic", { files: { "README.md": "hello" } });
   sim.git.push("octo-org/app", "main", { files: { "NEW.md": "new" } });
   sim.releases.add("octo-org/app", { tagName: "v1.0.0", name: "One" });
+  sim.git.createBranch("octo-org/other", "main", { files: { "README.md": "other" } });
+  sim.releases.add("octo-org/other", { tagName: "v1.0.0", name: "One" });
 });
 afterAll(async () => {
   await sim.close();
@@ -112,6 +114,63 @@ const cases: Case[] = [
   } },
   { name: "repository content, none", route: ["GET", "/repos/:owner/:repo/contents/:path"], status: 404, request: async () => call("GET", "/repos/octo-org/app/contents/.github/absent.yml", installation()) },
   { name: "revoke", route: ["DELETE", "/installation/token"], status: 204, request: async () => call("DELETE", "/installation/token", installation()) },
+  // What a release job calls with its token (issue 41): releases, refs, tags, the git data API, contents, its bot, the rate limit.
+  // (Releases on octo-org/other: the GraphQL checks below expect app's one release. A 403 for want of
+  // `contents: write`, and contents' 409 for a stale sha, are GitHub's answers its description does
+  // not give: test/simulator-release-routes.test.ts checks those.)
+  { name: "create a release", route: ["POST", "/repos/:owner/:repo/releases"], status: 201, request: async () => call("POST", "/repos/octo-org/other/releases", installation(), { tag_name: "v2.0.0", name: "Two", body: "notes" }) },
+  { name: "create a draft release", route: ["POST", "/repos/:owner/:repo/releases"], status: 201, request: async () => call("POST", "/repos/octo-org/other/releases", installation(), { tag_name: "v3.0.0-draft", draft: true, generate_release_notes: true }) },
+  { name: "create a release, tag taken", route: ["POST", "/repos/:owner/:repo/releases"], status: 422, request: async () => call("POST", "/repos/octo-org/other/releases", installation(), { tag_name: "v1.0.0" }) },
+  { name: "create a release, invalid body", route: ["POST", "/repos/:owner/:repo/releases"], status: 422, request: async () => call("POST", "/repos/octo-org/other/releases", installation(), { name: "no tag" }) },
+  { name: "list releases", route: ["GET", "/repos/:owner/:repo/releases"], status: 200, request: async () => call("GET", "/repos/octo-org/other/releases", installation()) },
+  { name: "one release", route: ["GET", "/repos/:owner/:repo/releases/:release_id"], status: 200, request: async () => call("GET", `/repos/octo-org/other/releases/${sim.releases.list("octo-org/other").at(-1)!.id}`, installation()) },
+  { name: "update a release", route: ["PATCH", "/repos/:owner/:repo/releases/:release_id"], status: 200, request: async () => {
+    const draft = sim.releases.add("octo-org/other", { tagName: "v4.0.0", isDraft: true });
+    return call("PATCH", `/repos/octo-org/other/releases/${draft.id}`, installation(), { draft: false, body: "published" });
+  } },
+  { name: "latest release", route: ["GET", "/repos/:owner/:repo/releases/latest"], status: 200, request: async () => call("GET", "/repos/octo-org/other/releases/latest", installation()) },
+  { name: "release by tag", route: ["GET", "/repos/:owner/:repo/releases/tags/:tag"], status: 200, request: async () => call("GET", "/repos/octo-org/other/releases/tags/v1.0.0", installation()) },
+  { name: "release by tag, none", route: ["GET", "/repos/:owner/:repo/releases/tags/:tag"], status: 404, request: async () => call("GET", "/repos/octo-org/other/releases/tags/v0.0.0", installation()) },
+  { name: "generate release notes", route: ["POST", "/repos/:owner/:repo/releases/generate-notes"], status: 200, request: async () => call("POST", "/repos/octo-org/other/releases/generate-notes", installation(), { tag_name: "v5.0.0", target_commitish: "main" }) },
+  { name: "a ref", route: ["GET", "/repos/:owner/:repo/git/ref/:ref"], status: 200, request: async () => call("GET", "/repos/octo-org/app/git/ref/heads/main", installation()) },
+  { name: "a ref, none", route: ["GET", "/repos/:owner/:repo/git/ref/:ref"], status: 404, request: async () => call("GET", "/repos/octo-org/app/git/ref/heads/absent", installation()) },
+  { name: "matching refs", route: ["GET", "/repos/:owner/:repo/git/matching-refs/:ref"], status: 200, request: async () => call("GET", "/repos/octo-org/app/git/matching-refs/heads/", installation()) },
+  { name: "create a ref", route: ["POST", "/repos/:owner/:repo/git/refs"], status: 201, request: async () => call("POST", "/repos/octo-org/app/git/refs", installation(), { ref: "refs/tags/v6.0.0", sha: sim.git.head("octo-org/app", "main") }) },
+  { name: "create a ref, exists", route: ["POST", "/repos/:owner/:repo/git/refs"], status: 422, request: async () => call("POST", "/repos/octo-org/app/git/refs", installation(), { ref: "refs/heads/main", sha: sim.git.head("octo-org/app", "main") }) },
+  { name: "update a ref", route: ["PATCH", "/repos/:owner/:repo/git/refs/:ref"], status: 200, request: async () => {
+    sim.git.createBranch("octo-org/app", "moving", { from: "main" });
+    const ahead = sim.git.push("octo-org/app", "main", { files: { "AHEAD.md": "a" } });
+    return call("PATCH", "/repos/octo-org/app/git/refs/heads/moving", installation(), { sha: ahead });
+  } },
+  { name: "update a ref, not a fast forward", route: ["PATCH", "/repos/:owner/:repo/git/refs/:ref"], status: 422, request: async () => call("PATCH", "/repos/octo-org/app/git/refs/heads/topic", installation(), { sha: sim.git.head("octo-org/app", "main") }) },
+  { name: "delete a ref", route: ["DELETE", "/repos/:owner/:repo/git/refs/:ref"], status: 204, request: async () => {
+    sim.git.createBranch("octo-org/app", "doomed", { from: "main" });
+    return call("DELETE", "/repos/octo-org/app/git/refs/heads/doomed", installation());
+  } },
+  { name: "create a tag object", route: ["POST", "/repos/:owner/:repo/git/tags"], status: 201, request: async () => call("POST", "/repos/octo-org/app/git/tags", installation(), { tag: "v7.0.0", message: "seven", object: sim.git.head("octo-org/app", "main"), type: "commit" }) },
+  { name: "a tag object", route: ["GET", "/repos/:owner/:repo/git/tags/:tag_sha"], status: 200, request: async () => {
+    const made = await call("POST", "/repos/octo-org/app/git/tags", installation(), { tag: "v7.1.0", message: "seven one", object: sim.git.head("octo-org/app", "main"), type: "commit" });
+    return call("GET", `/repos/octo-org/app/git/tags/${(made.body as { sha: string }).sha}`, installation());
+  } },
+  { name: "create a blob", route: ["POST", "/repos/:owner/:repo/git/blobs"], status: 201, request: async () => call("POST", "/repos/octo-org/app/git/blobs", installation(), { content: "blob text", encoding: "utf-8" }) },
+  { name: "a blob", route: ["GET", "/repos/:owner/:repo/git/blobs/:file_sha"], status: 200, request: async () => {
+    const made = await call("POST", "/repos/octo-org/app/git/blobs", installation(), { content: "YmxvYg==", encoding: "base64" });
+    return call("GET", `/repos/octo-org/app/git/blobs/${(made.body as { sha: string }).sha}`, installation());
+  } },
+  { name: "create a tree", route: ["POST", "/repos/:owner/:repo/git/trees"], status: 201, request: async () => call("POST", "/repos/octo-org/app/git/trees", installation(), { base_tree: sim.git.head("octo-org/app", "main"), tree: [{ path: "docs/NEW.md", mode: "100644", type: "blob", content: "new" }] }) },
+  { name: "a tree, recursive", route: ["GET", "/repos/:owner/:repo/git/trees/:tree_sha"], status: 200, request: async () => call("GET", `/repos/octo-org/app/git/trees/${sim.git.head("octo-org/app", "main")}?recursive=1`, installation()) },
+  { name: "create a commit", route: ["POST", "/repos/:owner/:repo/git/commits"], status: 201, request: async () => {
+    const tree = await call("POST", "/repos/octo-org/app/git/trees", installation(), { base_tree: sim.git.head("octo-org/app", "main"), tree: [{ path: "VERSION", mode: "100644", type: "blob", content: "2.0.0\n" }] });
+    return call("POST", "/repos/octo-org/app/git/commits", installation(), { message: "chore: release 2.0.0", tree: (tree.body as { sha: string }).sha, parents: [sim.git.head("octo-org/app", "main")] });
+  } },
+  { name: "a commit", route: ["GET", "/repos/:owner/:repo/git/commits/:commit_sha"], status: 200, request: async () => call("GET", `/repos/octo-org/app/git/commits/${sim.git.head("octo-org/app", "main")}`, installation()) },
+  { name: "create a file", route: ["PUT", "/repos/:owner/:repo/contents/:path"], status: 201, request: async () => call("PUT", "/repos/octo-org/app/contents/docs/created.md", installation(), { message: "add", content: Buffer.from("created").toString("base64") }) },
+  { name: "update a file", route: ["PUT", "/repos/:owner/:repo/contents/:path"], status: 200, request: async () => {
+    const sha = (await call("GET", "/repos/octo-org/app/contents/README.md", installation())).body as { sha: string };
+    return call("PUT", "/repos/octo-org/app/contents/README.md", installation(), { message: "update", content: Buffer.from("updated").toString("base64"), sha: sha.sha });
+  } },
+  { name: "the App's bot user", route: ["GET", "/users/:username"], status: 200, request: async () => call("GET", `/users/${encodeURIComponent(`${sim.apps.get(appId)!.slug}[bot]`)}`, installation()) },
+  { name: "rate limit", route: ["GET", "/rate_limit"], status: 200, request: async () => call("GET", "/rate_limit", installation()) },
 ];
 
 describe("REST answers match the OpenAPI description of the operation", () => {

@@ -23,7 +23,7 @@ describe("POST /token success", () => {
   it("mints a token scoped to the one repository with the default permissions", async () => {
     const { status, body, headers } = await exchange();
     expect(status).toBe(200);
-    // The spec's three fields, and the two additive ones the action outputs (installation-id, app-slug).
+    // The API's three fields, and the two additive ones the action outputs (installation-id, app-slug).
     expect(Object.keys(body).sort()).toEqual(["app_slug", "expires_at", "installation_id", "permissions", "repository", "token"]);
     expect(body.installation_id).toBe(t.fx.installationId);
     expect(body.app_slug).toBe(`tokensmith-test-${t.fx.app.id}`);

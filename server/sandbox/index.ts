@@ -14,7 +14,11 @@
  */
 export { FAKE_NOTICE, parseLink, startSandbox } from "./start-sandbox.js";
 export type { Link, LinkOptions, LinkStats } from "../../simulator/index.js";
+// For a route the simulator does not have (docs/sandbox.md#what-the-platform-answers).
+export { githubError } from "../../simulator/index.js";
+export type { RouteContext, RouteHandler, RouteResult } from "../../simulator/index.js";
 export type { ActionRun, JobClaims, Sandbox, SandboxOptions } from "./start-sandbox.js";
 export { DEFAULT_WORLD, parseWorld } from "./world.js";
 export type { World, WorldRepository } from "./world.js";
-export type { BranchUpdate, Mint, PlatformView, Release, Revocation, SignedCommit } from "./platform-view.js";
+export type { BranchUpdate, Mint, MintPurpose, PlatformView, Release, Revocation, SignedCommit } from "./platform-view.js";
+export { isPolicyReaderMint, mintPurpose } from "./platform-view.js";

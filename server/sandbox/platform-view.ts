@@ -11,7 +11,27 @@ export interface Mint {
   repositories?: string[];
   /** The permissions asked for. */
   permissions?: Record<string, string>;
+  /** Why the broker minted it, read from what it asked for (see {@link mintPurpose}). */
+  purpose: MintPurpose;
 }
+
+/**
+ * `policy-reader`: the broker's own token for reading trust policies (the whole installation,
+ * `contents: read` only); `installation-wide`: another token over the whole installation (the
+ * `/releases` crawl); `repositories`: one scoped to named repositories (a job's token, a push's).
+ */
+export type MintPurpose = "policy-reader" | "installation-wide" | "repositories";
+
+/** The purpose of a mint request's JSON body (`POST /app/installations/{id}/access_tokens`). */
+export function mintPurpose(body: unknown): MintPurpose {
+  const asked = (body ?? {}) as { repositories?: unknown; repository_ids?: unknown; permissions?: Record<string, unknown> };
+  if (asked.repositories !== undefined || asked.repository_ids !== undefined) return "repositories";
+  const permissions = Object.entries(asked.permissions ?? {});
+  return permissions.length === 1 && permissions[0]![0] === "contents" && permissions[0]![1] === "read" ? "policy-reader" : "installation-wide";
+}
+
+/** For a fault that must spare the broker's policy reads: `body: (b) => !isPolicyReaderMint(b)`. */
+export const isPolicyReaderMint = (body: unknown): boolean => mintPurpose(body) === "policy-reader";
 
 /** One token revoked (`DELETE /installation/token`), e.g. by the action's post step. */
 export interface Revocation {
@@ -63,7 +83,7 @@ export function createPlatformView(sim: Simulator): PlatformView {
         const asked = (r.body ?? {}) as { permissions?: Record<string, string> };
         const answer = (r.response?.body ?? {}) as { repositories?: Array<{ full_name?: string }> };
         const repositories = Array.isArray(answer.repositories) ? answer.repositories.map((repo) => String(repo.full_name)) : undefined;
-        return [{ installationId: Number(id), status: r.response?.status ?? 0, repositories, permissions: asked.permissions }];
+        return [{ installationId: Number(id), status: r.response?.status ?? 0, repositories, permissions: asked.permissions, purpose: mintPurpose(r.body) }];
       });
     },
     get revocations() {

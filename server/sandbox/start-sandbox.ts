@@ -1,3 +1,4 @@
+/// <reference lib="esnext.disposable" preserve="true" />
 // A whole CI platform on loopback for trying tokensmith or testing a release workflow: the platform
 // simulator (OIDC issuer, GitHub REST and GraphQL, the runner's ID-token endpoint) seeded with a
 // world, and a broker pointed at it. Every token it hands out is fake and only this process's
@@ -104,9 +105,19 @@ export interface Sandbox {
   readonly simulator: Simulator;
   /** The emulated link in front of the platform (`link` option): its settings and byte counts. */
   readonly link: Link | undefined;
+  /**
+   * The broker's log lines (JSON, one object a line, `info` and up; the last {@link LOG_LINES_KEPT}),
+   * as it would write them to stdout. It never logs a token, key or OIDC JWT.
+   */
+  readonly logs: readonly string[];
   /** Stops the broker and the simulator. */
   close(): Promise<void>;
+  /** `close()`, for `await using sandbox = await startSandbox()`. */
+  [Symbol.asyncDispose](): Promise<void>;
 }
+
+/** How many of the broker's last log lines `sandbox.logs` keeps (a sandbox may run for days). */
+export const LOG_LINES_KEPT = 10_000;
 
 const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]"]);
 
@@ -117,12 +128,34 @@ const loopbackOnlyFetch: typeof fetch = (input, init) => {
   return fetch(input, init);
 };
 
-/** Starts the simulator, seeds the world, and starts a broker pointed at it on 127.0.0.1. */
+/**
+ * Starts the simulator, seeds the world, and starts a broker pointed at it on 127.0.0.1. Any
+ * failure on the way (a world the simulator cannot seed, a busy port) rejects with one line naming
+ * the cause, after closing whatever was already started: a test that catches it can still exit.
+ */
 export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
   const world = parseWorld(options.world ?? DEFAULT_WORLD);
   if (options.link) checkLink(options.link);
+  // What is open so far, closed newest first if a later step fails.
+  const opened: Array<() => Promise<void>> = [];
+  try {
+    return await started(options, world, opened);
+  } catch (error) {
+    for (const close of opened.reverse()) await close().catch(() => undefined);
+    throw error;
+  }
+}
+
+async function started(options: SandboxOptions, world: World, opened: Array<() => Promise<void>>): Promise<Sandbox> {
   const sim = await createSimulator({ ...(options.link ? { link: { ...options.link } } : {}), tokenFormat: options.tokenFormat, subjectFormat: options.subjectFormat });
-  const { app: ghApp, installationId } = seedWorld(sim, world);
+  opened.push(() => sim.close());
+  let seeded: ReturnType<typeof seedWorld>;
+  try {
+    seeded = seedWorld(sim, world);
+  } catch (error) {
+    throw new Error(`world: could not seed it: ${messageOf(error).replace(/^simulator: /, "")}`);
+  }
+  const { app: ghApp, installationId } = seeded;
   const processTriggerSecret = `fake-trigger-${randomBytes(12).toString("hex")}`;
   const webhookSecret = `fake-webhook-${randomBytes(12).toString("hex")}`;
   const env: Record<string, string> = {
@@ -137,20 +170,21 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     UPDATE_BRANCH_PER_HOUR: "1000000",
     ...options.env,
   };
-  // The broker's log stays in memory: the sandbox's own lines are what a user reads.
-  const sink = new Writable({ write: (_chunk, _encoding, done) => done() });
-  const app = createApp({ env: () => env, fetch: loopbackOnlyFetch, logger: createLogger({ level: "warn", destination: sink }) });
-  let server: Server;
-  try {
-    server = await new Promise<Server>((resolve, reject) => {
-      const listening = serve(app, options.port ?? 0, "127.0.0.1", () => resolve(listening));
-      listening.once("error", reject);
-    });
-  } catch (error) {
-    await app.close();
-    await sim.close();
-    throw error;
-  }
+  // The broker's log stays in memory (`sandbox.logs`): the sandbox's own lines are what a user reads.
+  const logs: string[] = [];
+  let partial = "";
+  const sink = new Writable({
+    write(chunk: Buffer | string, _encoding, done) {
+      const lines = (partial + chunk.toString()).split("\n");
+      partial = lines.pop() ?? "";
+      logs.push(...lines.filter(Boolean));
+      if (logs.length > LOG_LINES_KEPT) logs.splice(0, logs.length - LOG_LINES_KEPT);
+      done();
+    },
+  });
+  const app = createApp({ env: () => env, fetch: loopbackOnlyFetch, logger: createLogger({ level: "info", destination: sink }) });
+  opened.push(() => app.close());
+  const server = await listenBroker(app, options.port ?? 0);
   const brokerUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const firstRepository = `${world.organisation}/${world.repositories[0]!.name}`;
 
@@ -184,6 +218,15 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   sim.actions.claims = defaultRunnerClaims;
 
   let closed: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closed ??= (async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await app.close();
+      await sim.close();
+    })();
+    return closed;
+  };
   return {
     brokerUrl,
     platformUrl: sim.url,
@@ -232,16 +275,37 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
     platform: createPlatformView(sim),
     simulator: sim,
     link: sim.link,
-    close() {
-      closed ??= (async () => {
-        server.closeAllConnections();
-        await new Promise<void>((resolve) => server.close(() => resolve()));
-        await app.close();
-        await sim.close();
-      })();
-      return closed;
-    },
+    logs,
+    [Symbol.asyncDispose]: close,
+    close,
   };
+}
+
+/**
+ * serve() treats an error at listen (EADDRINUSE, EACCES) as fatal and throws it from its `error`
+ * listener, where no caller can catch it. Until the broker listens, its listeners are held back
+ * and a listen error rejects with the cause instead; once listening, they are put back (they
+ * handle accept errors, out of file descriptors, for the server's life).
+ */
+function listenBroker(app: ReturnType<typeof createApp>, port: number): Promise<Server> {
+  return new Promise<Server>((resolve, reject) => {
+    const server = serve(app, port, "127.0.0.1", () => {
+      server.removeListener("error", refuse);
+      for (const listener of held) server.on("error", listener as (error: Error) => void);
+      resolve(server);
+    });
+    const held = server.listeners("error");
+    server.removeAllListeners("error");
+    const refuse = (error: NodeJS.ErrnoException) => {
+      const why = error.code === "EADDRINUSE" ? "the port is in use" : error.code === "EACCES" ? "permission denied" : error.message;
+      reject(new Error(`broker: cannot listen on 127.0.0.1:${port}: ${why} (${error.code ?? "error"})`, { cause: error }));
+    };
+    server.once("error", refuse);
+  });
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 /** A link's settings must be finite and not negative (`mbit` 0: no bandwidth limit). */

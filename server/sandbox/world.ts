@@ -62,7 +62,15 @@ export function parseWorld(value: unknown): World {
     }
     if (r.releases !== undefined && (!Array.isArray(r.releases) || r.releases.some((rel) => !isObject(rel) || typeof rel.tag !== "string"))) fail(`repositories[${i}].releases must be [{ "tag": "v1.0.0" }, …]`);
     if (r.pullRequests !== undefined && (!Array.isArray(r.pullRequests) || r.pullRequests.some((pr) => !isObject(pr) || typeof pr.base !== "string"))) fail(`repositories[${i}].pullRequests must be [{ "base": "main" }, …]`);
+    // Checked here rather than met while seeding: a pull request is cut from its base's head.
+    const branches = Object.keys((r.branches ?? { main: {} }) as object);
+    ((r.pullRequests ?? []) as Array<{ base: string }>).forEach((pr, j) => {
+      if (!branches.includes(pr.base)) fail(`repositories[${i}].pullRequests[${j}].base: no branch ${pr.base} in ${String(r.name)} (branches: ${branches.join(", ") || "none"})`);
+    });
   });
+  const names = (world.repositories as Array<{ name: string }>).map((r) => r.name.toLowerCase());
+  const twice = names.find((name, i) => names.indexOf(name) !== i);
+  if (twice !== undefined) fail(`repositories: ${twice} is listed twice`);
   return value as World;
 }
 
