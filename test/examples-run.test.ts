@@ -4,6 +4,7 @@
 // answered by the simulator (test/support/gh-to-simulator.ts). Each case asserts what the job did to
 // the platform (the release, the website's commit, the files listed), not only exit codes. A gh call
 // the simulator does not model answers 501 and fails the step: a new example using one fails here.
+import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { startSandbox, type Sandbox } from "../server/sandbox/index.js";
@@ -85,7 +86,15 @@ async function run(workflow: Workflow, job: string, context: JobContext): Promis
   return result;
 }
 
+/** A workflow of one job, `other`, with these steps. */
+const oneJob = (steps: Workflow["jobs"][string]["steps"]): Workflow => ({ jobs: { other: { steps } } });
+
 const logOf = (result: JobRun) => result.steps.map((step) => `--- ${step.label} (${step.exitCode})\n${step.log.join("\n")}`).join("\n");
+
+/** The job passed; else its steps' logs, as the runner would show them. */
+function expectOk(result: JobRun): void {
+  if (!result.ran || !result.ok) throw new Error(`the job failed:\n${logOf(result)}`);
+}
 
 async function releaseOf(repository: string, tag: string): Promise<{ status: number; body: any }> {
   return api(await setupToken(repository), `/repos/${repository}/releases/tags/${tag}`);
@@ -96,7 +105,6 @@ async function expectBotIdentity(result: JobRun): Promise<void> {
   const slug = result.outputs["app-token"]!["app-slug"]!;
   const bot = await api(result.outputs["app-token"]!.token!, `/users/${encodeURIComponent(`${slug}[bot]`)}`);
   expect(bot.status).toBe(200);
-  const { execFileSync } = await import("node:child_process");
   const config = (key: string) => execFileSync("git", ["config", key], { cwd: result.workspace, encoding: "utf8" }).trim();
   expect(config("user.name")).toBe(`${slug}[bot]`);
   expect(config("user.email")).toBe(`${bot.body.id}+${slug}[bot]@users.noreply.github.com`);
@@ -112,7 +120,8 @@ describe("the example workflows, run against the sandbox", () => {
   it("tag-release.yml: checks out, sets the bot's identity, publishes the release for the pushed tag", async () => {
     const sha = await pushTag(APP, "v1.2.0");
     const result = await run(workflowAt("examples/workflows/tag-release.yml"), "release", tagJob("v1.2.0", sha, "tag-release"));
-    expect({ ok: result.ok, steps: result.steps.map((step) => step.kind) }).toEqual({ ok: true, steps: ["tokensmith", "checkout", "run", "run"] });
+    expectOk(result);
+    expect(result.steps.map((step) => step.kind)).toEqual(["tokensmith", "checkout", "run", "run"]);
     const release = await releaseOf(APP, "v1.2.0");
     expect(release.status).toBe(200);
     expect(release.body).toMatchObject({ tag_name: "v1.2.0", draft: false, target_commitish: expect.any(String) });
@@ -129,7 +138,7 @@ describe("the example workflows, run against the sandbox", () => {
     const before = sandbox.simulator.git.head(WEBSITE, "main");
     const sha = await pushTag(APP, "v1.3.0");
     const result = await run(workflow, "release", tagJob("v1.3.0", sha, "release-two-repositories"));
-    expect(result.ok).toBe(true);
+    expectOk(result);
     expect(sandbox.platform.mints.at(-1)?.repositories).toEqual([APP, WEBSITE]);
     expect((await releaseOf(APP, "v1.3.0")).body).toMatchObject({ tag_name: "v1.3.0", draft: false });
     // The website moved by one commit, made by the App through the contents API and signed.
@@ -145,7 +154,7 @@ describe("the example workflows, run against the sandbox", () => {
     sandbox.simulator.git.setFile(WEBSITE, "LATEST_RELEASE", null);
     const sha = await pushTag(APP, "v1.3.1");
     const result = await run(workflowAt("examples/workflows/release-two-repositories.yml"), "release", tagJob("v1.3.1", sha, "release-two-repositories"));
-    expect(result.ok).toBe(true);
+    expectOk(result);
     expect(sandbox.simulator.git.files(WEBSITE, "main").LATEST_RELEASE).toBe("v1.3.1\n");
   }, 120_000);
 
@@ -174,7 +183,7 @@ describe("the example workflows, run against the sandbox", () => {
       claims: { workflow: "pull request", event_name: "pull_request" },
     };
     const result = await run(workflowAt("examples/workflows/pull-request-read-only.yml"), "files", context);
-    expect(result.ok).toBe(true);
+    expectOk(result);
     expect(JSON.parse(result.outputs["app-token"]!.permissions!)).toEqual({ contents: "read", pull_requests: "read" });
     expect(result.steps.at(-1)!.log.at(-1)).toBe("src/dark-mode.css");
     expect(gh.requests).toContain(`GET /repos/${APP}/pulls/${number}/files`);
@@ -191,35 +200,24 @@ describe("the example workflows, run against the sandbox", () => {
   it("README.md's workflow: publishes the release as the App, with the bot's identity set", async () => {
     const sha = await pushTag(APP, "v1.4.0");
     const result = await run(readmeWorkflow(), "release", tagJob("v1.4.0", sha, "release"));
-    expect(result.ok).toBe(true);
+    expectOk(result);
     expect(result.steps.at(-1)!.log[0]).toBe(`App token for ${APP}, valid until ${result.outputs["app-token"]!["expires-at"]}`);
     expect((await releaseOf(APP, "v1.4.0")).body).toMatchObject({ tag_name: "v1.4.0", draft: false });
     await expectBotIdentity(result);
   }, 120_000);
 
   it("a gh call the simulator does not model fails the step (501), it does not pass by accident", async () => {
-    const workflow = readWorkflow(`
-jobs:
-  other:
-    steps:
-      - id: app-token
-        uses: your-org/tokensmith@v1
-        with: {auth-mode: public-app, broker-url: https://tokensmith.example.com}
-      - env: {GH_TOKEN: "\${{ steps.app-token.outputs.token }}"}
-        run: gh api "repos/$GITHUB_REPOSITORY/environments"
-`);
+    const workflow = oneJob([
+      { id: "app-token", uses: "your-org/tokensmith@v1", with: { "auth-mode": "public-app", "broker-url": "https://tokensmith.example.com" } },
+      { env: { GH_TOKEN: "${{ steps.app-token.outputs.token }}" }, run: 'gh api "repos/$GITHUB_REPOSITORY/environments"' },
+    ]);
     const result = await run(workflow, "other", tagJob("v1.1.0", sandbox.simulator.git.head(APP, "main")!, "release"));
     expect(result.ok).toBe(false);
     expect(result.steps.at(-1)!.log.join("\n")).toMatch(/not implemented|HTTP 501/);
   }, 120_000);
 
   it("an expression the runner does not model throws instead of guessing", async () => {
-    const workflow = readWorkflow(`
-jobs:
-  other:
-    steps:
-      - run: echo "\${{ format('{0}', github.ref) }}"
-`);
+    const workflow = oneJob([{ run: "echo \"${{ format('{0}', github.ref) }}\"" }]);
     await expect(runJob(sandbox, gh, workflow, "other", tagJob("v1.1.0", "0".repeat(40), "release"))).rejects.toThrow(/not modelled/);
   });
 });
