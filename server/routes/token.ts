@@ -24,6 +24,8 @@ import { checkAllowlist, matchRepository, readRepositoryIdentity, requireApp, re
  * permissions asked for are the grant (TOKEN_PERMISSIONS ∩ each policy rule that applies ∩
  * installation), or exactly the body's `permissions` when it names some and the grant covers them
  * (else 403 permissions_not_granted naming what withheld each, decided before any mint).
+ * Each rung is one call whose result the next takes (docs/design.md#layers): installation →
+ * policies → permissions → mint; a stale cached installation sends the route round once more.
  */
 export function tokenRoute(ctx: BrokerContext): RequestHandler {
   return async (req, res) => {
