@@ -13,7 +13,7 @@ import { describe, expect, it } from "@jest/globals";
 import fc from "fast-check";
 import { BrokerError } from "../shared/broker-error.js";
 import type { PermissionLevel, Permissions } from "../shared/token-permissions.js";
-import { intersectPermissions } from "../server/github/intersect-permissions.js";
+import { intersectPermissions } from "../server/installation/intersect-permissions.js";
 import { describeWithheld, grantPermissions, type PermissionCeiling } from "../server/token/grant-permissions.js";
 import { permissionsToMint } from "../server/token/permissions-to-mint.js";
 

@@ -5,7 +5,7 @@ import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { ERROR_CODES, OIDC_REASONS } from "../shared/error-codes.js";
 import { parseTokenPermissions } from "../shared/token-permissions.js";
-import { intersectPermissions } from "../server/github/intersect-permissions.js";
+import { intersectPermissions } from "../server/installation/intersect-permissions.js";
 import { graphqlUrlFor, parseAllowlist, parseAudiences, parseFlag, parseSettings, parseUpstreamPointsPerMinute, createSettingsReader, normaliseIssuer, secretWeakness } from "../server/settings.js";
 import { parseStartSettings } from "../server/start-settings.js";
 import { settingsProblems, WHOLE_NUMBER_SETTINGS } from "../server/settings-problems.js";

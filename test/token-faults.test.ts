@@ -2,7 +2,7 @@
 // docs/design.md#decisions-where-the-contract-was-open allows (GETs and the idempotent mint, on network errors, 5xx and rate limits).
 import { describe, expect, it } from "@jest/globals";
 import { postJson } from "./support/broker.js";
-import { installationSubject } from "../server/github/repository-scope.js";
+import { installationSubject } from "../server/installation/repository-scope.js";
 import { brokerPerTest } from "./support/broker-per-test.js";
 
 const secrets: string[] = [];

@@ -6,7 +6,7 @@
 // https://docs.github.com/rest/repos/contents#get-repository-content
 import type { AppCredentials } from "../app-credentials.js";
 import type { BrokerContext } from "../context.js";
-import { mintInstallationToken } from "../github/mint-installation-token.js";
+import { mintInstallationToken } from "../installation/mint-installation-token.js";
 import type { PlatformSettings } from "../settings.js";
 import { fetchPolicyFile, PolicyReadFailure, type FileRead } from "./fetch-policy-file.js";
 import { POLICY_FILES, type PolicyKind } from "./policy-types.js";

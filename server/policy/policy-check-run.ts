@@ -7,10 +7,10 @@
 // after; both App calls are spent within the check runs' share of the App's budget.
 // https://docs.github.com/rest/checks/runs#create-a-check-run
 import type { BrokerContext } from "../context.js";
-import { installationById } from "../github/installation-by-id.js";
-import { intersectPermissions } from "../github/intersect-permissions.js";
-import { mintInstallationToken } from "../github/mint-installation-token.js";
-import { revokeInstallationToken } from "../github/revoke-installation-token.js";
+import { installationById } from "../installation/installation-by-id.js";
+import { intersectPermissions } from "../installation/intersect-permissions.js";
+import { mintInstallationToken } from "../installation/mint-installation-token.js";
+import { revokeInstallationToken } from "../installation/revoke-installation-token.js";
 import { isObject, own } from "../http/fields.js";
 import { requireApp } from "../token/trust.js";
 import { changedPolicyFiles, type AppCall, type ChangedPolicyFile } from "./changed-policy-files.js";

@@ -5,7 +5,7 @@
 // mint under way when an `installation` or `installation_repositories` delivery drops the
 // installation's token is used by the reads that waited for it, never kept.
 import { createLoadingCache } from "../cache/loading-cache.js";
-import type { MintedToken } from "../github/mint-installation-token.js";
+import type { MintedToken } from "../installation/mint-installation-token.js";
 
 /** A reader token is renewed when less than this is left of it. */
 export const READER_RENEW_BEFORE_MS = 10 * 60_000;

@@ -13,7 +13,7 @@
 // with the token is refused as unauthenticated (401: revoked, or the installation is gone), and
 // when the process ends. Concurrent crawls share one mint per key.
 
-import type { MintedRepository } from "../github/mint-installation-token.js";
+import type { MintedRepository } from "../installation/mint-installation-token.js";
 
 export const REUSE_MARGIN_MS = 10 * 60_000;
 

@@ -1,4 +1,4 @@
-import { REPOSITORY_FIELDS, type MintedRepository } from "../github/mint-installation-token.js";
+import { REPOSITORY_FIELDS, type MintedRepository } from "../installation/mint-installation-token.js";
 import type { PlatformClient } from "../github/platform-client.js";
 import { DEFAULT_RETRY, withRetry, type RetryPolicy } from "../github/platform-request.js";
 import { collectPages, PER_PAGE, type PageLimit } from "./collect-pages.js";

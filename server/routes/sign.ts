@@ -2,10 +2,11 @@ import type { RequestHandler } from "express";
 import { BrokerError } from "../../shared/broker-error.js";
 import type { SignResponse } from "../../shared/types.js";
 import type { BrokerContext } from "../context.js";
-import { mintRepositoryToken } from "../github/repository-token.js";
 import { requireTriggerSecret } from "../http/bearer.js";
 import { jsonObjectBody, MIB } from "../http/json-body.js";
 import { sendJson } from "../http/send-json.js";
+import { mintForRepository } from "../installation/mint-for-repository.js";
+import { mintTarget, repositoryInstallation } from "../installation/repository-installation.js";
 import { fingerprint } from "../log.js";
 import { createCommit } from "../sign/create-commit.js";
 import { readSignRequest } from "../sign/read-sign-request.js";
@@ -34,15 +35,17 @@ function sign(ctx: BrokerContext): RequestHandler {
     // Spec 2.6: /sign ignores TOKEN_PERMISSIONS and always mints contents: write only.
     let minted;
     try {
-      ({ minted } = await mintRepositoryToken(ctx, {
-        platform,
-        app,
-        owner: command.owner,
-        repo: command.name,
-        permissions: () => ({ contents: "write" }),
-        requestId: res.locals.requestId as string | undefined,
-        deadlineAt: res.locals.deadlineAt as number | undefined,
-      }));
+      const target = await mintTarget(ctx, { platform, app, owner: command.owner, repo: command.name, deadlineAt: res.locals.deadlineAt as number | undefined });
+      // A mint refused on a cached installation (404/422) goes round once more, from a fresh lookup.
+      for (let afresh = false; ; afresh = true) {
+        const found = await repositoryInstallation(ctx, target, afresh);
+        const outcome = await mintForRepository(ctx, target, { found, permissions: { contents: "write" }, requestId: res.locals.requestId as string | undefined });
+        if ("minted" in outcome) {
+          ({ minted } = outcome);
+          break;
+        }
+        if (!outcome.installationStale || !found.cached) throw outcome.refused;
+      }
     } catch (error) {
       // Whatever stopped the mint (not installed, lookup or mint refused), /sign has one word for it;
       // a transient failure keeps its Retry-After.

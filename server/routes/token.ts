@@ -1,7 +1,10 @@
 import type { RequestHandler } from "express";
 import type { TokenResponse } from "../../shared/types.js";
 import type { BrokerContext } from "../context.js";
-import { ANSWER_RESERVE_MS, mintRepositoryToken } from "../github/repository-token.js";
+import type { Installation } from "../github/find-installation.js";
+import { mintForRepository } from "../installation/mint-for-repository.js";
+import type { MintedToken } from "../installation/mint-installation-token.js";
+import { mintTarget, repositoryInstallation } from "../installation/repository-installation.js";
 import { sendJson } from "../http/send-json.js";
 import { fingerprint } from "../log.js";
 import { verifyOidcToken } from "../oidc/verify-oidc-token.js";
@@ -21,6 +24,8 @@ import { checkAllowlist, matchRepository, readRepositoryIdentity, requireApp, re
  * permissions asked for are the grant (TOKEN_PERMISSIONS ∩ each policy rule that applies ∩
  * installation), or exactly the body's `permissions` when it names some and the grant covers them
  * (else 403 permissions_not_granted naming what withheld each, decided before any mint).
+ * Each rung is one call whose result the next takes (docs/design.md#layers): installation →
+ * policies → permissions → mint; a stale cached installation sends the route round once more.
  */
 export function tokenRoute(ctx: BrokerContext): RequestHandler {
   return async (req, res) => {
@@ -47,41 +52,42 @@ export function tokenRoute(ctx: BrokerContext): RequestHandler {
     // The token is verified and the cheap checks passed: it may now take its one mint (409
     // oidc_token_replayed if it already has). Never earlier: an unverified token must not occupy an id.
     const claim = await claimOidcToken(ctx, settings, claims, body.oidcToken);
-    let policy: PolicyOutcome | null = null;
-    let policyInstallation = 0;
     // Set when the permissions are decided, just before the mint is sent: a failure before it (a
     // policy's denial, a lookup that failed) hands the claim back, so the token is not spent.
     let mintSent = false;
-    const { installation, minted } = await mintRepositoryToken(ctx, {
-      platform,
-      app,
-      owner: body.owner,
-      repo: body.repo,
-      ids,
-      requestId: res.locals.requestId as string | undefined,
-      deadlineAt: res.locals.deadlineAt as number | undefined,
-      permissions: async (installed, found) => {
-        policyInstallation = found.id;
-        policy = await applyPolicies(ctx, {
-          settings, platform, app, installation: found, claims, owner: body.owner, repo: body.repo, ids, rule, targets: body.repositories,
-          deadlineAt: res.locals.deadlineAt === undefined ? undefined : (res.locals.deadlineAt as number) - ANSWER_RESERVE_MS,
+    let installation: Installation;
+    let minted: MintedToken;
+    let applied: PolicyOutcome | null;
+    try {
+      const target = await mintTarget(ctx, { platform, app, owner: body.owner, repo: body.repo, ids, deadlineAt: res.locals.deadlineAt as number | undefined });
+      // A cached installation may be stale (its permissions changed, its repositories moved): a mint
+      // refused on it (404/422) goes round once more, looked up afresh, decided again, minted again.
+      for (let afresh = false; ; afresh = true) {
+        const found = await repositoryInstallation(ctx, target, afresh);
+        // Decided before the mint: a refused request (403 permissions_not_granted, or a trust
+        // policy's 403/503) says nothing about the installation, so the cached one is kept.
+        applied = await applyPolicies(ctx, {
+          settings, platform, app, installation: found.installation, claims, owner: body.owner, repo: body.repo, ids, rule, targets: body.repositories, deadlineAt: target.deadlineAt,
         });
         // TOKEN_PERMISSIONS ∩ each rule that applies ∩ the installation (docs/design.md#decisions-where-the-contract-was-open: everything only narrows).
         // With other repositories: ∩ what each of them lends (its consenting rule ∩ its owner rule).
-        const policyCeilings = [...(policy?.decision.ceilings ?? []), ...(policy?.targets ?? []).map((target) => target.ceiling)];
-        const permissions = permissionsToMint({ tokenPermissions: requested, policyCeilings, installation: installed, requested: body.permissions });
+        const policyCeilings = [...(applied?.decision.ceilings ?? []), ...(applied?.targets ?? []).map((other) => other.ceiling)];
+        const permissions = permissionsToMint({ tokenPermissions: requested, policyCeilings, installation: found.installation.permissions, requested: body.permissions });
+        const others = (applied?.targets ?? []).map(({ target: other }) => ({ id: other.id, name: other.name }));
         mintSent = true;
-        return permissions;
-      },
-      others: () => ((policy as PolicyOutcome | null)?.targets ?? []).map(({ target }) => ({ id: target.id, name: target.name })),
-      othersStale: (stale) => {
-        for (const other of stale) ctx.policies.targets.drop(ctx.policies.targets.key(platform.apiBase, policyInstallation, body.owner, other.name));
-      },
-    }).catch(async (error: unknown) => {
+        const outcome = await mintForRepository(ctx, target, { found, permissions, others, requestId: res.locals.requestId as string | undefined });
+        if ("minted" in outcome) {
+          ({ installation, minted } = outcome);
+          break;
+        }
+        // The other repositories in doubt are looked up again (by this round, or the next request).
+        for (const other of outcome.staleOthers) ctx.policies.targets.drop(ctx.policies.targets.key(platform.apiBase, found.installation.id, body.owner, other.name));
+        if (!outcome.installationStale || !found.cached) throw outcome.refused;
+      }
+    } catch (error) {
       if (!mintSent) await claim.release();
       throw error;
-    });
-    const applied = policy as PolicyOutcome | null;
+    }
 
     ctx.log.info(
       {

@@ -2,9 +2,9 @@ import { BrokerError } from "../../shared/broker-error.js";
 import type { Permissions } from "../../shared/token-permissions.js";
 import type { AppCredentials } from "../app-credentials.js";
 import type { BrokerContext } from "../context.js";
-import { installationById, installationByIdKey } from "../github/installation-by-id.js";
-import { intersectPermissions } from "../github/intersect-permissions.js";
-import { mintInstallationToken, type MintedToken } from "../github/mint-installation-token.js";
+import { installationById, installationByIdKey } from "../installation/installation-by-id.js";
+import { intersectPermissions } from "../installation/intersect-permissions.js";
+import { mintInstallationToken, type MintedToken } from "../installation/mint-installation-token.js";
 import type { PlatformSettings } from "../settings.js";
 import type { BranchPush } from "./read-push.js";
 

@@ -1,7 +1,7 @@
 import { BrokerError } from "../../shared/broker-error.js";
 import type { BrokerContext } from "../context.js";
 import { requireApp } from "../token/trust.js";
-import type { MintedToken } from "../github/mint-installation-token.js";
+import type { MintedToken } from "../installation/mint-installation-token.js";
 import { mintForPush } from "./mint-for-push.js";
 import type { Pacer } from "./pacer.js";
 import type { BranchPush } from "./read-push.js";

@@ -1,7 +1,7 @@
 import type { AppCredentials } from "../app-credentials.js";
-import type { BrokerContext } from "../context.js";
 import type { PlatformSettings } from "../settings.js";
-import { findInstallation, type Installation } from "./find-installation.js";
+import { findInstallation, type Installation } from "../github/find-installation.js";
+import type { InstallationDeps } from "./repository-installation.js";
 
 /** What a webhook delivery names: its installation (`installation.id`) and the repository it is about. */
 export interface DeliveredInstallation {
@@ -11,8 +11,8 @@ export interface DeliveredInstallation {
 }
 
 /** The installation cache's key of an installation read by id (docs/operations.md#caches). */
-export function installationByIdKey(ctx: BrokerContext, platform: PlatformSettings, app: AppCredentials, installationId: number): string {
-  return ctx.installations.key(platform.apiBase, app.appId, `installation:${installationId}`);
+export function installationByIdKey(deps: Pick<InstallationDeps, "installations">, platform: PlatformSettings, app: AppCredentials, installationId: number): string {
+  return deps.installations.key(platform.apiBase, app.appId, `installation:${installationId}`);
 }
 
 /**
@@ -21,19 +21,19 @@ export function installationByIdKey(ctx: BrokerContext, platform: PlatformSettin
  * moment share one lookup. `lookup` wraps the platform call (a budget share); default: as is.
  */
 export async function installationById(
-  ctx: BrokerContext,
+  deps: InstallationDeps,
   platform: PlatformSettings,
   app: AppCredentials,
   target: DeliveredInstallation,
   lookup: (call: () => Promise<Installation>) => Promise<Installation> = (call) => call(),
 ): Promise<Installation> {
-  const key = installationByIdKey(ctx, platform, app, target.installationId);
-  const cached = ctx.installations.get(key);
+  const key = installationByIdKey(deps, platform, app, target.installationId);
+  const cached = deps.installations.get(key);
   if (cached) return cached;
-  return ctx.installations.shared(key, async () => {
-    const appJwt = await ctx.appJwt.jwtFor(app);
-    const found = await lookup(() => findInstallation({ client: ctx.clientFor(platform), appJwt, retry: ctx.retry, installationId: target.installationId, owner: target.owner, repo: target.repo, now: ctx.now }));
-    ctx.installations.set(key, found);
+  return deps.installations.shared(key, async () => {
+    const appJwt = await deps.appJwt.jwtFor(app);
+    const found = await lookup(() => findInstallation({ client: deps.clientFor(platform), appJwt, retry: deps.retry, installationId: target.installationId, owner: target.owner, repo: target.repo, now: deps.now }));
+    deps.installations.set(key, found);
     return found;
   });
 }

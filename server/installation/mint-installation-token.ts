@@ -1,10 +1,10 @@
 import { RequestError } from "@octokit/request-error";
 import { BrokerError } from "../../shared/broker-error.js";
 import type { Permissions } from "../../shared/token-permissions.js";
-import type { PlatformClient } from "./platform-client.js";
-import { DEFAULT_RETRY, statusOf, withRetry, type RetryPolicy } from "./platform-request.js";
-import type { StreamListener } from "./streamed-json.js";
-import { transientRetryAfter } from "./transient-failure.js";
+import type { PlatformClient } from "../github/platform-client.js";
+import { DEFAULT_RETRY, statusOf, withRetry, type RetryPolicy } from "../github/platform-request.js";
+import type { StreamListener } from "../github/streamed-json.js";
+import { transientRetryAfter } from "../github/transient-failure.js";
 
 export interface MintInput {
   client: PlatformClient;

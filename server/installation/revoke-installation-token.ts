@@ -1,7 +1,7 @@
 import type { Logger } from "../log.js";
 import { fingerprint } from "../log.js";
-import type { PlatformClient } from "./platform-client.js";
-import { statusOf } from "./platform-request.js";
+import type { PlatformClient } from "../github/platform-client.js";
+import { statusOf } from "../github/platform-request.js";
 
 /**
  * `DELETE /installation/token` with the token itself, for a token the broker will not hand out
