@@ -6,6 +6,7 @@ import type { PlatformSettings } from "../settings.js";
 import type { PlatformClient } from "./platform-client.js";
 import { findInstallation, type Installation } from "./find-installation.js";
 import { mintInstallationToken, type MintedToken } from "./mint-installation-token.js";
+import { checkNotInstalled } from "./not-installed-check.js";
 import type { LookupSlot } from "./owner-lookup-limiter.js";
 import { installationServes, installationSubject, mintedForScope, mintedForScopes, type OtherRepository, type RepositoryScope } from "./repository-scope.js";
 import { revokeInstallationToken } from "./revoke-installation-token.js";
@@ -67,8 +68,10 @@ export async function mintRepositoryToken(ctx: BrokerContext, request: Repositor
   }
   // A repository the App is not on was answered so less than a minute ago: no lookup (anyone can
   // replay a token of their own; docs/security.md). Only /token's, keyed by the claims' ids.
+  // Shared by the instances when a shared store is configured (not-installed-check.ts).
   const ids = scope.ids;
-  if (ids && ctx.notInstalled.has(cacheKey)) throw new BrokerError("app_not_installed", { detail: "not installed (answered less than a minute ago)" });
+  const memo = ids ? await checkNotInstalled(ctx, cacheKey, ids.ownerId) : undefined;
+  if (memo === "not-installed") throw new BrokerError("app_not_installed", { detail: "not installed (answered less than a minute ago)" });
   // Concurrent misses for one key share one lookup (README "Caches"); a failure is not cached.
   const installation = await ctx.installations.shared(cacheKey, async () => {
     // One owner's lookups that find nothing stay within its share of the App's budget
@@ -79,20 +82,19 @@ export async function mintRepositoryToken(ctx: BrokerContext, request: Repositor
       if (!("settle" in taken)) throw new BrokerError("installation_lookups_limited", { detail: `owner ${ids.ownerId}`, retryAfter: taken.retryAfterSeconds });
       slot = taken;
     }
-    const generation = ctx.notInstalled.generation;
     let found: Installation | undefined;
     try {
       found = await findInstallation({ client, appJwt, retry: ctx.retry, installationId: platform.installationId, owner: scope.owner, repo: scope.repo, now: ctx.now, deadlineAt: input.deadlineAt });
     } catch (error) {
       ctx.appJwt.noteFailure(app, error);
-      if (ids && error instanceof BrokerError && error.code === "app_not_installed") ctx.notInstalled.add(cacheKey, ids.ownerId, generation);
+      if (error instanceof BrokerError && error.code === "app_not_installed") await memo?.remember();
       throw error;
     } finally {
       slot?.settle(found !== undefined && installationServes(found, scope));
     }
     if (!installationServes(found, scope)) {
       // ENT_APP_INSTALLATION_ID names another owner's installation, or the owner is not who the claims say.
-      if (ids) ctx.notInstalled.add(cacheKey, ids.ownerId, generation);
+      await memo?.remember();
       throw new BrokerError("app_not_installed", { detail: "installation is on another account" });
     }
     ctx.installations.set(cacheKey, found);
