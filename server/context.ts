@@ -103,6 +103,7 @@ export function createContext(deps: BrokerDeps = {}) {
 
   // The not-installed answers and lookup windows every instance shares (docs/operations.md#caches):
   // on the store the latest request's settings name, one per URL and prefix (null: none usable).
+  const notInstalled = createNotInstalledCache({ now });
   const sharedByAddress = new Map<string, SharedLimits | null>();
   const sharedLimits = (): SharedLimits | null => {
     const address = sharedLimitsAddress(latest ?? settings());
@@ -112,6 +113,8 @@ export function createContext(deps: BrokerDeps = {}) {
     if (shared === undefined) {
       const connection = stores.redisFor(address.url);
       shared = connection && openSharedLimits(connection, { ...address, log, timeoutMs: timing.kvTimeoutMs });
+      // Another instance's drop (an installation delivery it received) drops this one's copies at once.
+      shared?.onDrop((ownerId) => notInstalled.dropOwner(ownerId));
       sharedByAddress.set(key, shared);
     }
     return shared;
@@ -205,7 +208,7 @@ export function createContext(deps: BrokerDeps = {}) {
     gateFor,
     appJwt: createAppJwtSigner(now),
     installations: createInstallationCache({ now, ttlMs: timing.installationTtlMs }),
-    notInstalled: createNotInstalledCache({ now }),
+    notInstalled,
     /** OIDC tokens already used, so each mints once (server/token/oidc-token-claims.ts). */
     oidcClaims: createOidcTokenClaims({ now }),
     sharedLimits,
@@ -218,6 +221,7 @@ export function createContext(deps: BrokerDeps = {}) {
     policies: createPolicyService({ now }),
     async close(): Promise<void> {
       await Promise.all([...keySources.values()].map((source) => source.settled()));
+      for (const shared of sharedByAddress.values()) shared?.close();
       await stores.closeAll();
     },
   };

@@ -22,6 +22,13 @@ export interface SharedLimits {
    * its time): granted with a refund (the place given back), or refused with the wait until the window ends.
    */
   takeWindow(key: string, limit: number, windowMs: number, now: number): Promise<WindowPlace | { retryAfterMs: number } | "unavailable">;
+  /**
+   * Tells `listener` of every drop, from any instance (Redis pub/sub, on a connection of its own),
+   * so that each drops its in-process copies too. Drops published while this instance was cut off
+   * from Redis are missed: its copies then last their lifetime (a minute), as without a shared store.
+   */
+  onDrop(listener: (ownerId: number | undefined) => void): void;
+  close(): void;
 }
 
 export interface WindowPlace {
@@ -70,6 +77,8 @@ export function openSharedLimits(connection: RedisConnection, options: { url: st
   const entryKey = (key: string) => `${p}:not-installed:${key}`;
   const ownerEpoch = (ownerId: number) => `${p}:not-installed-epoch:${ownerId}`;
   const allEpoch = `${p}:not-installed-epoch`;
+  const dropChannel = `${p}:not-installed-drops`;
+  let subscriber: RedisConnection["redis"] | undefined;
 
   return {
     notInstalled: (key, ownerId) =>
@@ -82,8 +91,20 @@ export function openSharedLimits(connection: RedisConnection, options: { url: st
     dropOwner: (ownerId) =>
       bounded("not-installed-drop", undefined, async () => {
         const epoch = ownerId === undefined ? allEpoch : ownerEpoch(ownerId);
-        await redis.multi().incr(epoch).pexpire(epoch, EPOCH_TTL_MS).exec();
+        await redis.multi().incr(epoch).pexpire(epoch, EPOCH_TTL_MS).publish(dropChannel, ownerId === undefined ? "*" : String(ownerId)).exec();
       }),
+    onDrop(listener) {
+      subscriber = redis.duplicate();
+      subscriber.on("error", (error: unknown) => warn("subscribe", error));
+      subscriber.on("message", (_channel: string, message: string) => listener(message === "*" ? undefined : Number(message)));
+      // Subscribed on every (re)connection: a first attempt may fail while Redis is down.
+      const sub = subscriber;
+      sub.on("ready", () => void sub.subscribe(dropChannel).catch((error: unknown) => warn("subscribe", error)));
+      sub.connect().catch((error: unknown) => warn("subscribe", error));
+    },
+    close() {
+      subscriber?.disconnect();
+    },
     takeWindow: (key, limit, windowMs, now) =>
       bounded<WindowPlace | { retryAfterMs: number } | "unavailable">("lookup-window", "unavailable", async () => {
         const window = Math.floor(now / windowMs);
