@@ -1,10 +1,12 @@
-// Model test of the lookup windows the broker instances share on Redis (server/kv/shared-limits.ts
-// `takeWindow`), against the suite's real Redis: two "instances" (connections of their own) take
+// Model tests of what the broker instances share on Redis (server/kv/shared-limits.ts), against the
+// suite's real Redis. Lookup windows (`takeWindow`): the suite's real Redis: two "instances" (connections of their own) take
 // places in random keys' windows, give places back, the injected clock moves across window ends,
 // and an instance is cut off from Redis for a while (its calls go to a port nothing listens on).
 // The model: a count per key and fixed window; a place is granted exactly while the count is below
 // the limit, a refusal waits until the window's end, a cut-off instance is told "unavailable" and
-// changes nothing.
+// changes nothing. "Not installed" answers: two instances check, store and drop them; an answer
+// is found while no drop of its account (or of all) came since it was stored, and an answer whose
+// check came before such a drop is never stored.
 import { randomUUID } from "node:crypto";
 import { afterAll, describe, expect, it } from "@jest/globals";
 import fc from "fast-check";
@@ -114,6 +116,81 @@ describe("shared lookup windows (model, real Redis)", () => {
         // Each run its own keys (runs do not see each other's counts).
         const world: World = { prefix: `run-${run}`, live, cut };
         await fc.asyncModelRun(() => ({ model: { now: 1_000 * WINDOW_MS + start, counts: new Map(), down: [false, false] as [boolean, boolean], granted: [] }, real: world }), cmds);
+      }),
+      { numRuns: 60 },
+    );
+  }, 60_000);
+});
+
+interface AnswersModel {
+  /** Keys answered "not installed" now, with their owner. */
+  stored: Map<string, number>;
+  /** Drops so far, per owner and of all. */
+  drops: Map<number | "all", number>;
+  /** A check that found nothing, per instance and key: the epoch it read and the drops it saw. */
+  pending: Map<string, { epoch: string; seen: number }>;
+}
+interface AnswersWorld {
+  prefix: string;
+  live: [SharedLimits, SharedLimits];
+}
+const ANSWER_KEYS: ReadonlyArray<[string, number]> = [["k1", 1], ["k2", 1], ["k3", 2]];
+const dropsSeen = (model: AnswersModel, owner: number) => (model.drops.get(owner) ?? 0) + (model.drops.get("all") ?? 0);
+
+class Check implements fc.AsyncCommand<AnswersModel, AnswersWorld> {
+  constructor(readonly instance: 0 | 1, readonly key: number) {}
+  check = () => true;
+  async run(model: AnswersModel, world: AnswersWorld) {
+    const [key, owner] = ANSWER_KEYS[this.key]!;
+    const answer = await world.live[this.instance].notInstalled(`${world.prefix}:${key}`, owner);
+    if (model.stored.has(key)) return void expect(answer).toEqual({ remainingMs: expect.any(Number) });
+    expect(answer).toEqual({ epoch: expect.any(String) });
+    model.pending.set(`${this.instance}:${key}`, { epoch: (answer as { epoch: string }).epoch, seen: dropsSeen(model, owner) });
+  }
+  toString = () => `check(${this.instance}, ${ANSWER_KEYS[this.key]![0]})`;
+}
+
+class Store implements fc.AsyncCommand<AnswersModel, AnswersWorld> {
+  constructor(readonly instance: 0 | 1, readonly key: number) {}
+  check = (model: Readonly<AnswersModel>) => model.pending.has(`${this.instance}:${ANSWER_KEYS[this.key]![0]}`);
+  async run(model: AnswersModel, world: AnswersWorld) {
+    const [key, owner] = ANSWER_KEYS[this.key]!;
+    const pending = model.pending.get(`${this.instance}:${key}`)!;
+    model.pending.delete(`${this.instance}:${key}`);
+    await world.live[this.instance].addNotInstalled(`${world.prefix}:${key}`, owner, pending.epoch, 60_000);
+    if (pending.seen === dropsSeen(model, owner)) model.stored.set(key, owner);
+  }
+  toString = () => `store(${this.instance}, ${ANSWER_KEYS[this.key]![0]})`;
+}
+
+class DropAnswers implements fc.AsyncCommand<AnswersModel, AnswersWorld> {
+  constructor(readonly instance: 0 | 1, readonly owner: number | undefined) {}
+  check = () => true;
+  async run(model: AnswersModel, world: AnswersWorld) {
+    await world.live[this.instance].dropOwner(this.owner);
+    model.drops.set(this.owner ?? "all", (model.drops.get(this.owner ?? "all") ?? 0) + 1);
+    for (const [key, owner] of model.stored) if (this.owner === undefined || owner === this.owner) model.stored.delete(key);
+  }
+  toString = () => `drop(${this.instance}, ${this.owner ?? "all"})`;
+}
+
+describe("shared not-installed answers (model, real Redis)", () => {
+  it("an answer holds on both instances until a drop of its account from either; a check before a drop never stores", async () => {
+    const live: [SharedLimits, SharedLimits] = [0, 1].map(() => openSharedLimits(open(REDIS_URL), { url: REDIS_URL, prefix: PREFIX, log, timeoutMs: 300 })) as [SharedLimits, SharedLimits];
+    const instance = fc.constantFrom<0 | 1>(0, 1);
+    const key = fc.nat(ANSWER_KEYS.length - 1);
+    const commands = [
+      fc.tuple(instance, key).map(([at, k]) => new Check(at, k)),
+      fc.tuple(instance, key).map(([at, k]) => new Store(at, k)),
+      fc.tuple(instance, key).map(([at, k]) => new Store(at, k)),
+      fc.tuple(instance, fc.option(fc.constantFrom(1, 2), { nil: undefined, freq: 4 })).map(([at, owner]) => new DropAnswers(at, owner)),
+    ];
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.commands(commands, { maxCommands: 50, size: "+1" }), async (cmds) => {
+        run += 1;
+        const world: AnswersWorld = { prefix: `answers-${run}`, live };
+        await fc.asyncModelRun(() => ({ model: { stored: new Map(), drops: new Map(), pending: new Map() }, real: world }), cmds);
       }),
       { numRuns: 60 },
     );
