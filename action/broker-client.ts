@@ -1,4 +1,4 @@
-// One POST /token to one broker address, and what its answer means to the action (spec 4.1):
+// One POST /token to one broker address, and what its answer means to the action (docs/api.md#post-token):
 // a 200 (its body still unchecked: check-answer.ts), a 200 whose body never arrived whole, a
 // verdict (a JSON body whose `error` is one of the broker's codes), an unreachable broker (network
 // error, timeout before any status line, or a 5xx that is not a verdict, e.g. a proxy's 502 page),

@@ -12,7 +12,7 @@ export interface Verdict {
   error: ErrorCode;
   /** As the broker sent it: may be a word this version of the action does not know (shown escaped). */
   reason?: string;
-  /** The body's one human line (DESIGN.md "Error body"), as the broker sent it: shown quoted and escaped. */
+  /** The body's one human line (docs/errors.md), as the broker sent it: shown quoted and escaped. */
   detail?: string;
 }
 

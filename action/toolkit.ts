@@ -1,5 +1,5 @@
 // The part of @actions/core the action uses, as an interface: the entry points pass the real
-// module, tests pass a recording toolkit (STYLE.md: injected toolkit, as in
+// module, tests pass a recording toolkit (an injected toolkit, as in
 // actions/create-github-app-token and actions/typescript-action).
 import type { IncomingHttpHeaders } from "node:http";
 

@@ -65,10 +65,15 @@ try {
   const readyMs = await until("both instances ready", async () =>
     (await status(`http://127.0.0.1:${ports.adminA}/readyz`)) === 200 && (await status(`http://127.0.0.1:${ports.adminB}/readyz`)) === 200 ? Date.now() - started : 0);
   check(true, `both instances /readyz 200 ${readyMs} ms after podman-compose up (Redis, App, key set)`);
-  const oidcToken = await sim.oidc.sign({ repository: "compose-org/tokens", repository_owner: "compose-org" });
   sim.repository("compose-org", "tokens");
-  const tokens = await Promise.all([brokerA, brokerB].map((url) => fetch(`${url}/token`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ oidcToken, owner: "compose-org", repo: "tokens" }) }).then((r) => r.status)));
+  // An OIDC token mints once across the instances (its jti is claimed in the shared Redis): each
+  // instance gets a job's token of its own, then A's token sent again to B is refused.
+  const postToken = (url, oidcToken) => fetch(`${url}/token`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ oidcToken, owner: "compose-org", repo: "tokens" }) }).then((r) => r.status);
+  const jobTokens = await Promise.all([brokerA, brokerB].map(() => sim.oidc.sign({ repository: "compose-org/tokens", repository_owner: "compose-org" })));
+  const tokens = await Promise.all([brokerA, brokerB].map((url, i) => postToken(url, jobTokens[i])));
   check(tokens.every((s) => s === 200), `both instances answer POST /token: ${tokens.join(", ")}`);
+  const replayed = await postToken(brokerB, jobTokens[0]);
+  check(replayed === 409, `a token used on instance a is refused on instance b (409 oidc_token_replayed): ${replayed}`);
 
   let repoCounter = 0;
   const freshRepo = (pulls) => {

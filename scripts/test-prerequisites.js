@@ -24,6 +24,8 @@ needed.push(["nsenter", "util-linux", "the black-holed-address test's user names
 needed.push(["tar", "tar", "unpacking the packaged Chromium's libraries"]);
 needed.push(["git", "git", "the branch-name test"]);
 needed.push(["openssl", "openssl", "the action's proxy tests make their TLS certificates with it"]);
+// The example workflows' run: steps call the real GitHub CLI (test/examples-run.test.ts).
+needed.push(["gh", "gh", "the example workflows' run: steps"]);
 
 let missing = needed.filter(([tool]) => !has(tool));
 if (missing.length > 0 && canApt) {

@@ -12,7 +12,7 @@ export type CredentialsParse =
 
 /**
  * HOST_APP_ID + HOST_APP_PRIVATE_KEY (or the ENT_ pair). The key may be a multi-line PEM or one
- * line with literal `\n` escapes (spec 2.6), PKCS#1 (`BEGIN RSA PRIVATE KEY`) or PKCS#8; it is
+ * line with literal `\n` escapes (docs/settings.md), PKCS#1 (`BEGIN RSA PRIVATE KEY`) or PKCS#8; it is
  * normalised to PKCS#8 once, so signing never re-parses it.
  */
 export function parseAppCredentials(

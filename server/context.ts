@@ -24,9 +24,9 @@ import { parseLogLevel } from "./start-settings.js";
 import { createOidcTokenClaims } from "./token/oidc-token-claims.js";
 import { upstreamFetch } from "./upstream-fetch.js";
 
-/** Everything the broker touches outside itself is injected here (STYLE.md practice 1, 7). */
+/** Everything the broker touches outside itself is injected here (docs/design.md#layers). */
 export interface BrokerDeps {
-  /** The environment, read on every request (spec 2.6). Default: process.env. */
+  /** The environment, read on every request (docs/settings.md). Default: process.env. */
   env?: () => Env;
   /** Milliseconds since the epoch. */
   now?: () => number;
@@ -96,7 +96,7 @@ export function createContext(deps: BrokerDeps = {}) {
   const timing: Timing = { ...DEFAULT_TIMING, ...deps.timing };
   const readSettings: () => Settings = createSettingsReader(deps.env ?? (() => process.env));
   // The settings as the latest request read them: what the platform gates go by, so a gate reads
-  // UPSTREAM_MAX_CONCURRENCY as of the request (spec 2.6) without reading the environment per call.
+  // UPSTREAM_MAX_CONCURRENCY as of the request (docs/settings.md) without reading the environment per call.
   let latest: Settings | undefined;
   const settings = (): Settings => (latest = readSettings());
   const stores = createStoreRegistry({ log, timeoutMs: timing.kvTimeoutMs });
@@ -197,7 +197,7 @@ export function createContext(deps: BrokerDeps = {}) {
     log,
     metrics,
     timing,
-    // Every retried platform call, one line each (STYLE.md: each attempt logged).
+    // Every retried platform call, one line each (docs/design.md#decisions-where-the-contract-was-open: each attempt logged).
     retry: { ...(deps.retry ?? DEFAULT_RETRY), onRetry: (info: RetryInfo) => log.warn({ ...info, status: info.status ?? "network" }, "platform call retried") },
     settings,
     stores,

@@ -16,7 +16,10 @@ const REDACTED = "[redacted]";
  */
 const SECRET_SHAPES = new RegExp(
   [
-    String.raw`\bgh[pousr]_[A-Za-z0-9_]{16,}`,
+    // Classic (`ghs_` + 36) and stateless (`ghs_<app id>_<JWT>`, ~520, two dots: GitHub's pattern
+    // `ghs_[A-Za-z0-9._]{36,}`) alike; a dot (or base64url's `-`) counts only with more of the
+    // token after it, so a sentence's full stop stays.
+    String.raw`\bgh[pousr]_[A-Za-z0-9_]{16,}(?:[.-]+[A-Za-z0-9_]+)*`,
     String.raw`\bgithub_pat_[A-Za-z0-9_]{16,}`,
     String.raw`\bv1\.[0-9a-f]{40}\b`,
     // A JWT, or what is left of one a length limit cut short: base64url JSON (`{"` → `eyJ`) and its dotted segments.

@@ -20,10 +20,10 @@ const app = createApp();
 const log = app.broker.log;
 const { port, host } = start;
 
-// One clear line per missing required setting; the broker still starts and answers per the spec.
+// One clear line per missing required setting; the broker still starts and answers per docs/api.md.
 for (const problem of settingsProblems(parseSettings(process.env), process.env)) log[problem.level](problem.fields, problem.message);
 
-// Not a problem (an operator's choice), but never silent: DESIGN.md "Mode".
+// Not a problem (an operator's choice), but never silent: docs/policies.md#modes-token_policy.
 if (parseSettings(process.env).tokenPolicy === "off") log.info({ setting: "TOKEN_POLICY" }, "TOKEN_POLICY=off: trust policies are never read; every job of an installed repository gets TOKEN_PERMISSIONS");
 
 // /healthz, /readyz, /metrics on ADMIN_PORT, when set: started first, so /readyz is 503 until the broker listens.

@@ -5,7 +5,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom
  * each app, and so each test, counts for itself. Served by the admin listener (server/admin/).
  *
  * Labels are bounded by construction: a route is one of the four or `other`, a status an HTTP
- * status, a code one of the spec's error codes, a call one of UPSTREAM_CALLS, a platform `main` or
+ * status, a code one of the API's error codes, a call one of UPSTREAM_CALLS, a platform `main` or
  * `enterprise`. Never a repository, an owner, a token, a path or anything a client chooses.
  */
 export const ROUTES = ["/token", "/sign", "/releases", "/webhook"] as const;
@@ -31,7 +31,7 @@ export function createMetrics() {
 
   const requests = new Counter({
     name: "tokensmith_requests_total",
-    help: "Requests answered, by route (or other), HTTP status and the spec's error code (empty on success).",
+    help: "Requests answered, by route (or other), HTTP status and the API's error code (empty on success).",
     labelNames: ["route", "status", "code"] as const,
     registers,
   });

@@ -4,7 +4,7 @@ import type { Settings } from "./settings.js";
 
 /**
  * The platform and issuer URLs that use plain `http` to a host other than this machine. Plain
- * http is accepted (tests and sandboxes run on loopback, DESIGN.md), but anywhere else whoever is
+ * http is accepted (tests and sandboxes run on loopback, docs/design.md#decisions-where-the-contract-was-open), but anywhere else whoever is
  * on the path reads the App JWT and every minted token (an API base), or swaps the keys the broker
  * trusts (an issuer): worth a warning, not a refusal.
  */

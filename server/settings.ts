@@ -1,4 +1,4 @@
-// Settings are read from the environment on every request (spec 2.6) and parsed by this pure
+// Settings are read from the environment on every request (docs/settings.md) and parsed by this pure
 // function; `createSettingsReader` memoises on the raw strings so a request costs one string
 // comparison per setting, not a key parse.
 import { parseTokenPermissions, type PermissionsParse } from "../shared/token-permissions.js";
@@ -229,7 +229,7 @@ export function normaliseIssuer(raw: string | undefined): string {
   return (raw ?? "").trim().replace(/\/+$/, "");
 }
 
-/** GraphQL endpoint from a REST base (DESIGN.md): `/api/v3` → `/api/graphql`, else base + `/graphql`. */
+/** GraphQL endpoint from a REST base (docs/design.md#decisions-where-the-contract-was-open): `/api/v3` → `/api/graphql`, else base + `/graphql`. */
 export function graphqlUrlFor(apiBase: string): string {
   return apiBase.endsWith("/api/v3") ? `${apiBase.slice(0, -"/v3".length)}/graphql` : `${apiBase}/graphql`;
 }

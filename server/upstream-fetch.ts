@@ -14,7 +14,7 @@ import { upstreamAgent } from "./upstream-connections.js";
 // Response with a ReadableStream body and an AbortSignal tied to the caller's, for a call whose
 // answer is read whole as text. `request()` (the same library Node's fetch is built on) does the
 // same HTTP/1.1 exchange on a keep-alive pool without those layers: less than half the CPU per
-// call on this machine (`npm run bench -- token`, README "Benchmarks"). Measured again for issue 28
+// call on this machine (`npm run bench -- token`, docs/development.md). Measured again for issue 28
 // (kept: it wins by ≥ 10%), a fresh 1 × 5,000-repository crawl, gzip on, 40 ms-RTT 100 Mbit/s link,
 // median of 5: broker CPU 460 ms (selected) / 480 ms (all) here, 680 / 730 ms with Node's fetch
 // (undici's own fetch: 710–860 ms); wall time 1.04 / 1.15 s here, 1.14 / 1.27 s with Node's fetch.

@@ -3,7 +3,7 @@ import type { ErrorBody } from "./types.js";
 
 /**
  * The one error type of the broker: a status and a stable code from the table, plus the OIDC
- * `reason` where the spec wants one. The server's error handler turns it into the spec's body;
+ * `reason` where the API wants one. The server's error handler turns it into the API's body;
  * the action rebuilds it from a response. Never carries upstream text into a response body.
  */
 export class BrokerError extends Error {
@@ -17,7 +17,7 @@ export class BrokerError extends Error {
    */
   readonly retryAfter?: number;
   /**
-   * The body's `detail` (DESIGN.md "Error body"): one human line for the caller, set only where the
+   * The body's `detail` (docs/errors.md): one human line for the caller, set only where the
    * code's meaning promises one. Never a secret, a token or a JWT. The `detail` option, by contrast,
    * is for the broker's log only and never reaches a body (it may hold upstream statuses).
    */

@@ -1,5 +1,5 @@
 // The broker's error codes, once, as data. The server's responses, the README's table, the
-// action's hints and the tests all read this table (spec sections 4 and 7; DESIGN.md).
+// action's hints and the tests all read this table (docs/errors.md; docs/design.md#decisions-where-the-contract-was-open).
 
 export type Route = "/token" | "/sign" | "/releases" | "/webhook" | "*";
 
@@ -208,7 +208,7 @@ export function isErrorCode(value: unknown): value is ErrorCode {
   return typeof value === "string" && Object.prototype.hasOwnProperty.call(ERROR_CODES, value);
 }
 
-/** The `reason` words of a 401 invalid_oidc_token / 503 oidc_key_fetch_failed (DESIGN.md). */
+/** The `reason` words of a 401 invalid_oidc_token / 503 oidc_key_fetch_failed (docs/design.md#decisions-where-the-contract-was-open). */
 export const OIDC_REASONS = {
   malformed_token: { meaning: "Not a compact JWS, or its header or payload is not JSON.", hint: "Send the raw OIDC JWT the runner issued." },
   alg_unsupported: { meaning: "The token is not signed with RS256 (e.g. `none`, HS256).", hint: "Only RS256 tokens from the CI platform are accepted." },

@@ -1,4 +1,4 @@
-// The optional `repositories` of a POST /token body (DESIGN.md "Who gets which token", "Other
+// The optional `repositories` of a POST /token body (docs/policies.md, "Other
 // repositories"): other repositories of the caller's owner the one token should also cover, each of
 // which must consent in its own trust policy. Names only (the platform's mint takes names), or
 // `owner/name` with the caller's own owner. The broker parses the body's array here; the action

@@ -1,4 +1,4 @@
-// The optional `permissions` of a POST /token body (DESIGN.md "Per-step request"): the step's own
+// The optional `permissions` of a POST /token body (docs/api.md#post-token): the step's own
 // narrowing of its token. Same names and values as TOKEN_PERMISSIONS: the platform's App permission
 // names (shared/app-permissions.ts), each `read` or `write`. The broker parses it here; the action
 // builds it from its `permission-<name>` inputs with the same catalogue check.

@@ -1,4 +1,4 @@
-// TOKEN_PERMISSIONS (spec 2.6): a JSON object, or a comma-separated list of key=value / key:value
+// TOKEN_PERMISSIONS (docs/settings.md): a JSON object, or a comma-separated list of key=value / key:value
 // pairs. Keys are the platform's App permission names (lowercase, underscores); values exactly
 // `read` or `write`. Blank or unset → the default. Anything else, or nothing usable, is an error
 // (every /token request then answers 400 invalid_token_permissions).

@@ -2,7 +2,7 @@
 import type { ErrorCode, OidcReason } from "./error-codes.js";
 import type { Permissions } from "./token-permissions.js";
 
-/** Body of POST /token (spec 2.1). */
+/** Body of POST /token (docs/api.md#post-token). */
 export interface TokenRequest {
   oidcToken: string;
   owner: string;
@@ -12,18 +12,18 @@ export interface TokenRequest {
   runId?: string;
   sha?: string;
   /**
-   * The step's own narrowing (DESIGN.md "Per-step request"): the token gets exactly these, or the
+   * The step's own narrowing (docs/api.md#post-token): the token gets exactly these, or the
    * answer is 403 permissions_not_granted. Absent: the grant (TOKEN_PERMISSIONS ∩ installation).
    */
   permissions?: Permissions;
   /**
-   * Other repositories of the same owner the one token should also cover (DESIGN.md "Other
+   * Other repositories of the same owner the one token should also cover (docs/policies.md#other-repositories
    * repositories"): names, each consenting in its own trust policy, or the answer is 403 policy_denied.
    */
   repositories?: string[];
 }
 
-/** 200 of POST /token (spec 2.2). */
+/** 200 of POST /token (docs/api.md#post-token). */
 export interface TokenResponse {
   token: string;
   /** Passed through unchanged from the platform. */
@@ -31,7 +31,7 @@ export interface TokenResponse {
   /** owner/name */
   repository: string;
   /**
-   * Additive to the spec's three fields (the action's `installation-id` and `app-slug` outputs, as
+   * Additive to the API's three fields (the action's `installation-id` and `app-slug` outputs, as
    * actions/create-github-app-token has them); absent from older brokers, so optional here.
    */
   installation_id?: number;
@@ -53,7 +53,7 @@ export interface FileDeletion {
   path: string;
 }
 
-/** Body of POST /sign (spec 2.3). */
+/** Body of POST /sign (docs/api.md#post-sign). */
 export interface SignRequest {
   repo: string;
   branch: string;
@@ -74,7 +74,7 @@ export interface SignResponse {
 export interface LatestRelease {
   tag: string;
   name: string;
-  /** null for a draft (DESIGN.md). */
+  /** null for a draft (docs/design.md#decisions-where-the-contract-was-open). */
   published_at: string | null;
   url: string;
   draft: boolean;
@@ -86,14 +86,14 @@ export interface RepoReleases {
   latest: LatestRelease | null;
 }
 
-/** 200 of GET /releases (spec 2.4). */
+/** 200 of GET /releases (docs/api.md#get-releases). */
 export interface ReleasesResponse {
   generated_at: string;
   repos: RepoReleases[];
   truncated: boolean;
   cached: boolean;
   /**
-   * Added to the spec's shape: present (true) only when the aggregate is past its lifetime and
+   * Added to the API's shape: present (true) only when the aggregate is past its lifetime and
    * served while a refresh runs or the platform's budget is spent; absent on a fresh answer.
    */
   stale?: true;
@@ -107,20 +107,20 @@ export interface WebhookIgnoredResponse {
   ignored: string;
 }
 
-/** 202 (queued) or 200 (skipped) of POST /webhook for a push (DESIGN.md). */
+/** 202 (queued) or 200 (skipped) of POST /webhook for a push (docs/design.md#decisions-where-the-contract-was-open). */
 export type WebhookPushResponse =
   | { ok: true; event: "push"; queued: true; repository: string; branch: string; delivery: string | null }
   | { ok: true; event: "push"; skipped: string; duplicate?: boolean };
 
-/** 202 (queued) or 200 (skipped) of POST /webhook for a pull_request, only with POLICY_CHECK_RUNS on (DESIGN.md). */
+/** 202 (queued) or 200 (skipped) of POST /webhook for a pull_request, only with POLICY_CHECK_RUNS on (docs/design.md#decisions-where-the-contract-was-open). */
 export type WebhookPullRequestResponse =
   | { ok: true; event: "pull_request"; queued: true; repository: string; number: number; delivery: string | null }
   | { ok: true; event: "pull_request"; skipped: string; duplicate?: boolean };
 
-/** Every failure (spec 2.5). */
+/** Every failure (docs/errors.md). */
 export interface ErrorBody {
   error: ErrorCode;
   reason?: OidcReason;
-  /** One human line (DESIGN.md "Error body"): what to change; `error` stays the code to match on. */
+  /** One human line (docs/errors.md): what to change; `error` stays the code to match on. */
   detail?: string;
 }

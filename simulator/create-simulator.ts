@@ -16,7 +16,7 @@ import { registerInstallationRoutes } from "./rest-installation-routes.js";
 import { registerUserRoutes } from "./rest-user-routes.js";
 import { Router } from "./router.js";
 import { createSecondaryLimits, type SecondaryLimitValues } from "./secondary-limits.js";
-import type { Flavor, RecordedRequest, RouteHandler, Simulator } from "./types.js";
+import type { Flavor, RecordedRequest, RouteHandler, Simulator, SubjectFormat, TokenFormat } from "./types.js";
 
 export interface SimulatorOptions {
   flavor?: Flavor;
@@ -31,6 +31,16 @@ export interface SimulatorOptions {
    * every client and the simulator: its URLs (API, GraphQL, issuer) are the link's.
    */
   link?: LinkOptions;
+  /**
+   * The installation tokens' format: "stateless" (default: what github.com mints since 2026-04-27,
+   * ~520 characters) or "classic" (`ghs_` + 36 characters, as GHES and github.com before).
+   */
+  tokenFormat?: TokenFormat;
+  /**
+   * The OIDC `sub` form of every repository not marked otherwise (`sim.repository(o, r).subjectFormat`):
+   * "classic" (default: every repository that existed before 2026-06-18) or "immutable".
+   */
+  subjectFormat?: SubjectFormat;
 }
 
 /** Where each service lives, relative to the server URL, per flavor (github.com vs GHES). */
@@ -52,7 +62,8 @@ export async function createSimulator(opts: SimulatorOptions = {}): Promise<Simu
   const now = () => Date.now() + clockOffsetMs;
   const state = new GithubState(now);
   let latencyMs = opts.latencyMs ?? 0;
-  let longTokens = false;
+  let tokenFormat: TokenFormat = opts.tokenFormat ?? "stateless";
+  let subjectFormat: SubjectFormat = opts.subjectFormat ?? "classic";
   // Assigned once the server knows its port; handlers only read it after that.
   let sim: Simulator;
 
@@ -90,6 +101,7 @@ export async function createSimulator(opts: SimulatorOptions = {}): Promise<Simu
   const oidc = createOidcIssuer({
     issuer: `${url}${layout.issuer}`, issuerPath: layout.issuer, router, requests, now,
     idsOf: (owner, name) => state.idsOf(owner, name),
+    subjectFormatOf: (owner, name) => state.findRepository(owner, name)?.subjectFormat ?? subjectFormat,
   });
   const actions = createActionsRunner(url, router, oidc);
 
@@ -104,11 +116,17 @@ export async function createSimulator(opts: SimulatorOptions = {}): Promise<Simu
     set latencyMs(ms: number) {
       latencyMs = ms;
     },
-    get longTokens() {
-      return longTokens;
+    get tokenFormat() {
+      return tokenFormat;
     },
-    set longTokens(on: boolean) {
-      longTokens = on;
+    set tokenFormat(format: TokenFormat) {
+      tokenFormat = format;
+    },
+    get subjectFormat() {
+      return subjectFormat;
+    },
+    set subjectFormat(format: SubjectFormat) {
+      subjectFormat = format;
     },
     get clockOffsetMs() {
       return clockOffsetMs;
@@ -142,10 +160,10 @@ export async function createSimulator(opts: SimulatorOptions = {}): Promise<Simu
     issueToken: (installationId, tokenOpts = {}) => {
       const inst = state.installation(installationId);
       const repositories = tokenOpts.repositories ?? (inst.repositories === "all" ? "all" : [...inst.repositories]);
-      return state.issueToken(installationId, tokenOpts.permissions ?? { ...inst.permissions }, repositories, longTokens).token;
+      return state.issueToken(installationId, tokenOpts.permissions ?? { ...inst.permissions }, repositories, tokenFormat).token;
     },
     now,
-    route: (method: string, pattern: string, handler: RouteHandler) => router.add(method, `${layout.api}${pattern}`, handler),
+    route: (method: string, pattern: string, handler: RouteHandler) => router.add(method, `${layout.api}${pattern}`, handler, { rest: true }),
     routeAbsolute: (method: string, pattern: string, handler: RouteHandler) => router.add(method, pattern, handler),
     routes: () => router.routes(),
     requireApp: (ctx) => requireApp(ctx, state),

@@ -53,12 +53,34 @@ export function registerGitGraphql(sim: Simulator, store: GitStore): void {
     };
   };
 
+  // A tag ref: its target is the commit, or the annotated tag object (a Tag) naming it.
+  const tagRefObject = (repository: string, tag: string): Record<string, unknown> | null => {
+    const oid = store.tagsOf(repository).get(tag);
+    if (!oid) return null;
+    const commit = store.commits.get(oid);
+    const annotated = commit ? undefined : store.objects.tags.get(oid);
+    if (!commit && !annotated) return null;
+    return {
+      __typename: "Ref",
+      id: nodeId("REF", `${repository}:refs/tags/${tag}`),
+      name: tag,
+      prefix: "refs/tags/",
+      target: commit
+        ? commitObject(commit)
+        : { __typename: "Tag", id: nodeId("TAG", oid), oid, abbreviatedOid: oid.slice(0, 7), name: annotated!.tag, message: annotated!.message },
+    };
+  };
+
   sim.graphql.extendRepository((repo) => ({
     defaultBranchRef: () => refObject(repo.fullName, DEFAULT_BRANCH),
     // "Fully qualified matches are checked in order (refs/heads/master) before falling back onto
-    // checks for short name matches (master)."
-    ref: ({ qualifiedName }: { qualifiedName: string }) =>
-      refObject(repo.fullName, qualifiedName.startsWith("refs/heads/") ? qualifiedName.slice("refs/heads/".length) : qualifiedName),
+    // checks for short name matches (master)." gh release create asks for `refs/tags/<tag>` to
+    // learn whether the tag is already pushed.
+    ref: ({ qualifiedName }: { qualifiedName: string }) => {
+      if (qualifiedName.startsWith("refs/heads/")) return refObject(repo.fullName, qualifiedName.slice("refs/heads/".length));
+      if (qualifiedName.startsWith("refs/tags/")) return tagRefObject(repo.fullName, qualifiedName.slice("refs/tags/".length));
+      return refObject(repo.fullName, qualifiedName) ?? tagRefObject(repo.fullName, qualifiedName);
+    },
   }));
 
   sim.graphql.mutation("createCommitOnBranch", (args, ctx) => createCommit(args.input as CreateCommitInput, ctx));

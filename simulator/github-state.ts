@@ -1,9 +1,10 @@
 // The fake platform's data: Apps, installations, repositories and issued tokens, plus the JSON
 // shapes GitHub returns for them. Routes read and mutate this; tests inspect it directly.
-import { createHash, randomInt } from "node:crypto";
+import { createHash } from "node:crypto";
 import { markReusable } from "./json-text.js";
 import { takeKeyPair } from "./key-pool.js";
-import type { AddInstallationOptions, AppState, InstallationState, IssuedToken, RepositoryState } from "./types.js";
+import { installationTokenText } from "./installation-token-text.js";
+import type { AddInstallationOptions, AppState, InstallationState, IssuedToken, RepositoryState, TokenFormat } from "./types.js";
 import { repositoryDetails, simpleUserJson } from "./rest-shapes.js";
 
 /** Ids matching the default OIDC claims (repository_id 123456, repository_owner_id 654321). */
@@ -14,18 +15,6 @@ export function stableId(name: string): number {
   const known = WELL_KNOWN_IDS[name.toLowerCase()];
   if (known !== undefined) return known;
   return 1_000_000 + (createHash("sha256").update(name.toLowerCase()).digest().readUInt32BE(0) % 900_000_000);
-}
-
-const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-// GitHub's ghs_ tokens are 40 characters today but documented as subject to change: vary it.
-const TOKEN_LENGTHS = [40, 40, 47, 40, 93];
-let tokenCounter = 0;
-
-export function newInstallationToken(long: boolean): string {
-  const length = long ? 520 : TOKEN_LENGTHS[tokenCounter++ % TOKEN_LENGTHS.length]!;
-  let body = "";
-  for (let i = 0; i < length - 4; i += 1) body += BASE62[randomInt(62)];
-  return `ghs_${body}`;
 }
 
 /** GitHub's timestamp format: second precision, Z suffix. */
@@ -180,8 +169,8 @@ export class GithubState {
     return [...this.repositories.values()].filter((r) => r.owner.toLowerCase() === inst.account.toLowerCase());
   }
 
-  issueToken(installationId: number, permissions: Record<string, string>, repositories: string[] | "all", long: boolean): { token: string; issued: IssuedToken } {
-    const token = newInstallationToken(long);
+  issueToken(installationId: number, permissions: Record<string, string>, repositories: string[] | "all", format: TokenFormat): { token: string; issued: IssuedToken } {
+    const token = installationTokenText(format, { appId: this.installation(installationId).appId, installationId }, Math.floor(this.now() / 1000));
     const expiresAt = new Date(Math.floor(this.now() / 1000) * 1000 + 3_600_000);
     const issued: IssuedToken = { installationId, permissions: { ...permissions }, repositories, expiresAt, revoked: false };
     this.tokens.set(token, issued);

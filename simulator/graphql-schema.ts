@@ -85,6 +85,14 @@ export const GITHUB_SDL = /* GraphQL */ `
     parents(first: Int): CommitConnection!
   }
 
+  type Tag implements GitObject {
+    id: ID!
+    oid: GitObjectID!
+    abbreviatedOid: String!
+    name: String!
+    message: String
+  }
+
   type CommitConnection {
     totalCount: Int!
     nodes: [Commit]

@@ -2,6 +2,7 @@
 // over to the route table. Tests talk to it over real sockets, so timeouts and resets are real.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { createGzip, gzipSync } from "node:zlib";
+import { judgeApiVersion } from "./api-version.js";
 import type { FaultTable } from "./faults.js";
 import { gzipWithKeptRun } from "./gzip-kept.js";
 import { listenOnLoopback } from "./listen.js";
@@ -236,7 +237,7 @@ export async function startHttpServer(deps: HttpServerDeps): Promise<RunningServ
       return;
     }
     if (fault === "garbage") return send(res, record, { status: 200, headers: { "content-type": JSON_TYPE }, body: GARBAGE_BODY }, requestId, outlets);
-    if (fault && fault !== "truncated-gzip") return send(res, record, fault, requestId, outlets);
+    if (fault && fault !== "truncated-gzip" && !("until" in fault)) return send(res, record, fault, requestId, outlets);
 
     const result = await deps.router.dispatch({
       method,
@@ -246,7 +247,11 @@ export async function startHttpServer(deps: HttpServerDeps): Promise<RunningServ
       auth: record.auth,
       headers: record.headers,
       sim: deps.sim(),
-    });
+    }, () => judgeApiVersion(record));
+    if (typeof fault === "object" && "until" in fault) {
+      await fault.until.catch(() => undefined);
+      if (closed) return;
+    }
     send(res, record, result, requestId, outlets, fault === "truncated-gzip" ? fault : "asked");
   };
 

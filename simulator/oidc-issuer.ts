@@ -4,7 +4,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { signCompact } from "./jws.js";
 import { takeKeyPair } from "./key-pool.js";
 import type { Router } from "./router.js";
-import type { Claims, KeyEndpointMode, OidcIssuer, OidcKey, RecordedRequest, RouteResult, SignOptions } from "./types.js";
+import type { Claims, KeyEndpointMode, OidcIssuer, OidcKey, RecordedRequest, RouteResult, SignOptions, SubjectFormat } from "./types.js";
 
 const CLAIMS_SUPPORTED = [
   "sub", "aud", "exp", "iat", "iss", "jti", "nbf", "ref", "sha", "repository", "repository_id", "repository_owner",
@@ -105,6 +105,22 @@ function followingClaims(claims: Record<string, unknown> | undefined): Record<st
   return out;
 }
 
+/**
+ * GitHub's default `sub` for the job the claims describe, as GitHub builds it from them: by
+ * environment, else `pull_request` for a pull-request event, else the ref. "immutable" (github.com:
+ * repositories created, renamed or transferred from 2026-06-18) puts each id after its name with an
+ * `@`: `repo:octo-org@654321/app@123456:ref:refs/heads/main`
+ * (https://docs.github.com/actions/concepts/security/openid-connect#immutable-subject-claims).
+ */
+export function defaultSubject(claims: Record<string, unknown>, format: SubjectFormat): string | undefined {
+  const match = typeof claims.repository === "string" ? /^([^/]+)\/([^/]+)$/.exec(claims.repository) : null;
+  if (!match) return undefined;
+  const repo = format === "immutable" ? `${match[1]}@${String(claims.repository_owner_id)}/${match[2]}@${String(claims.repository_id)}` : `${match[1]}/${match[2]}`;
+  if (typeof claims.environment === "string" && claims.environment !== "") return `repo:${repo}:environment:${claims.environment}`;
+  if (claims.event_name === "pull_request") return `repo:${repo}:pull_request`;
+  return `repo:${repo}:ref:${String(claims.ref)}`;
+}
+
 export interface OidcIssuerDeps {
   issuer: string;
   /** The issuer's path relative to the simulator URL (routes are registered there). */
@@ -114,6 +130,8 @@ export interface OidcIssuerDeps {
   now: () => number;
   /** The platform's ids for owner/name, so a token's id claims agree with the simulated state. */
   idsOf?: (owner: string, name: string) => { repositoryId: number; ownerId: number };
+  /** The `sub` form of owner/name's jobs (default: classic). */
+  subjectFormatOf?: (owner: string, name: string) => SubjectFormat;
 }
 
 export function createOidcIssuer(deps: OidcIssuerDeps): OidcIssuer {
@@ -178,6 +196,12 @@ export function createOidcIssuer(deps: OidcIssuerDeps): OidcIssuer {
       // HS* without a key: the classic confusion attack, keyed with the public key PEM.
       const key = opts.privateKey ?? (alg.startsWith("HS") ? current.publicKeyPem : current.privateKey);
       const payload = mergeClaims(defaultClaims(issuer, Math.floor(deps.now() / 1000)), repositoryClaims(claims, deps.idsOf), followingClaims(claims), claims);
+      // As GitHub does, `sub` follows the job's other claims, unless the test sets (or removes) it.
+      if (!(claims && "sub" in claims)) {
+        const [owner = "", name = ""] = String(payload.repository).split("/");
+        const sub = defaultSubject(payload, deps.subjectFormatOf?.(owner, name) ?? "classic");
+        if (sub !== undefined) payload.sub = sub;
+      }
       return signCompact(header, payload, key);
     },
     rotateKey(opts: { keepOld?: boolean } = {}): OidcKey {

@@ -8,7 +8,8 @@ import type { AppState, InstallationState, IssuedToken, RequestAuth, RouteContex
 const BAD_CREDENTIALS = "Bad credentials";
 const REQUIRES_AUTH = "Requires authentication";
 
-const looksLikeJwt = (credential: string) => /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(credential);
+// A stateless installation token (`ghs_<app id>_<JWT>`) has a JWT's dots: its prefix says what it is.
+const looksLikeJwt = (credential: string) => !/^gh[a-z]_/.test(credential) && /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/.test(credential);
 
 export function judgeAuthorization(header: string | undefined, state: GithubState, nowMs: number): RequestAuth {
   if (!header || !header.trim()) return { kind: "none" };

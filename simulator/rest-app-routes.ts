@@ -4,7 +4,7 @@ import { DOCS_ROOT, SimulatorHttpError, githubError } from "./router.js";
 import { isoSeconds, repositoryJson, type GithubState } from "./github-state.js";
 import { linkHeader, paginate } from "./pagination.js";
 import { simpleUserJson } from "./rest-shapes.js";
-import type { InstallationState, RepositoryState, RouteContext, Simulator } from "./types.js";
+import type { InstallationState, RepositoryState, RouteContext, Simulator, TokenFormat } from "./types.js";
 
 const DOC_REPO_INSTALLATION = `${DOCS_ROOT}/apps/apps#get-a-repository-installation-for-the-authenticated-app`;
 const DOC_GET_INSTALLATION = `${DOCS_ROOT}/apps/apps#get-an-installation-for-the-authenticated-app`;
@@ -71,7 +71,7 @@ export function registerAppRoutes(sim: Simulator, state: GithubState): void {
     const permissions = grantedPermissions(inst, request.permissions);
     const repos = selectedRepositories(inst, state, request.repositories, request.repository_ids);
     const names: string[] | "all" = repos ? repos.map((r) => r.name) : inst.repositories === "all" ? "all" : [...inst.repositories];
-    const { token, issued } = state.issueToken(inst.id, permissions, names, sim.longTokens);
+    const { token, issued } = state.issueToken(inst.id, permissions, names, requestedFormat(ctx.headers["x-github-stateless-s2s-token"]) ?? sim.tokenFormat);
     const body: Record<string, unknown> = {
       token,
       expires_at: isoSeconds(issued.expiresAt),
@@ -81,6 +81,17 @@ export function registerAppRoutes(sim: Simulator, state: GithubState): void {
     if (names !== "all") body.repositories = (repos ?? state.reposOf(inst)).map((r) => repositoryJson(r, urlsOf(sim)));
     return { status: 201, body };
   });
+}
+
+/**
+ * GitHub's per-request override of the token format on a mint: `enabled` forces a stateless token,
+ * `disabled` a classic one, any other value is ignored (the rollout's choice, here `sim.tokenFormat`):
+ * https://github.blog/changelog/2026-05-15-github-app-installation-tokens-per-request-override-header/
+ */
+function requestedFormat(header: string | string[] | undefined): TokenFormat | undefined {
+  if (header === "enabled") return "stateless";
+  if (header === "disabled") return "classic";
+  return undefined;
 }
 
 /** The installation named in the path, if it belongs to the authenticated App; else GitHub's 404. */

@@ -35,6 +35,8 @@ interface Row {
   handler: RouteHandler;
   /** Looked up when the row is added (GET rows take no body: never): null = GitHub describes no such operation. */
   operation?: OpenapiOperation | null;
+  /** A REST API row (`sim.route`): the request's API version is judged before its handler runs. */
+  rest: boolean;
 }
 
 export interface RouteMatch {
@@ -88,10 +90,10 @@ export class Router {
    */
   constructor(private readonly describe: DescribeOperation = describeGithubOperation) {}
 
-  add(method: string, pattern: string, handler: RouteHandler): void {
+  add(method: string, pattern: string, handler: RouteHandler, options: { rest?: boolean } = {}): void {
     const { regex, names } = compile(pattern);
     // Newest first, so a later task can replace a placeholder (e.g. the 501 GraphQL row).
-    const row: Row = { method: method.toUpperCase(), pattern, regex, names, handler };
+    const row: Row = { method: method.toUpperCase(), pattern, regex, names, handler, rest: options.rest ?? false };
     // Looked up (and its body schema compiled) now, while the simulator is being put together.
     if (row.method !== "GET") row.operation = this.describe(row.method, pattern) ?? null;
     this.rows.unshift(row);
@@ -117,10 +119,15 @@ export class Router {
     return undefined;
   }
 
-  /** Run the matching handler; unknown routes answer 501 so an unintended call fails loudly. */
-  async dispatch(ctx: Omit<RouteContext, "params">): Promise<RouteResult> {
+  /**
+   * Run the matching handler; unknown routes answer 501 so an unintended call fails loudly. A REST
+   * row's request passes `restGate` first (the API version): its answer, when it gives one, stands.
+   */
+  async dispatch(ctx: Omit<RouteContext, "params">, restGate?: () => RouteResult | undefined): Promise<RouteResult> {
     const found = this.match(ctx.method, ctx.path);
     if (!found) return notImplemented(ctx.method, ctx.path);
+    const refusal = found.row.rest ? restGate?.() : undefined;
+    if (refusal) return refusal;
     try {
       this.checkBody(found.row, ctx);
       return await found.handler({ ...ctx, params: found.params });

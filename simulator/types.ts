@@ -28,6 +28,11 @@ export interface RecordedRequest {
   /** Parsed JSON, the raw text when it is not JSON, undefined when empty. */
   body: unknown;
   auth: RequestAuth;
+  /**
+   * A REST request's `X-GitHub-Api-Version` (null: it named none, which GitHub takes as
+   * 2022-11-28); absent for requests outside the REST API (OIDC issuer, runner, GraphQL).
+   */
+  apiVersion?: string | null;
   /** Filled in once answered (absent for hang/reset faults): lets tests compare what was sent back. */
   response?: {
     status: number;
@@ -63,7 +68,16 @@ export type RouteHandler = (ctx: RouteContext) => RouteResult | Promise<RouteRes
  * the first half of the compressed bytes sent (with a Content-Length that matches them): the HTTP
  * exchange completes, the gzip stream does not.
  */
-export type FaultResponse = { status: number; headers?: Record<string, string>; body?: unknown } | "hang" | "garbage" | "reset" | "truncated-gzip";
+export type FaultResponse = { status: number; headers?: Record<string, string>; body?: unknown } | "hang" | "garbage" | "reset" | "truncated-gzip" | HeldAnswer;
+
+/**
+ * The route answers now (a mint issues its token over the installation as it is at this moment),
+ * but the answer is sent only once `until` settles: a slow answer that a test can interleave with
+ * other events (an installation change while the broker waits for a mint).
+ */
+export interface HeldAnswer {
+  until: Promise<unknown>;
+}
 
 export interface FaultSpec {
   method?: string;
@@ -189,7 +203,25 @@ export interface RepositoryState {
   ownerId: number;
   name: string;
   fullName: string;
+  /**
+   * The form of its jobs' OIDC `sub`: "immutable" as for a repository created, renamed or
+   * transferred on github.com after 2026-06-18 (or opted in). Unset: the simulator's `subjectFormat`.
+   */
+  subjectFormat?: SubjectFormat;
 }
+
+/**
+ * An installation token's format: "stateless" (`ghs_<app id>_<JWT>`, ~520 characters, two dots;
+ * github.com's from 2026-04-27) or "classic" (`ghs_` + 36 letters and digits; GHES's).
+ */
+export type TokenFormat = "stateless" | "classic";
+
+/**
+ * The form of a job's OIDC `sub`: "classic" `repo:<owner>/<repo>:ref:…` or "immutable"
+ * `repo:<owner>@<owner id>/<repo>@<repo id>:ref:…` (github.com, new, renamed and transferred
+ * repositories from 2026-06-18).
+ */
+export type SubjectFormat = "classic" | "immutable";
 
 export interface InstallationState {
   id: number;
@@ -225,8 +257,10 @@ export interface Simulator {
   latencyMs: number;
   /** The emulated link in front of the simulator (`link` option): its settings and byte counts. */
   readonly link: Link | undefined;
-  /** Issue ~520-character installation tokens (GitHub's newer stateless format). */
-  longTokens: boolean;
+  /** The format of the installation tokens it mints from now on (the `tokenFormat` option's value at first). */
+  tokenFormat: TokenFormat;
+  /** The `sub` form of a repository with no `subjectFormat` of its own (the `subjectFormat` option's value at first). */
+  subjectFormat: SubjectFormat;
   /** Added to Date.now() wherever the simulated platform checks time (App JWTs, token expiry). */
   clockOffsetMs: number;
   readonly requests: RecordedRequest[];
@@ -266,7 +300,7 @@ export interface Simulator {
   issueToken(installationId: number, opts?: { permissions?: Record<string, string>; repositories?: string[] | "all" }): string;
   now(): number;
 
-  /** Add a route under `apiBase`; later registrations win over earlier ones. */
+  /** Add a REST route under `apiBase` (a request naming an unsupported API version is answered 400 first); later registrations win over earlier ones. */
   route(method: string, pattern: string, handler: RouteHandler): void;
   /** The route table: every method and pattern the simulator answers (patterns as added, `/api/v3` included on GHES). */
   routes(): Array<{ method: string; pattern: string }>;

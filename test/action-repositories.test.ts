@@ -1,4 +1,4 @@
-// The action's side of `repositories` (DESIGN.md "Other repositories"), pure: the input as
+// The action's side of `repositories` (docs/policies.md#other-repositories), pure: the input as
 // actions/create-github-app-token reads it (comma- or newline-separated), checked before anything
 // is sent, and the broker's answer checked to cover exactly the job's repository and the named ones.
 import { describe, expect, it } from "@jest/globals";

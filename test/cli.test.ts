@@ -1,6 +1,7 @@
 // `tokensmith releases` (bin/tokensmith.js → build/server/cli) run as a child process against a
 // broker over HTTP: the table, --json, and the broker's error codes as sentences.
-import { execFile } from "node:child_process";
+import { execFile, spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
@@ -141,3 +142,18 @@ describe("tokensmith usage", () => {
     }
   });
 });
+
+describe("tokensmith as a command-line tool", () => {
+  it("--version (and -v) prints the package's version", async () => {
+    const { version } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
+    for (const flag of ["--version", "-v"]) expect(await cli([flag], {})).toEqual({ code: 0, stdout: `tokensmith ${version}\n`, stderr: "" });
+  });
+
+  it("stops quietly when its reader closes the pipe (doctor | head -1): no EPIPE crash", () => {
+    // doctor with no settings prints a line per problem; head takes the first and closes the pipe.
+    const run = spawnSync("sh", ["-c", `"${process.execPath}" "${BIN}" doctor | head -1; echo "cli exit: \${PIPESTATUS:-done}"`], { env: { PATH: process.env.PATH }, encoding: "utf8", timeout: 20_000 });
+    expect(run.stdout.split("\n")[0]).not.toBe("");
+    expect(run.stderr).not.toMatch(/EPIPE|Error|at .*\.js:\d+/);
+  });
+});
+

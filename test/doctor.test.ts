@@ -155,7 +155,7 @@ describe("tokensmith doctor", () => {
       `warn ${loneOrg}: the App cannot read lone-org/.github (not among the installation's selected repositories): an owner policy lone-org/.github/.github/tokensmith-org.yml there is ignored; add the .github repository to the App's installation on lone-org (Repository access), or ignore this if lone-org has none`,
     );
     expect(lines).toContain(
-      `warn ${bareOrg}: no contents permission, so the broker can read no policy here (neither bare-org/.github/.github/tokensmith-org.yml nor any repository's .github/tokensmith.yml): every repository gets the spec's token; grant the App contents: read`,
+      `warn ${bareOrg}: no contents permission, so the broker can read no policy here (neither bare-org/.github/.github/tokensmith-org.yml nor any repository's .github/tokensmith.yml): every repository gets the default token; grant the App contents: read`,
     );
     // The only failure is /sign's contents: write on bare-org, which is not about policies.
     expect(lines.filter((line) => line.startsWith("FAIL"))).toEqual([expect.stringContaining(`FAIL ${bareOrg}: /sign needs contents: write`)]);

@@ -1,4 +1,4 @@
-// DESIGN.md "Error body": any error may carry `detail`, one human line. The broker's side
+// docs/errors.md: any error may carry `detail`, one human line. The broker's side
 // (BrokerError: only the answer detail reaches a body, made one line and bounded; the log-only
 // `detail` never does) and the action's (the verdict line quotes it, escaped and cut).
 import { describe, expect, it } from "@jest/globals";

@@ -27,8 +27,8 @@ describe("installation-id and app-slug, from the real broker through dist/", () 
     expect(t.fx.sim.requests.filter((r) => r.method === "GET" && r.path.endsWith("/installation"))).toHaveLength(1);
   });
 
-  it("GitHub's ~520-character stateless tokens pass the action's token check (bounded at 1024)", async () => {
-    t.fx.sim.longTokens = true;
+  it("GitHub's ~520-character stateless tokens (the simulator's default) pass the action's token check (bounded at 1024)", async () => {
+    expect(t.fx.sim.tokenFormat).toBe("stateless");
     const main = await runStep("main", { node, inputs: { "auth-mode": "public-app", "broker-url": t.broker.url }, env: runnerJobEnv(t.fx.sim) });
     expect(main.exitCode).toBe(0);
     expect(main.outputs.token!.length).toBeGreaterThanOrEqual(500);

@@ -9,7 +9,7 @@
 //   at its share (503 installation_lookups_limited with Retry-After past it), installed jobs
 //   unaffected; an installed owner's cold burst past the share is not refused;
 // - the "not installed" answer is dropped by an `installation`/`installation_repositories` delivery
-//   (whose answer stays the spec's `{ok: true, ignored}`), and is keyed by repository id.
+//   (whose answer stays the API's `{ok: true, ignored}`), and is keyed by repository id.
 import { createHmac, randomUUID } from "node:crypto";
 import { describe, expect, it } from "@jest/globals";
 import { ERROR_CODES } from "../shared/error-codes.js";
@@ -145,7 +145,7 @@ describe("an installed owner's cold burst", () => {
 });
 
 describe("the cached answer is dropped when the App's installations change", () => {
-  it.each(["installation", "installation_repositories"])("an %s delivery drops it: the next job finds the new installation at once; the answer stays the spec's", async (event) => {
+  it.each(["installation", "installation_repositories"])("an %s delivery drops it: the next job finds the new installation at once; the answer stays the API's", async (event) => {
     const repository = `late-${event}/tool`;
     const [owner] = repository.split("/") as [string];
     const account = t.fx.sim.repository(owner, "tool");

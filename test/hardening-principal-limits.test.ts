@@ -110,7 +110,7 @@ describe("a primary limit is one principal's", () => {
       method: "GET", path: /\/installation\/repositories$/, installationId: busy, times: 1,
       respond: { status: 403, headers: { "x-ratelimit-remaining": "0", "x-ratelimit-reset": inSeconds(2) }, body: { message: `API rate limit exceeded for installation ID ${busy}.` } },
     });
-    // A reset two seconds away is waited for and retried within the crawl (DESIGN.md: wait until x-ratelimit-reset).
+    // A reset two seconds away is waited for and retried within the crawl (docs/design.md#decisions-where-the-contract-was-open: wait until x-ratelimit-reset).
     const first = await getReleases(broker.url);
     expect(reposIn(first.body)).toEqual(BOTH);
     expect(listingsBy(busy)).toBe(2);

@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "@jest/globals";
 
 const SCRIPT = fileURLToPath(new URL("../scripts/test-prerequisites.js", import.meta.url));
-const ALL = ["sh", "redis-server", "redis-cli", "ip", "unshare", "nsenter", "tar", "git", "openssl"];
+const ALL = ["sh", "redis-server", "redis-cli", "ip", "unshare", "nsenter", "tar", "git", "openssl", "gh"];
 const dirs: string[] = [];
 afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
@@ -50,6 +50,13 @@ describe("npm test's prerequisites", () => {
     expect(runWith(ALL.filter((tool) => tool !== "ip"))).toEqual({
       status: 1,
       lines: [expect.stringMatching(/^tokensmith tests: `ip` is not on PATH \(.*\): install iproute2 \(Debian\/Ubuntu: (sudo )?apt-get install iproute2\)$/)],
+    });
+  });
+
+  it("without gh: one line naming gh", () => {
+    expect(runWith(ALL.filter((tool) => tool !== "gh"))).toEqual({
+      status: 1,
+      lines: [expect.stringMatching(/^tokensmith tests: `gh` is not on PATH \(.*\): install gh \(Debian\/Ubuntu: (sudo )?apt-get install gh\)$/)],
     });
   });
 

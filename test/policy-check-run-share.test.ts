@@ -151,7 +151,7 @@ describe("deliveries acted on inside the broker", () => {
   const deliverEvent = (event: string, raw: string) => deliver(raw, randomUUID(), event);
   const drops = () => t.broker.logs.filter((line) => line.includes("policy reader token dropped by an installation change"));
 
-  it("a replayed installation_repositories delivery drops the installation's caches once; the answer stays the spec's", async () => {
+  it("a replayed installation_repositories delivery drops the installation's caches once; the answer stays the API's", async () => {
     const raw = JSON.stringify({ action: "added", installation: { id: t.fx.installationId, account: { login: "octo-org", id: t.fx.sim.repository("octo-org", "app").ownerId } }, repositories_added: [{ id: 1, name: "new", full_name: "octo-org/new" }] });
     const ignored = { status: 200, body: { ok: true, ignored: "installation_repositories" } };
     expect(await deliverEvent("installation_repositories", raw)).toEqual(ignored);

@@ -1,6 +1,6 @@
 // POLICY_CHECK_RUNS over HTTP through the simulator: a pull_request delivery whose pull request
 // changes .github/tokensmith.yml gets a `tokensmith policy` check run (failure with the line, or
-// success), only when the installation grants checks: write; the flag off leaves the answer the spec's.
+// success), only when the installation grants checks: write; the flag off leaves the answer the API's.
 import { describe, expect, it } from "@jest/globals";
 import { randomUUID } from "node:crypto";
 import { brokerPerTest } from "./support/broker-per-test.js";
@@ -90,7 +90,7 @@ describe("policy check runs", () => {
     }
   });
 
-  it("POLICY_CHECK_RUNS off: a pull_request delivery is ignored, as the spec answers", async () => {
+  it("POLICY_CHECK_RUNS off: a pull_request delivery is ignored, as the API answers", async () => {
     t.broker.env.POLICY_CHECK_RUNS = "";
     const pr = pullRequestChanging(".github/tokensmith.yml", "rules: [\n");
     expect(await deliver(pr)).toEqual({ status: 200, body: { ok: true, ignored: "pull_request" } });

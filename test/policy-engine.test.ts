@@ -142,7 +142,7 @@ describe("owner policy", () => {
     expect(decided).toMatchObject({ ok: false, detail: "owner policy: no rule holds (r0, r1, r2, r3, r4, and 2 more rules) for this job (its conditions are not shown; the owner's .github/tokensmith-org.yml has them)" });
   });
 
-  it("modes: optional without a policy keeps the spec's behaviour, required denies", () => {
+  it("modes: optional without a policy keeps the API's behaviour, required denies", () => {
     expect(decidePolicy({ mode: "optional", repository: null, owner: null, claims: job(), repositoryName: "app" })).toEqual({ ok: true, ceilings: [], repositoryPolicyIgnored: false });
     expect(decidePolicy({ mode: "required", repository: null, owner: null, claims: job(), repositoryName: "app" })).toMatchObject({ ok: false, detail: expect.stringContaining("TOKEN_POLICY=required") as unknown });
   });

@@ -1,4 +1,4 @@
-// POST /token with `repositories` (DESIGN.md "Who gets which token", "Other repositories"), over
+// POST /token with `repositories` (docs/policies.md#other-repositories), over
 // HTTP through the simulator: one installation token for the caller's repository and others of
 // its owner, each consenting in its own .github/tokensmith.yml with a rule that has a `repository`
 // condition; the token's permissions within every target's grant; a denial that names the target

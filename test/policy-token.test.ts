@@ -1,5 +1,5 @@
-// POST /token with trust policies, over HTTP through the simulator (DESIGN.md "Who gets which
-// token"): each code (policy_denied, policy_invalid, policy_unavailable), the modes, named rules,
+// POST /token with trust policies, over HTTP through the simulator (docs/policies.md
+//): each code (policy_denied, policy_invalid, policy_unavailable), the modes, named rules,
 // the owner policy, the cache (ETag/304, push invalidation, no extra platform requests in steady
 // state), and audit lines that name the rule and the blob SHA.
 import { describe, expect, it } from "@jest/globals";
@@ -56,7 +56,7 @@ async function sendPolicyPush(repository: string, paths: string[], change: "adde
 }
 
 describe("a repository policy decides who gets which token", () => {
-  it("no policy (TOKEN_POLICY optional): the spec's token, TOKEN_PERMISSIONS ∩ installation", async () => {
+  it("no policy (TOKEN_POLICY optional): the default token, TOKEN_PERMISSIONS ∩ installation", async () => {
     setPolicy(null);
     const answer = await mint();
     expect(answer.status).toBe(200);

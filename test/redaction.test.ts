@@ -10,6 +10,8 @@ import { INSTALLED_PERMISSIONS } from "./support/fixtures.js";
 import { findSecret } from "./support/log-scan.js";
 
 const GHS = `ghs_${"A1b2C3d4E5".repeat(4)}`;
+/** A stateless installation token (`ghs_<app id>_<JWT>`, ~520 characters, two dots), as the simulator mints by default. */
+const STATELESS = `ghs_100001_eyJhbGciOiJSUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiIxMDAwMDEiLCJzdWIiOiI1MDAwMDAwMSJ9.${"Zm9v_YmFy".repeat(34)}`;
 const GHP = `ghp_${"z9Y8x7W6v5".repeat(4)}`;
 const PAT = `github_pat_11ABCDEFG0${"abcdefghij".repeat(6)}`;
 const V1 = `v1.${"0123456789abcdef".repeat(2)}01234567`;
@@ -32,6 +34,8 @@ describe("redactSecrets", () => {
     ["an ordinary message", "Resource not accessible by integration", "Resource not accessible by integration"],
     ["a commit SHA and a version", "v1.2.3 at 0123456789abcdef0123456789abcdef01234567", "v1.2.3 at 0123456789abcdef0123456789abcdef01234567"],
     ["a short ghs_ word", "ghs_ prefix", "ghs_ prefix"],
+    ["a stateless ghs_ token, its full stop kept", `Bad credentials: token ${STATELESS}.`, "Bad credentials: token [redacted]."],
+    ["a stateless token in a header echo", `authorization: token ${STATELESS}, next`, "authorization: token [redacted], next"],
   ])("%s", (_name, text, expected) => {
     expect(redactSecrets(text)).toBe(expected);
     expect(findSecret(redactSecrets(text))).toBeUndefined();

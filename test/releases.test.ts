@@ -1,5 +1,5 @@
 // GET /releases over HTTP, through the broker, to the loopback platform simulator: the ladder of
-// checks (spec 4.3), the 2.4 shape, the crawl (pagination, batching, drafts, prereleases), the
+// checks (docs/api.md#get-releases), the answer's shape, the crawl (pagination, batching, drafts, prereleases), the
 // caps and partial failures. Cache behaviour is in releases-cache.test.ts.
 import { createPrivateKey } from "node:crypto";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
@@ -68,7 +68,7 @@ function betaMintAnswers(listed: string[]): string {
 }
 const entry = (body: { repos: Array<{ repo: string; latest: unknown }> }, repo: string) => body.repos.find((r) => r.repo === repo);
 
-describe("GET /releases failures (spec 4.3)", () => {
+describe("GET /releases failures (docs/api.md#get-releases)", () => {
   it.each(["POST", "PUT", "DELETE", "PATCH", "OPTIONS"])("%s → 405 method_not_allowed with Allow: GET", async (method) => {
     const res = await getReleases(broker.url, `Bearer ${TRIGGER_SECRET}`, method);
     expect(res.status).toBe(405);
@@ -144,8 +144,8 @@ describe("GET /releases failures (spec 4.3)", () => {
   });
 });
 
-describe("GET /releases success (spec 2.4)", () => {
-  it("answers the 2.4 shape, field by field", async () => {
+describe("GET /releases success (docs/api.md#get-releases)", () => {
+  it("answers the answer's shape, field by field", async () => {
     const before = Date.now();
     const res = await getReleases(broker.url);
     expect(res.status).toBe(200);

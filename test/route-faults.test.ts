@@ -1,6 +1,6 @@
 // Platform faults on the write paths: GraphQL for /sign, the pull request listing and
 // update-branch for /webhook. Each ends in the route's answer (for /webhook: the queued job's audit
-// line) within the upstream timeout, retried only where DESIGN.md allows (the listing is a GET; the
+// line) within the upstream timeout, retried only where docs/design.md#decisions-where-the-contract-was-open allows (the listing is a GET; the
 // mutation is never retried, update-branch only after a rate limit's wait).
 import { describe, expect, it } from "@jest/globals";
 import { postJson } from "./support/broker.js";

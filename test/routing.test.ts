@@ -49,7 +49,7 @@ describe("routing", () => {
     expect(res.headers.get("allow")).toBe(path === "/token" ? "POST" : "GET");
   });
 
-  it("answers POST /token with the spec's errors when no setting is set at all", async () => {
+  it("answers POST /token with the API's errors when no setting is set at all", async () => {
     const res = await fetch(`${broker.url}/token`, { method: "POST", body: JSON.stringify({ oidcToken: "a.b.c", owner: "o", repo: "r" }) });
     expect(res.status).toBe(401);
     expect(await res.json()).toEqual({ error: "invalid_oidc_token", reason: "malformed_token" });

@@ -1,4 +1,4 @@
-// Table tests of the pure parts: settings rules (spec 2.6), the permissions parser, the trust
+// Table tests of the pure parts: settings rules (docs/settings.md), the permissions parser, the trust
 // decisions and the error-code table. The same rules are exercised over HTTP in token*.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { randomUUID } from "node:crypto";
@@ -362,7 +362,7 @@ describe("matchRepository", () => {
 });
 
 describe("error-code table", () => {
-  it("holds every code the spec names, with its status", () => {
+  it("holds every code the API names, with its status", () => {
     const spec: Record<string, number> = {
       not_found: 404, method_not_allowed: 405, invalid_json: 400, invalid_request: 400, missing_required_fields: 400,
       invalid_token_permissions: 400, invalid_oidc_token: 401, repo_mismatch: 403, repo_not_allowed: 403, app_not_installed: 404,
@@ -373,10 +373,10 @@ describe("error-code table", () => {
     for (const [code, status] of Object.entries(spec)) expect(ERROR_CODES[code as keyof typeof ERROR_CODES]?.status).toBe(status);
   });
 
-  it("has the reason words of DESIGN.md", () => {
+  it("has the reason words of docs/errors.md", () => {
     expect(Object.keys(OIDC_REASONS).sort()).toEqual([
       "alg_unsupported", "audience_mismatch", "claim_invalid", "issuer_mismatch", "jwks_unavailable", "key_ambiguous",
       "kid_not_found", "malformed_token", "signature_invalid", "token_expired", "token_lifetime_exceeded", "token_not_yet_valid", "unknown",
-    ]); // token_lifetime_exceeded: beyond DESIGN.md, the bound on a token's lifetime (issue 10 item 10)
+    ]); // token_lifetime_exceeded: beyond docs/errors.md, the bound on a token's lifetime (issue 10 item 10)
   });
 });

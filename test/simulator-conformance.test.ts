@@ -253,6 +253,31 @@ describe("GraphQL: the implemented subset is GitHub's schema, and answers resolv
     expect(res.body.data?.repository).toMatchObject({ name: "app", defaultBranchRef: { name: "main" }, latestRelease: { tagName: "v1.0.0" } });
   });
 
+  it("resolves ref(qualifiedName:) for tags, lightweight and annotated (gh release create asks whether the tag is pushed)", async () => {
+    const head = sim.git.head("octo-org/app", "main")!;
+    const auth = installation();
+    expect((await call("POST", "/repos/octo-org/app/git/refs", auth, { ref: "refs/tags/v7.0.0", sha: head })).status).toBe(201);
+    const tagObject = await call("POST", "/repos/octo-org/app/git/tags", auth, { tag: "v7.1.0", message: "seven one", object: head, type: "commit" });
+    expect(tagObject.status).toBe(201);
+    const tagSha = (tagObject.body as { sha: string }).sha;
+    expect((await call("POST", "/repos/octo-org/app/git/refs", auth, { ref: "refs/tags/v7.1.0", sha: tagSha })).status).toBe(201);
+    const res = await gql(`{ repository(owner: "octo-org", name: "app") {
+      light: ref(qualifiedName: "refs/tags/v7.0.0") { id name prefix target { __typename oid } }
+      short: ref(qualifiedName: "v7.0.0") { prefix }
+      annotated: ref(qualifiedName: "refs/tags/v7.1.0") { name target { __typename oid ... on Tag { name message } } }
+      none: ref(qualifiedName: "refs/tags/v0.0.1") { id }
+      branch: ref(qualifiedName: "main") { prefix }
+    } }`);
+    expect({ status: res.status, errors: res.body.errors }).toEqual({ status: 200, errors: undefined });
+    expect(res.body.data?.repository).toEqual({
+      light: { id: expect.any(String), name: "v7.0.0", prefix: "refs/tags/", target: { __typename: "Commit", oid: head } },
+      short: { prefix: "refs/tags/" },
+      annotated: { name: "v7.1.0", target: { __typename: "Tag", oid: tagSha, name: "v7.1.0", message: "seven one" } },
+      none: null,
+      branch: { prefix: "refs/heads/" },
+    });
+  });
+
   it("answers 501, not a made-up null, for a field GitHub has and the simulator does not resolve", async () => {
     const res = await gql('{ repository(owner: "octo-org", name: "app") { release(tagName: "v1.0.0") { tagName } } }');
     expect(res.status).toBe(501);

@@ -1,7 +1,7 @@
 // The simulator itself: every other test trusts it to behave like GitHub, so pin its behaviour.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
 import { createPrivateKey, generateKeyPairSync, type KeyObject } from "node:crypto";
-import { SignJWT, createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from "jose";
+import { SignJWT, createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from "jose";
 import { createSimulator, linkHeader, type Simulator } from "../simulator/index.js";
 
 let sim: Simulator;
@@ -42,10 +42,10 @@ async function appJwt(claims: { iat?: number; exp?: number; iss?: string | numbe
     .sign(key);
 }
 
-async function call(method: string, path: string, options: { auth?: string; body?: unknown; base?: string; signal?: AbortSignal } = {}) {
+async function call(method: string, path: string, options: { auth?: string; body?: unknown; base?: string; signal?: AbortSignal; headers?: Record<string, string> } = {}) {
   const res = await fetch(`${options.base ?? sim.apiBase}${path}`, {
     method,
-    headers: { ...(options.auth ? { authorization: options.auth } : {}), ...(options.body ? { "content-type": "application/json" } : {}) },
+    headers: { ...(options.auth ? { authorization: options.auth } : {}), ...(options.body ? { "content-type": "application/json" } : {}), ...options.headers },
     body: options.body === undefined ? undefined : JSON.stringify(options.body),
     signal: options.signal,
   });
@@ -89,6 +89,32 @@ describe("OIDC issuer", () => {
     expect(payload).not.toHaveProperty("actor");
     expect(payload.exp! - payload.iat!).toBe(300);
     expect(payload.sha).toMatch(/^[0-9a-f]{40}$/);
+  });
+
+  it("builds sub from the job's claims, classic or immutable per repository (and the option)", async () => {
+    const sub = async (claims: Record<string, unknown>) => decodeJwt(await sim.oidc.sign(claims)).sub;
+    expect(await sub({})).toBe("repo:octo-org/app:ref:refs/heads/main");
+    expect(await sub({ repository: "octo-org/other", ref: "refs/tags/v1" })).toBe("repo:octo-org/other:ref:refs/tags/v1");
+    expect(await sub({ environment: "production" })).toBe("repo:octo-org/app:environment:production");
+    expect(await sub({ event_name: "pull_request", ref: "refs/pull/7/merge" })).toBe("repo:octo-org/app:pull_request");
+    expect(await sub({ sub: "repo:set/by:the-test" })).toBe("repo:set/by:the-test");
+    const other = sim.repository("octo-org", "other");
+    other.subjectFormat = "immutable";
+    try {
+      expect(await sub({ repository: "octo-org/other" })).toBe(`repo:octo-org@654321/other@${other.id}:ref:refs/heads/main`);
+      expect(await sub({})).toBe("repo:octo-org/app:ref:refs/heads/main"); // only the marked repository
+      sim.subjectFormat = "immutable";
+      expect(await sub({ environment: "production" })).toBe("repo:octo-org@654321/app@123456:environment:production");
+    } finally {
+      delete other.subjectFormat;
+      sim.subjectFormat = "classic";
+    }
+    const immutable = await createSimulator({ subjectFormat: "immutable" });
+    try {
+      expect(decodeJwt(await immutable.oidc.sign({})).sub).toBe("repo:octo-org@654321/app@123456:ref:refs/heads/main");
+    } finally {
+      await immutable.close();
+    }
   });
 
   it("honours kid: null, extra header fields and rotation", async () => {
@@ -167,7 +193,7 @@ describe("installation tokens", () => {
   it("mints 201 with GitHub's shape and records the token", async () => {
     const res = await mint({ repositories: ["app"], permissions: { contents: "read" } });
     expect(res.status).toBe(201);
-    expect(res.body.token).toMatch(/^ghs_[A-Za-z0-9]+$/);
+    expect(res.body.token).toMatch(/^ghs_[A-Za-z0-9._]{36,}$/);
     expect(res.body.expires_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
     expect(res.body).toMatchObject({ permissions: { contents: "read" }, repository_selection: "selected", repositories: [{ name: "app", full_name: "octo-org/app", id: 123456, private: true, owner: { login: "octo-org" } }] });
     const issued = sim.tokens.get(res.body.token)!;
@@ -210,14 +236,71 @@ describe("installation tokens", () => {
     expect(after.body).toEqual({ message: "Bad credentials", documentation_url: "https://docs.github.com/rest" });
   });
 
-  it("varies token length and issues long tokens on request", async () => {
-    const lengths = new Set<number>();
-    for (let i = 0; i < 5; i += 1) lengths.add(((await mint()).body.token as string).length);
-    expect(lengths.has(40)).toBe(true);
-    expect(lengths.size).toBeGreaterThan(1);
-    sim.longTokens = true;
-    expect(((await mint()).body.token as string).length).toBeGreaterThan(400);
-    sim.longTokens = false;
+  it("mints stateless tokens by default (ghs_<app id>_<JWT>, ~520 characters, two dots), each unique", async () => {
+    const tokens = await Promise.all([mint(), mint(), mint()]).then((answers) => answers.map((a) => a.body.token as string));
+    expect(new Set(tokens).size).toBe(3);
+    for (const token of tokens) {
+      expect(token).toMatch(new RegExp(`^ghs_${app.id}_eyJ[A-Za-z0-9_]+\\.eyJ[A-Za-z0-9_]+\\.[A-Za-z0-9_]+$`));
+      expect(token).toMatch(/^ghs_[A-Za-z0-9._]{36,}$/); // GitHub's published pattern
+      expect(token.length).toBeGreaterThanOrEqual(500);
+      expect(token.length).toBeLessThanOrEqual(560);
+      const header = JSON.parse(Buffer.from(token.split("_")[2]!.split(".")[0]!, "base64url").toString()) as unknown;
+      expect(header).toEqual({ alg: "RS256", typ: "JWT" });
+    }
+  });
+
+  it("mints classic tokens (ghs_ + 36 base62) when set to, and either format on GitHub's per-request header", async () => {
+    sim.tokenFormat = "classic";
+    try {
+      const classic = (await mint()).body.token as string;
+      expect(classic).toMatch(/^ghs_[A-Za-z0-9]{36}$/);
+      const forced = await call("POST", `/app/installations/${installationId}/access_tokens`, { auth: `Bearer ${await appJwt()}`, headers: { "x-github-stateless-s2s-token": "enabled" } });
+      expect((forced.body.token as string).length).toBeGreaterThanOrEqual(500);
+    } finally {
+      sim.tokenFormat = "stateless";
+    }
+    const disabled = await call("POST", `/app/installations/${installationId}/access_tokens`, { auth: `Bearer ${await appJwt()}`, headers: { "x-github-stateless-s2s-token": "disabled" } });
+    expect(disabled.body.token).toMatch(/^ghs_[A-Za-z0-9]{36}$/);
+    const ignored = await call("POST", `/app/installations/${installationId}/access_tokens`, { auth: `Bearer ${await appJwt()}`, headers: { "x-github-stateless-s2s-token": "true" } });
+    expect((ignored.body.token as string).length).toBeGreaterThanOrEqual(500);
+  });
+
+  it("takes the format as an option", async () => {
+    const other = await createSimulator({ tokenFormat: "classic" });
+    try {
+      const a = other.createApp();
+      const id = other.addInstallation({ appId: a.id, account: "octo-org", permissions: { metadata: "read" }, repositories: "all" });
+      expect(other.issueToken(id)).toMatch(/^ghs_[A-Za-z0-9]{36}$/);
+    } finally {
+      await other.close();
+    }
+  });
+});
+
+describe("REST API versions", () => {
+  it("answers a request naming no version (recorded as null) or a supported one, GitHub's 400 for any other", async () => {
+    const token = sim.issueToken(installationId, { repositories: ["app"] });
+    const get = (headers: Record<string, string>) => call("GET", "/repos/octo-org/app", { auth: `token ${token}`, headers });
+    expect((await get({})).status).toBe(200);
+    expect((await get({ "x-github-api-version": "2022-11-28" })).status).toBe(200);
+    expect((await get({ "x-github-api-version": "2026-03-10" })).status).toBe(200);
+    const refused = await get({ "x-github-api-version": "v3" });
+    expect(refused.status).toBe(400);
+    expect(refused.body).toEqual({
+      message: "Bad Request",
+      errors: 'The version you specified in the "X-GitHub-API-Version" request header, "v3", is not a supported version. The following versions are currently supported: "2026-03-10" (most recent) and "2022-11-28".',
+      documentation_url: "https://docs.github.com/rest",
+      status: "400",
+    });
+    expect(sim.requests.map((r) => r.apiVersion)).toEqual([null, "2022-11-28", "2026-03-10", "v3"]);
+  });
+
+  it("judges REST only: the OIDC issuer, the runner's endpoint and GraphQL record no version", async () => {
+    const headers = { "x-github-api-version": "v3" };
+    expect((await call("GET", "/.well-known/jwks", { base: sim.oidc.issuer, headers })).status).toBe(200);
+    const graphql = await fetch(sim.graphqlUrl, { method: "POST", headers: { ...headers, authorization: `bearer ${sim.issueToken(installationId)}` }, body: JSON.stringify({ query: '{ repository(owner: "octo-org", name: "app") { name } }' }) });
+    expect(graphql.status).toBe(200);
+    expect(sim.requests.map((r) => r.apiVersion)).toEqual([undefined, undefined]);
   });
 });
 

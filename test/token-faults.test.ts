@@ -1,5 +1,5 @@
-// Platform faults on the /token path: every one ends in the spec's code, retried only where
-// DESIGN.md allows (GETs and the idempotent mint, on network errors, 5xx and rate limits).
+// Platform faults on the /token path: every one ends in the API's code, retried only where
+// docs/design.md#decisions-where-the-contract-was-open allows (GETs and the idempotent mint, on network errors, 5xx and rate limits).
 import { describe, expect, it } from "@jest/globals";
 import { postJson } from "./support/broker.js";
 import { installationSubject } from "../server/github/repository-scope.js";

@@ -125,7 +125,7 @@ describe("malformed permissions: 400 invalid_permissions, before the OIDC token 
     [{ constructor: "read" }, "unknown permission constructor (not in the platform's App permission catalogue)"],
   ])("%j → detail %j", async (permissions, detail) => {
     t.fx.sim.clearRequests();
-    // A token that would fail verification: the 400 comes first (DESIGN.md order: fields before OIDC).
+    // A token that would fail verification: the 400 comes first (docs/design.md#order-of-checks: fields before OIDC).
     const res = await exchange(permissions, { oidcToken: "not-a-jwt" });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ error: "invalid_permissions", detail });

@@ -118,7 +118,7 @@ describe("scripts/changelog.js", () => {
 });
 
 describe("the files people look for", () => {
-  it("docs/versioning.md states the spec's stability promise as the semver policy", () => {
+  it("docs/versioning.md states the API's stability promise as the semver policy", () => {
     const policy = read("docs/versioning.md");
     for (const phrase of ["Error codes", "`reason` words", "append-only", "Patch", "Minor", "Major", "Cutting a release", "In a fork"]) {
       expect(policy).toContain(phrase);

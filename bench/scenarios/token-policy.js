@@ -13,7 +13,7 @@ const here = (path) => fileURLToPath(new URL(path, import.meta.url));
 
 export const description = "POST /token with trust policies (off, none, repository, repository + owner): upstream requests per mint in steady state, broker ÷ floor";
 
-// Both grant what the spec's token has (contents and pull requests write), so only the reading and
+// Both grant what the API's token has (contents and pull requests write), so only the reading and
 // deciding differ between the cases, not the mint.
 const REPOSITORY_POLICY = `rules:
   - name: main-push

@@ -32908,7 +32908,7 @@ function isLoopbackHostHeader(header, port) {
 }
 
 ;// CONCATENATED MODULE: ./build/shared/repository-names.js
-// The optional `repositories` of a POST /token body (DESIGN.md "Who gets which token", "Other
+// The optional `repositories` of a POST /token body (docs/policies.md, "Other
 // repositories"): other repositories of the caller's owner the one token should also cover, each of
 // which must consent in its own trust policy. Names only (the platform's mint takes names), or
 // `owner/name` with the caller's own owner. The broker parses the body's array here; the action
@@ -33033,7 +33033,7 @@ const APP_PERMISSIONS = Object.freeze({
 });
 
 ;// CONCATENATED MODULE: ./build/shared/token-permissions.js
-// TOKEN_PERMISSIONS (spec 2.6): a JSON object, or a comma-separated list of key=value / key:value
+// TOKEN_PERMISSIONS (docs/settings.md): a JSON object, or a comma-separated list of key=value / key:value
 // pairs. Keys are the platform's App permission names (lowercase, underscores); values exactly
 // `read` or `write`. Blank or unset → the default. Anything else, or nothing usable, is an error
 // (every /token request then answers 400 invalid_token_permissions).
@@ -33313,7 +33313,7 @@ function optional(key, value) {
 
 ;// CONCATENATED MODULE: ./build/shared/error-codes.js
 // The broker's error codes, once, as data. The server's responses, the README's table, the
-// action's hints and the tests all read this table (spec sections 4 and 7; DESIGN.md).
+// action's hints and the tests all read this table (docs/errors.md; docs/design.md#decisions-where-the-contract-was-open).
 const ERROR_CODES = {
     not_found: {
         status: 404, routes: ["*"], retryable: false,
@@ -33499,7 +33499,7 @@ const ERROR_CODES = {
 function isErrorCode(value) {
     return typeof value === "string" && Object.prototype.hasOwnProperty.call(ERROR_CODES, value);
 }
-/** The `reason` words of a 401 invalid_oidc_token / 503 oidc_key_fetch_failed (DESIGN.md). */
+/** The `reason` words of a 401 invalid_oidc_token / 503 oidc_key_fetch_failed (docs/design.md#decisions-where-the-contract-was-open). */
 const OIDC_REASONS = {
     malformed_token: { meaning: "Not a compact JWS, or its header or payload is not JSON.", hint: "Send the raw OIDC JWT the runner issued." },
     alg_unsupported: { meaning: "The token is not signed with RS256 (e.g. `none`, HS256).", hint: "Only RS256 tokens from the CI platform are accepted." },
@@ -33517,7 +33517,7 @@ const OIDC_REASONS = {
 };
 
 ;// CONCATENATED MODULE: ./build/action/broker-client.js
-// One POST /token to one broker address, and what its answer means to the action (spec 4.1):
+// One POST /token to one broker address, and what its answer means to the action (docs/api.md#post-token):
 // a 200 (its body still unchecked: check-answer.ts), a 200 whose body never arrived whole, a
 // verdict (a JSON body whose `error` is one of the broker's codes), an unreachable broker (network
 // error, timeout before any status line, or a 5xx that is not a verdict, e.g. a proxy's 502 page),

@@ -4,7 +4,7 @@ import type { Readiness } from "./readiness.js";
 import type { NotReadyReason } from "./readiness-checks.js";
 
 /**
- * The admin listener's three routes, on a port of their own (the spec allows no other path on the
+ * The admin listener's three routes, on a port of their own (the API allows no other path on the
  * broker's origin):
  *   GET /healthz  200 while the process runs (liveness)
  *   GET /readyz   200 when ready; 503 while starting or draining, or with `reasons` when the

@@ -18,7 +18,7 @@ type StoreSetting = "SERVICE_JWKS_CACHE" | "LEGACY_QUOTA_KV" | "WEBHOOK_QUEUE";
 export const PROBE_WAIT_MS = 800;
 
 /**
- * The checks behind /readyz, read per probe like every setting (spec 2.6): each configured App is
+ * The checks behind /readyz, read per probe like every setting (docs/settings.md): each configured App is
  * complete, TOKEN_PERMISSIONS parses, each configured store answers a read, each trusted issuer's key set is held (a probe
  * starts the fetch when it is not, so readiness does not wait for the first job).
  */

@@ -1,9 +1,11 @@
+import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { doctorCommand } from "./doctor-command.js";
 import { releasesCommand, type CommandIo } from "./releases-command.js";
 import { dashboardCommand } from "../dashboard/dashboard-command.js";
 
 const USAGE = `Usage: tokensmith serve
+       tokensmith --version
        tokensmith doctor
        tokensmith releases --url URL [--json]
        tokensmith dashboard --broker URL [--port 8081] [--host 127.0.0.1]
@@ -30,7 +32,7 @@ const USAGE = `Usage: tokensmith serve
 export async function runCli(argv: readonly string[], io: CommandIo): Promise<number> {
   if (argv[0] === "dashboard") return dashboardCommand(argv.slice(1), io);
   if (argv[0] === "policy") return (await import("./policy-command.js")).policyCommand(argv.slice(1), io);
-  // Loaded on demand: the simulator needs the development install (see README).
+  // Loaded on demand: the simulator is only for the sandbox.
   if (argv[0] === "sandbox") return (await import("../sandbox/sandbox-command.js")).sandboxCommand(argv.slice(1), io, io.stopped ?? (() => new Promise(() => {})));
   let parsed: ReturnType<typeof parse>;
   try {
@@ -40,6 +42,10 @@ export async function runCli(argv: readonly string[], io: CommandIo): Promise<nu
     return 2;
   }
   const [command, ...rest] = parsed.positionals;
+  if (parsed.values.version && command === undefined) {
+    io.out(`tokensmith ${packageVersion()}\n`);
+    return 0;
+  }
   if (parsed.values.help) {
     io.out(USAGE);
     return 0;
@@ -64,12 +70,25 @@ function parse(argv: readonly string[]) {
   return parseArgs({
     args: [...argv],
     allowPositionals: true,
-    options: { url: { type: "string" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+    options: { url: { type: "string" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" }, version: { type: "boolean", short: "v" } },
   });
+}
+
+/** The installed package's version (package.json two folders up from build/server/cli/). */
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as { version: string }).version;
 }
 
 /** Runs with the real process: only the launcher (bin/tokensmith.js) calls this. */
 export async function main(): Promise<void> {
+  // A reader that stops early (`tokensmith doctor | head`) closes the pipe: stop quietly, as
+  // command-line tools do, instead of crashing on EPIPE.
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on("error", (error: NodeJS.ErrnoException) => {
+      if (error.code !== "EPIPE") throw error;
+      process.exit(process.exitCode ?? 0);
+    });
+  }
   const code = await runCli(process.argv.slice(2), {
     env: process.env,
     fetch: globalThis.fetch,

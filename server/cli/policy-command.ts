@@ -148,7 +148,7 @@ async function explain(compiler: PolicyCompiler, options: ExplainOptions, io: Co
     io.out(`refused: 403 policy_denied: ${decision.detail}\n`);
     return 1;
   }
-  if (Object.keys(policies).length === 0) io.out("no policy: the spec's token (TOKEN_PERMISSIONS ∩ installation)\n");
+  if (Object.keys(policies).length === 0) io.out("no policy: the default token (TOKEN_PERMISSIONS ∩ installation)\n");
   const rule = [decision.rule && `rule ${decision.rule}`, decision.ownerRule && `owner rule ${decision.ownerRule}`].filter(Boolean).join(" and ");
   if (rule) io.out(`applies: ${rule}\n`);
   // The /token grant without a request and before the installation (server/token/permissions-to-mint.ts).

@@ -13,7 +13,7 @@ export const APP_JWT_LIFETIME_SECONDS = 600;
  * expire, so steady-state exchanges sign nothing.
  * https://docs.github.com/apps/creating-github-apps/authenticating-with-a-github-app/generating-a-json-web-token-jwt-for-a-github-app
  *
- * Cache (README "Caches"): key = the App's parsed credentials, value = the JWT, until exp − 60 s.
+ * Cache (docs/operations.md#caches): key = the App's parsed credentials, value = the JWT, until exp − 60 s.
  * Signed here rather than by auth-app (no longer a dependency): auth-app reads the system clock,
  * and its installation-token path shares in-flight mints across callers through a module-level map whose key ignores
  * `refresh`, the App and the host, so two concurrent jobs could be handed one token.

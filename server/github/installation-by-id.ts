@@ -10,7 +10,7 @@ export interface DeliveredInstallation {
   repo: string;
 }
 
-/** The installation cache's key of an installation read by id (README "Caches"). */
+/** The installation cache's key of an installation read by id (docs/operations.md#caches). */
 export function installationByIdKey(ctx: BrokerContext, platform: PlatformSettings, app: AppCredentials, installationId: number): string {
   return ctx.installations.key(platform.apiBase, app.appId, `installation:${installationId}`);
 }

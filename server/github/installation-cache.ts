@@ -2,7 +2,7 @@ import type { Installation } from "./find-installation.js";
 
 /**
  * Repository → installation (id and granted permissions), per platform and App.
- * Cache (README "Caches"): key = API base + App ID + subject (`installationSubject`: the
+ * Cache (docs/operations.md#caches): key = API base + App ID + subject (`installationSubject`: the
  * repository id and owner id for /token, so a renamed owner or a re-created repository never hits a
  * stale entry; `owner/repo` for /sign; lowercased: names are case-insensitive on the platform);
  * lifetime 5 minutes; dropped when a mint fails (404, 422, …) or its answer names another

@@ -3,7 +3,7 @@ import { own } from "../http/fields.js";
 
 /**
  * What to ask the platform for: the requested permissions cut down to what the installation holds.
- * The platform answers 422 to a mint that asks for more, but the spec wants a token without the
+ * The platform answers 422 to a mint that asks for more, but the API wants a token without the
  * missing permission instead: a permission the installation lacks is dropped, `write` becomes
  * `read` where only read was granted. If nothing is left, ask for `metadata: read` (which every
  * installation holds): an empty request would mean "every permission the installation has".

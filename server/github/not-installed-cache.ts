@@ -1,4 +1,4 @@
-// "The App is not installed on this repository", remembered briefly (README "Caches"). Anyone can
+// "The App is not installed on this repository", remembered briefly (docs/operations.md#caches). Anyone can
 // mint an OIDC token for our audience from a repository of their own: without this, every replay
 // of it cost an installation lookup, a point of the App's budget, and a flood of them spent the
 // budget real callers need (docs/security.md, "Replays for repositories without the App cost

@@ -22,7 +22,7 @@ export const API_VERSION = "2022-11-28";
  * Thrown (as the cause of Octokit's RequestError, or of the lean client's) when an upstream
  * answers a redirect. No platform or issuer call follows one, to another origin or the same:
  * a body or Authorization header must never go anywhere but the URL the broker chose, and the
- * platform's API answers what the broker asks without redirecting (DESIGN.md, README "Upstream calls").
+ * platform's API answers what the broker asks without redirecting (docs/design.md#decisions-where-the-contract-was-open).
  * Never retried: the same request would be redirected again.
  */
 export class RedirectRefusedError extends Error {
@@ -286,7 +286,7 @@ export function deadlineError(call: string): RequestError {
 }
 
 /**
- * Retries what can succeed on retry (DESIGN.md): network errors and timeouts, 5xx, and rate limits
+ * Retries what can succeed on retry (docs/design.md#decisions-where-the-contract-was-open): network errors and timeouts, 5xx, and rate limits
  * after their wait. Never another 4xx. Call it only for safe requests (GETs, the idempotent mint).
  *
  * With a deadline: an attempt's time is min(its own timeout, time left) — the attempt is given an

@@ -1,5 +1,5 @@
 // What a repository token must be scoped to, and the checks of the platform's answers against it,
-// as pure functions (STYLE.md practice 6). /token knows the repository and its owner by id (from
+// as pure functions (docs/design.md#layers). /token knows the repository and its owner by id (from
 // the OIDC claims); /sign only by name.
 import type { Installation } from "./find-installation.js";
 import type { MintedRepository } from "./mint-installation-token.js";

@@ -72,7 +72,7 @@ export async function mintRepositoryToken(ctx: BrokerContext, request: Repositor
   const ids = scope.ids;
   const memo = ids ? await checkNotInstalled(ctx, cacheKey, ids.ownerId) : undefined;
   if (memo === "not-installed") throw new BrokerError("app_not_installed", { detail: "not installed (answered less than a minute ago)" });
-  // Concurrent misses for one key share one lookup (README "Caches"); a failure is not cached.
+  // Concurrent misses for one key share one lookup (docs/operations.md#caches); a failure is not cached.
   const installation = await ctx.installations.shared(cacheKey, async () => {
     // One owner's lookups that find nothing stay within its share of the App's budget
     // (owner-lookup-limiter.ts); one that finds the App installed is not counted.

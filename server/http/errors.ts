@@ -3,7 +3,7 @@ import { BrokerError } from "../../shared/broker-error.js";
 import type { Logger } from "../log.js";
 import { sendJson } from "./send-json.js";
 
-/** The one place where errors become the spec's JSON bodies. */
+/** The one place where errors become the API's JSON bodies. */
 export function errorHandler(log: Logger): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => {
     if (res.headersSent || res.writableEnded || res.destroyed) {

@@ -112,7 +112,7 @@ export function rawBody(limit: number): RequestHandler {
 }
 
 /**
- * The body parsed as JSON whatever its content type (the spec's clients always send JSON; a
+ * The body parsed as JSON whatever its content type (the API's clients always send JSON; a
  * missing header must not turn a good body into a confusing error); it must be a JSON object.
  */
 export function jsonObjectBody(limit: number): RequestHandler {

@@ -1,4 +1,4 @@
-// The HTTP edge's limits and deadlines, in one place (README "Timeouts, retries, limits").
+// The HTTP edge's limits and deadlines, in one place (docs/operations.md#running-it).
 
 const MIB = 1024 * 1024;
 

@@ -15,7 +15,7 @@ export interface ServeOptions {
 /**
  * Listens with the app and answers requests Node's HTTP parser rejects before Express sees them
  * (an unknown method, a malformed request line, oversized headers, headers or a request too slow)
- * with the spec's JSON body, not Node's bare `400 Bad Request`. Caps connections, and logs the
+ * with the API's JSON body, not Node's bare `400 Bad Request`. Caps connections, and logs the
  * connections it refuses and the ones the process could not accept (out of file descriptors)
  * instead of dying of them.
  */

@@ -8,9 +8,9 @@ import { isRedisUrl, openRedisConnection, type RedisConnection } from "./redis-c
 import { RedisKeyvStore } from "./redis-keyv-store.js";
 
 /**
- * The spec's key-value bindings (SERVICE_JWKS_CACHE, LEGACY_QUOTA_KV) as Keyv stores. Every call is
+ * The API's key-value bindings (SERVICE_JWKS_CACHE, LEGACY_QUOTA_KV) as Keyv stores. Every call is
  * bounded by a short timeout and never throws: if the store is down the broker behaves as if the
- * binding were unset (DESIGN.md) and logs it.
+ * binding were unset (docs/design.md#decisions-where-the-contract-was-open) and logs it.
  */
 export interface KeyValueStore {
   readonly url: string;

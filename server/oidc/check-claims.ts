@@ -3,7 +3,7 @@ import type { OidcReason } from "../../shared/error-codes.js";
 export const CLOCK_TOLERANCE_SECONDS = 60;
 /**
  * Longest `exp − iat` accepted, and the oldest `iat`. The platform's tokens live 5 minutes
- * (DESIGN.md); an hour is generous slack for slow runners and skewed clocks, while a token that
+ * (docs/design.md#decisions-where-the-contract-was-open); an hour is generous slack for slow runners and skewed clocks, while a token that
  * claims to live for years (or was issued long ago) is refused outright.
  */
 export const MAX_TOKEN_LIFETIME_SECONDS = 60 * 60;

@@ -7,7 +7,7 @@ import { openSnapshot, sealSnapshot, type SealedSnapshot, type SnapshotBinding }
 /**
  * An issuer's signing keys, found the OIDC way (discovery → jwks_uri) and kept in memory.
  *
- * Cache (see README "Caches"): the discovery document and the key set, per issuer, per process.
+ * Cache (see docs/operations.md#caches): the discovery document and the key set, per issuer, per process.
  * Refreshed when older than `maxAgeMs` or when a token names an unknown `kid`, at most once per
  * `cooldownMs` (so a flood of forged kids cannot become a flood of fetches), one fetch at a time.
  * When a fetch fails the last-known-good set is used: in memory first, then the sealed snapshot in

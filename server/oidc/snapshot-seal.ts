@@ -1,5 +1,5 @@
-import { createHmac, hkdfSync, timingSafeEqual } from "node:crypto";
 import type { KeyValueStore } from "../kv/key-value-store.js";
+import { deriveSealKey, sealMatches, sealTag } from "../kv/store-seal.js";
 
 /**
  * The integrity of the key-set snapshot in SERVICE_JWKS_CACHE. Whoever can write that store could
@@ -24,24 +24,17 @@ export interface SealedSnapshot {
 
 const LABEL = "tokensmith jwks snapshot v1";
 
-/**
- * HKDF-SHA256 (RFC 5869) over the App private key's PKCS#8 PEM (the same text on every instance,
- * whatever form the setting used), with a fixed label: a key for this purpose only, from which
- * the App key cannot be recovered. Rotating the App key changes it, and so invalidates every
- * snapshot until the next successful fetch rewrites it.
- */
+/** The snapshot's own key (server/kv/store-seal.ts: HKDF over the App private key, this label). */
 export function deriveSnapshotKey(appPrivateKeyPem: string): Buffer {
-  return Buffer.from(hkdfSync("sha256", appPrivateKeyPem, LABEL, LABEL, 32));
+  return deriveSealKey(appPrivateKeyPem, LABEL);
 }
 
 /** The tag covers the issuer, the fetch time and the key set, in one unambiguous serialisation. */
-function tagOf(sealKey: Buffer, issuer: string, fetchedAt: number, jwks: string): Buffer {
-  return createHmac("sha256", sealKey).update(JSON.stringify([LABEL, issuer, fetchedAt, jwks])).digest();
-}
+const partsOf = (issuer: string, fetchedAt: number, jwks: string) => [LABEL, issuer, fetchedAt, jwks];
 
 export function sealSnapshot(sealKey: Buffer, snapshot: { issuer: string; fetchedAt: number; jwks: unknown }): SealedSnapshot {
   const jwks = JSON.stringify(snapshot.jwks);
-  const tag = tagOf(sealKey, snapshot.issuer, snapshot.fetchedAt, jwks).toString("base64url");
+  const tag = sealTag(sealKey, partsOf(snapshot.issuer, snapshot.fetchedAt, jwks));
   return { v: 1, issuer: snapshot.issuer, fetchedAt: snapshot.fetchedAt, jwks, tag };
 }
 
@@ -53,9 +46,7 @@ export function openSnapshot(sealKey: Buffer, stored: unknown, issuer: string): 
   const s = stored as Partial<SealedSnapshot> | null;
   if (typeof s !== "object" || s === null || s.v !== 1 || s.issuer !== issuer) return null;
   if (typeof s.fetchedAt !== "number" || !Number.isFinite(s.fetchedAt) || typeof s.jwks !== "string" || typeof s.tag !== "string") return null;
-  const expected = tagOf(sealKey, issuer, s.fetchedAt, s.jwks);
-  const given = Buffer.from(s.tag, "base64url");
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
+  if (!sealMatches(sealKey, partsOf(issuer, s.fetchedAt, s.jwks), s.tag)) return null;
   try {
     return { fetchedAt: s.fetchedAt, jwks: JSON.parse(s.jwks) as unknown };
   } catch {

@@ -15,6 +15,7 @@ import type { PermissionCeiling } from "../token/grant-permissions.js";
 import { consentDenied, decideConsent } from "./decide-consent.js";
 import { decidePolicy, type PolicyDecision } from "./decide-policy.js";
 import { PolicyReadFailure, readPolicyFile } from "./fetch-policy-file.js";
+import { READER_RECHECK_MS, readerCovers, readerFromMint, type ReaderToken } from "./reader-tokens.js";
 import { fetchTargetRepository, type TargetRepository } from "./target-repositories.js";
 import { policyFileKey, type FileState } from "./policy-files.js";
 import { POLICY_FILES, type CompiledPolicy, type PolicyKind } from "./policy-types.js";
@@ -155,7 +156,7 @@ async function loadTarget(ctx: BrokerContext, step: PolicyStep, name: string, ig
       if (!("settle" in taken)) throw new BrokerError("installation_lookups_limited", { detail: `repository ${step.ids.repositoryId} (repositories)`, retryAfter: taken.retryAfterSeconds });
       let found = false;
       try {
-        const seen = await withReader(ctx, step, (token) => fetchTargetRepository({ client: ctx.clientFor(step.platform), token, owner: step.owner, repo: name, deadlineAt: step.deadlineAt }));
+        const seen = await withReader(ctx, step, (token) => fetchTargetRepository({ client: ctx.clientFor(step.platform), token, owner: step.owner, repo: name, deadlineAt: step.deadlineAt }), { name, installed: false });
         found = seen !== null;
         return seen;
       } finally {
@@ -180,11 +181,21 @@ async function loadTarget(ctx: BrokerContext, step: PolicyStep, name: string, ig
  * revoked, the installation's permissions changed) is dropped and the read is made once more with
  * a fresh one: the jobs waiting on the read get their answer, not 503 policy_unavailable for the
  * broker's own token (reads at the same moment share the one new mint). A second 401 fails it.
+ * `repository`: the repository read, when a 404 there would mean "no policy" (docs/security.md "A
+ * stale reader token never reads ...").
  */
-async function withReader<T>(ctx: BrokerContext, step: PolicyStep, read: (token: string) => Promise<T>): Promise<T> {
+async function withReader<T>(ctx: BrokerContext, step: PolicyStep, read: (token: string) => Promise<T>, repository?: ReaderScope): Promise<T> {
   const readerKey = ctx.policies.readers.key(step.platform.apiBase, step.app.appId, step.installation.id);
   for (let attempt = 1; ; attempt += 1) {
-    const reader = await ctx.policies.readers.get(readerKey, () => mintReader(ctx, step));
+    let reader = await ctx.policies.readers.get(readerKey, () => mintReader(ctx, step));
+    if (repository && !readerCovers(reader, repository.name) && (repository.installed || ctx.now() - reader.mintedAtMs >= READER_RECHECK_MS)) {
+      // Minted before the repository joined the installation (the platform scopes a token to the
+      // selection at mint time): its 404 would read as "no policy", the whole grant. A fresh mint
+      // covers it. Right away for a repository this request proved installed; for one that may
+      // not be (the owner's .github) once per READER_RECHECK_MS at most, not a mint per read.
+      ctx.policies.readers.drop(readerKey, reader.token);
+      reader = await ctx.policies.readers.get(readerKey, () => mintReader(ctx, step));
+    }
     try {
       return await read(reader.token);
     } catch (error) {
@@ -193,6 +204,12 @@ async function withReader<T>(ctx: BrokerContext, step: PolicyStep, read: (token:
       if (attempt >= 2) throw error;
     }
   }
+}
+
+/** The repository a reader reads: `installed` when this request proved it is in the installation (the caller's). */
+interface ReaderScope {
+  name: string;
+  installed: boolean;
 }
 
 /** A read that failed on the platform's side → 503 policy_unavailable (fail closed, retryable). */
@@ -212,11 +229,12 @@ async function load(ctx: BrokerContext, step: PolicyStep, kind: PolicyKind, othe
   const where = kind === "repository" ? { owner: step.owner, repo: other?.repo ?? step.repo } : { owner: step.owner, repo: ".github" };
   const key = policyFileKey(step.platform.apiBase, kind === "repository" ? { repositoryId: other?.repositoryId ?? step.ids.repositoryId } : { ownerId: step.ids.ownerId });
   const store = ctx.stores.get(step.settings.jwksCacheUrl, "tokensmith-policy");
+  const shared = store ? { store, sealKey: ctx.policies.sealKey(step.app.privateKeyPem) } : null;
   const client = ctx.clientFor(step.platform);
   let state: FileState;
   try {
-    state = await ctx.policies.files.read(key, step.settings.policyCacheSeconds * 1000, store, (etag, known) =>
-      withReader(ctx, step, (token) => readPolicyFile({ client, token, ...where, path, etag, known, deadlineAt: step.deadlineAt })),
+    state = await ctx.policies.files.read(key, step.settings.policyCacheSeconds * 1000, shared, (etag, known) =>
+      withReader(ctx, step, (token) => readPolicyFile({ client, token, ...where, path, etag, known, deadlineAt: step.deadlineAt }), { name: where.repo, installed: kind === "repository" && !other }),
     );
   } catch (error) {
     throw unavailable(ctx, error, `${kind} policy read`);
@@ -236,7 +254,7 @@ function invalid(detail: string): BrokerError {
 }
 
 /** The broker's own token: contents read over the whole installation (its policy files and the owner's .github). */
-async function mintReader(ctx: BrokerContext, step: PolicyStep) {
+async function mintReader(ctx: BrokerContext, step: PolicyStep): Promise<ReaderToken> {
   try {
     const minted = await mintInstallationToken({
       client: ctx.clientFor(step.platform),
@@ -247,8 +265,7 @@ async function mintReader(ctx: BrokerContext, step: PolicyStep) {
       now: ctx.now,
       deadlineAt: step.deadlineAt,
     });
-    const expiresAtMs = Date.parse(minted.expires_at);
-    return { token: minted.token, expiresAtMs: Number.isFinite(expiresAtMs) ? expiresAtMs : ctx.now() + 30 * 60_000 };
+    return readerFromMint(minted, ctx.now());
   } catch (error) {
     throw new BrokerError("policy_unavailable", {
       detail: "reader token mint failed",

@@ -10,6 +10,7 @@ import { mintInstallationToken } from "../github/mint-installation-token.js";
 import type { PlatformSettings } from "../settings.js";
 import { fetchPolicyFile, PolicyReadFailure, type FileRead } from "./fetch-policy-file.js";
 import { POLICY_FILES, type PolicyKind } from "./policy-types.js";
+import { readerCovers, readerFromMint } from "./reader-tokens.js";
 
 export interface PullRequestSides {
   owner: string;
@@ -38,14 +39,19 @@ export async function changedPolicyFiles(ctx: BrokerContext, where: { platform: 
   const mintReader = () =>
     where.appCall(5, async () => {
       const minted = await mintInstallationToken({ client, appJwt: await ctx.appJwt.jwtFor(where.app), installationId: pr.installationId, permissions: { contents: "read" }, retry: ctx.retry, now: ctx.now });
-      const expiresAtMs = Date.parse(minted.expires_at);
-      return { token: minted.token, expiresAtMs: Number.isFinite(expiresAtMs) ? expiresAtMs : ctx.now() + 30 * 60_000 };
+      return readerFromMint(minted, ctx.now());
     });
   const changed: ChangedPolicyFile[] = [];
   for (const [kind, path] of paths) {
     // A reader the platform no longer takes (401: revoked, permissions changed) is dropped and the read made once more.
     for (let attempt = 1; ; attempt += 1) {
-      const reader = await ctx.policies.readers.get(readerKey, mintReader);
+      let reader = await ctx.policies.readers.get(readerKey, mintReader);
+      if (!readerCovers(reader, pr.repo)) {
+        // Minted before the repository joined the installation (the delivery proves it is in it):
+        // both sides would read 404, "unchanged" (docs/security.md "A stale reader token never reads ...").
+        ctx.policies.readers.drop(readerKey, reader.token);
+        reader = await ctx.policies.readers.get(readerKey, mintReader);
+      }
       const read = (ref: string) => fetchPolicyFile({ client, token: reader.token, owner: pr.owner, repo: pr.repo, path, ref });
       try {
         const head = await read(pr.headSha);

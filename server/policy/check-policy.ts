@@ -1,4 +1,4 @@
-// The trust decision, pure (STYLE.md practice 6): which rule of a compiled policy holds for a job's
+// The trust decision, pure (docs/design.md#layers): which rule of a compiled policy holds for a job's
 // claims, or a denial whose one line says, per rule, the first condition that failed, the claim's
 // value and what the rule wants (`rule release: ref is refs/heads/feat-x, wants refs/tags/v*`).
 import type { CompiledCondition, CompiledPolicy, CompiledRule } from "./policy-types.js";

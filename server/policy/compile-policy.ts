@@ -11,7 +11,7 @@ import { readPolicySchema } from "./policy-schema.js";
 import { policyWarnings } from "./policy-warnings.js";
 import type { CompiledCondition, CompiledPolicy, CompiledRule, PolicyKind } from "./policy-types.js";
 
-/** Policy files over this are refused unread (DESIGN.md threats). */
+/** Policy files over this are refused unread (docs/policies.md#threats-and-what-answers-them). */
 export const MAX_POLICY_BYTES = 64 * 1024;
 
 export type PolicyCompile = { ok: true; policy: CompiledPolicy } | { ok: false; detail: string };

@@ -1,6 +1,6 @@
 // A verified `push` to a repository's default branch that touches a policy file drops the cached
-// read at once (DESIGN.md "Cost"): the next /token reads the new policy. Internal only: the
-// webhook's answer stays the spec's, and nothing here can fail the delivery.
+// read at once (docs/policies.md#cost-and-cache): the next /token reads the new policy. Internal only: the
+// webhook's answer stays the API's, and nothing here can fail the delivery.
 // https://docs.github.com/webhooks/webhook-events-and-payloads#push
 import type { BrokerContext } from "../context.js";
 import { isObject, own } from "../http/fields.js";

@@ -1,4 +1,4 @@
-// POLICY_CHECK_RUNS (DESIGN.md "Seeing it"): a pull request that changes a policy file gets a check
+// POLICY_CHECK_RUNS (docs/policies.md#tools): a pull request that changes a policy file gets a check
 // run named `tokensmith policy` with the validation result of the file as the pull request has it,
 // when the installation grants `checks: write` (else one log line). Runs from the check-run queue
 // after the delivery was answered (202). Which files changed is read with the installation's kept

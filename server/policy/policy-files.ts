@@ -5,7 +5,11 @@
 // listing that showed it absent); dropped at once by a verified push that touches a policy file.
 // In the shared store (SERVICE_JWKS_CACHE) when configured, so every instance sees one read and one
 // drop; in process otherwise. Concurrent misses for one key share one read; a failure is not kept.
+// In the shared store each state is sealed (server/kv/store-seal.ts): whoever can write the store
+// cannot turn a policy into "no file" (the whole grant); a state whose seal does not check is a
+// miss, read again from the platform.
 import type { KeyValueStore } from "../kv/key-value-store.js";
+import { deriveSealKey, openValue, sealValue } from "../kv/store-seal.js";
 import type { DirectoryEtag, FileRead } from "./fetch-policy-file.js";
 
 /** A file as last read: `text` when it exists and is readable, `absent` on 404, `problem` otherwise. */
@@ -23,6 +27,19 @@ export interface FileState {
 /** A drop, kept in the shared store so that no instance uses what it read before the push. */
 interface Dropped {
   dropped: true;
+}
+
+/** The shared store of this request's settings, and the key its policy states are sealed with. */
+export interface SharedPolicyStore {
+  store: KeyValueStore;
+  sealKey: Buffer;
+}
+
+const SEAL_LABEL = "tokensmith policy cache v1";
+
+/** The seal key of the policy cache, from the App private key of the platform whose files it holds. */
+export function derivePolicySealKey(appPrivateKeyPem: string): Buffer {
+  return deriveSealKey(appPrivateKeyPem, SEAL_LABEL);
 }
 
 export function policyFileKey(apiBase: string, subject: { repositoryId: number } | { ownerId: number }): string {
@@ -44,15 +61,15 @@ export function createPolicyFiles(options: { now: () => number; maxEntries?: num
 
   return {
     /**
-     * The file's state, read through `fetch(etag)` when nothing fresh is kept. `store`: the shared
-     * store of this request's settings, or null.
+     * The file's state, read through `fetch(etag)` when nothing fresh is kept. `shared`: the shared
+     * store of this request's settings and its seal key, or null.
      */
-    async read(key: string, ttlMs: number, store: KeyValueStore | null, fetch: (etag: string | undefined, known: FileState | undefined) => Promise<FileRead>): Promise<FileState> {
+    async read(key: string, ttlMs: number, shared: SharedPolicyStore | null, fetch: (etag: string | undefined, known: FileState | undefined) => Promise<FileRead>): Promise<FileState> {
       const now = options.now();
       let known: FileState | undefined;
-      if (store) {
-        const shared = await store.get<FileState | Dropped>(key);
-        known = shared && !("dropped" in shared) ? shared : undefined;
+      if (shared) {
+        // A drop's marker, an unsealed or a tampered entry: nothing known, the file is read afresh.
+        known = openValue<FileState>(shared.sealKey, SEAL_LABEL, key, await shared.store.get<unknown>(key));
       } else {
         known = local.get(key);
       }
@@ -69,7 +86,7 @@ export function createPolicyFiles(options: { now: () => number; maxEntries?: num
             : read.kind === "unreadable" ? { at, problem: read.problem, ...(read.sha ? { sha: read.sha } : {}), ...(read.etag ? { etag: read.etag } : {}) }
             : { at, absent: true, ...(read.kind === "absent" && read.listing ? { listing: read.listing } : {}) };
           if ((drops.get(key) ?? 0) !== generation) return state; // used once by its own callers, never kept
-          if (store) await store.set(key, state, Math.max(ttlMs * 10, 60_000));
+          if (shared) await shared.store.set(key, sealValue(shared.sealKey, SEAL_LABEL, key, state), Math.max(ttlMs * 10, 60_000));
           else keep(key, state);
           return state;
         })().finally(() => {

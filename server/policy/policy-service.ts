@@ -1,8 +1,9 @@
-// What the broker keeps for trust policies (one per broker context, STYLE.md: no module-level
-// caches): the schema compiled once, reader tokens per installation, the files as last read, and
-// each file version compiled once (by blob SHA: the same text compiles the same).
+// What the broker keeps for trust policies (one per broker context, docs/design.md#layers: no module-level
+// caches): the schema compiled once, reader tokens per installation, the files as last read (and
+// the key that seals them in the shared store), and each file version compiled once (by blob SHA:
+// the same text compiles the same).
 import { createPolicyCompiler, type PolicyCompile } from "./compile-policy.js";
-import { createPolicyFiles } from "./policy-files.js";
+import { createPolicyFiles, derivePolicySealKey } from "./policy-files.js";
 import type { PolicyKind } from "./policy-types.js";
 import { createReaderTokens } from "./reader-tokens.js";
 import { createTargetRepositories } from "./target-repositories.js";
@@ -10,11 +11,17 @@ import { createTargetRepositories } from "./target-repositories.js";
 export function createPolicyService(options: { now: () => number }) {
   let compiler: ReturnType<typeof createPolicyCompiler> | undefined;
   const compiledBySha = new Map<string, PolicyCompile>();
+  let sealKeyFor: { pem: string; key: Buffer } | undefined;
   return {
     readers: createReaderTokens({ now: options.now }),
     files: createPolicyFiles({ now: options.now }),
     /** Other repositories a /token request names, by name → id (target-repositories.ts). */
     targets: createTargetRepositories({ now: options.now }),
+    /** The key that seals policy states in the shared store (policy-files.ts), derived once per App key. */
+    sealKey(appPrivateKeyPem: string): Buffer {
+      if (sealKeyFor?.pem !== appPrivateKeyPem) sealKeyFor = { pem: appPrivateKeyPem, key: derivePolicySealKey(appPrivateKeyPem) };
+      return sealKeyFor.key;
+    },
     compiled(sha: string, kind: PolicyKind, text: string, file: string): PolicyCompile {
       const key = `${kind}\u0000${sha}\u0000${file}`;
       let result = compiledBySha.get(key);

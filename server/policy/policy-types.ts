@@ -1,4 +1,4 @@
-// A trust policy once parsed, validated and compiled (DESIGN.md "Who gets which token"): plain
+// A trust policy once parsed, validated and compiled (docs/policies.md): plain
 // values, cached as they are, checked by the pure `checkPolicy`.
 import type { Permissions } from "../../shared/token-permissions.js";
 import type { GlobTest } from "./policy-glob.js";

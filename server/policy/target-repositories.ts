@@ -1,4 +1,4 @@
-// Another repository named in a /token request's `repositories`, known by id (DESIGN.md "Other
+// Another repository named in a /token request's `repositories`, known by id (docs/policies.md#other-repositories
 // repositories"): its policy is cached by repository id like the caller's (a renamed or re-created
 // repository never inherits another's consent), and the token is minted by ids, the mint's answer
 // checked to name each id under the name that was asked for. The name → id lookup is
@@ -8,6 +8,7 @@
 // mint shows in the mint's answer (the token is revoked then, and the entry dropped).
 // https://docs.github.com/rest/repos/repos#get-a-repository
 import { RequestError } from "@octokit/request-error";
+import { createLoadingCache } from "../cache/loading-cache.js";
 import type { PlatformClient } from "../github/platform-client.js";
 import { statusOf } from "../github/platform-request.js";
 import { PolicyReadFailure } from "./fetch-policy-file.js";
@@ -21,35 +22,22 @@ export interface TargetRepository {
 }
 
 export function createTargetRepositories(options: { now: () => number; maxEntries?: number }) {
-  const known = new Map<string, { at: number; target: TargetRepository | null }>();
-  const inFlight = new Map<string, Promise<TargetRepository | null>>();
-  const max = options.maxEntries ?? 10_000;
+  // The cache primitive (server/cache/loading-cache.ts): a lookup under way when an installation
+  // change drops the installation's names is answered to its callers, never kept.
+  const known = createLoadingCache<TargetRepository | null>({ max: options.maxEntries ?? 10_000, now: options.now });
   return {
     key: (apiBase: string, installationId: number, owner: string, name: string) => `${apiBase}\u0000${installationId}\u0000${owner.toLowerCase()}/${name.toLowerCase()}`,
     /** The target (null: the App cannot see it), looked up through `fetch` unless known for less than `ttlMs`. Concurrent misses share one lookup; a failure is not kept. */
-    async get(key: string, ttlMs: number, fetch: () => Promise<TargetRepository | null>): Promise<TargetRepository | null> {
-      const kept = known.get(key);
-      if (kept && options.now() - kept.at < ttlMs) return kept.target;
-      let running = inFlight.get(key);
-      if (!running) {
-        running = fetch()
-          .then((target) => {
-            if (known.size >= max && !known.has(key)) known.delete(known.keys().next().value as string);
-            known.set(key, { at: options.now(), target });
-            return target;
-          })
-          .finally(() => inFlight.delete(key));
-        inFlight.set(key, running);
-      }
-      return running;
+    get(key: string, ttlMs: number, fetch: () => Promise<TargetRepository | null>): Promise<TargetRepository | null> {
+      return known.get(key, fetch, () => ttlMs);
     },
     /** The mint's answer named the id under another name (renamed, re-created), or the installation changed. */
     drop(key: string): void {
-      known.delete(key);
+      known.invalidate(key);
     },
     dropInstallation(installationId: number): void {
       const infix = `\u0000${installationId}\u0000`;
-      for (const key of [...known.keys()]) if (key.includes(infix)) known.delete(key);
+      known.invalidateWhere((key) => key.includes(infix));
     },
   };
 }

@@ -16,7 +16,7 @@ export interface StoredAggregate {
 }
 
 /**
- * Cache (README "Caches"): one entry per platform, App and pair of caps (changing a cap is a
+ * Cache (docs/operations.md#caches): one entry per platform, App and pair of caps (changing a cap is a
  * different aggregate), versioned so a future shape never reads an old one.
  */
 export function aggregateKey(input: { apiBase: string; appId: string; maxInstallations: number; maxRepositories: number }): string {

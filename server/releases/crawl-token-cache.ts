@@ -1,4 +1,4 @@
-// The /releases crawl's read-only installation tokens, kept between crawls (README "Caches").
+// The /releases crawl's read-only installation tokens, kept between crawls (docs/operations.md#caches).
 //
 // A cold crawl mints one token per installation: 5 of the App's 900 REST points a minute each, so
 // a refresh of 222 installations would spend 1,110 points, more than GitHub allows in a minute.

@@ -32,7 +32,7 @@ export interface FleetCrawlInput<T> {
 }
 
 /**
- * One crawl for the fleet (README "GET /releases"): take the lease and crawl (renewing it while
+ * One crawl for the fleet (docs/api.md#get-releases): take the lease and crawl (renewing it while
  * the crawl runs; released at the end, success or not), or wait while another instance holds it
  * and then read what it stored. The lease gone without a value (the holder failed or died) → try
  * to take it. Redis unavailable → crawl here, as without a lock. Past the deadline → crawl here.

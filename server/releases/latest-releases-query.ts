@@ -30,7 +30,7 @@ export function latestReleasesQuery(repositories: readonly CrawlRepository[]): {
     fields.push(`r${i}:repository(owner:$${owner},name:$n${i}){...l}`);
   });
   // "Latest" is the newest release as the platform lists it, drafts and prereleases included
-  // (DESIGN.md), which `latestRelease` (newest non-draft, non-prerelease) is not.
+  // (docs/design.md#decisions-where-the-contract-was-open), which `latestRelease` (newest non-draft, non-prerelease) is not.
   const query = [
     `query LatestReleases(${declarations.join(",")}){`,
     ...fields,
@@ -81,7 +81,7 @@ function toLatestRelease(node: unknown): LatestRelease | undefined {
   if (typeof tagName !== "string" || typeof url !== "string" || typeof isDraft !== "boolean" || typeof isPrerelease !== "boolean") return undefined;
   return {
     tag: tagName,
-    // A release without a name has `name: null` upstream; the spec's field is a string.
+    // A release without a name has `name: null` upstream; the API's field is a string.
     name: typeof name === "string" ? name : "",
     // null for a draft: nothing has been published yet.
     published_at: typeof publishedAt === "string" ? publishedAt : null,

@@ -15,7 +15,7 @@ export interface CrawlInstallation {
 /**
  * `GET /app/installations` with the App JWT, every page (2…n concurrently), up to `max` installations. More than
  * `max` → `truncated`. Without this listing there is no aggregate at all, so a failure here fails
- * the request (500 internal_error: the spec gives /releases no upstream-failure code). Sent with the
+ * the request (500 internal_error: the API gives /releases no upstream-failure code). Sent with the
  * lean platform client, as every other call of the crawl: it is the crawl's first, and Octokit's
  * request path costs a new process some 10 ms of loading and compiling before it is sent.
  * https://docs.github.com/rest/apps/apps#list-installations-for-the-authenticated-app

@@ -7,7 +7,7 @@ import { createReleasesService } from "../releases/releases-service.js";
 import { requireApp } from "../token/trust.js";
 
 /**
- * GET /releases: the spec's ladder, top to bottom (DESIGN.md order of checks):
+ * GET /releases: the ladder, top to bottom (docs/design.md#order-of-checks):
  * method (app.ts) → secret configured → bearer → App configured → cached aggregate (fresh, or stale
  * while a refresh runs or the platform's budget is spent) or one crawl.
  */

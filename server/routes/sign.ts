@@ -11,11 +11,11 @@ import { createCommit } from "../sign/create-commit.js";
 import { readSignRequest } from "../sign/read-sign-request.js";
 import { checkAllowlist, requireApp } from "../token/trust.js";
 
-/** DESIGN.md body limits: /sign carries whole files, base64-encoded. */
+/** docs/operations.md#running-it: /sign carries whole files, base64-encoded. */
 export const SIGN_BODY_LIMIT = 20 * MIB;
 
 /**
- * POST /sign, top to bottom (DESIGN.md order of checks): secret configured → bearer → body →
+ * POST /sign, top to bottom (docs/design.md#order-of-checks): secret configured → bearer → body →
  * fields → SIGN_ALLOWED_REPOSITORIES → App configured → token (contents: write only) →
  * createCommitOnBranch.
  */

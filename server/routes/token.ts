@@ -13,7 +13,7 @@ import { claimOidcToken } from "../token/claim-oidc-token.js";
 import { checkAllowlist, matchRepository, readRepositoryIdentity, requireApp, requireTokenPermissions, trustedPlatforms } from "../token/trust.js";
 
 /**
- * POST /token: the spec's ladder, top to bottom (DESIGN.md order of checks):
+ * POST /token: the ladder, top to bottom (docs/design.md#order-of-checks):
  * fields → TOKEN_PERMISSIONS → OIDC verification (with the repository and owner ids) → repository
  * claim → allowlist → App configured → installation lookup (on the claims' owner id) → mint by the
  * claims' repository id (its answer must name that repository). Between lookup and mint, the trust
@@ -66,7 +66,7 @@ export function tokenRoute(ctx: BrokerContext): RequestHandler {
           settings, platform, app, installation: found, claims, owner: body.owner, repo: body.repo, ids, rule, targets: body.repositories,
           deadlineAt: res.locals.deadlineAt === undefined ? undefined : (res.locals.deadlineAt as number) - ANSWER_RESERVE_MS,
         });
-        // TOKEN_PERMISSIONS ∩ each rule that applies ∩ the installation (DESIGN.md: everything only narrows).
+        // TOKEN_PERMISSIONS ∩ each rule that applies ∩ the installation (docs/design.md#decisions-where-the-contract-was-open: everything only narrows).
         // With other repositories: ∩ what each of them lends (its consenting rule ∩ its owner rule).
         const policyCeilings = [...(policy?.decision.ceilings ?? []), ...(policy?.targets ?? []).map((target) => target.ceiling)];
         const permissions = permissionsToMint({ tokenPermissions: requested, policyCeilings, installation: installed, requested: body.permissions });
@@ -111,7 +111,7 @@ export function tokenRoute(ctx: BrokerContext): RequestHandler {
       "installation token minted",
     );
     ctx.metrics.tokensMinted.inc({ platform: platform.name });
-    // The spec's three fields, then the additive ones the action outputs (installation-id, app-slug,
+    // The API's three fields, then the additive ones the action outputs (installation-id, app-slug,
     // permissions: the token's real permissions, as the mint answered them).
     const answer: TokenResponse = {
       token: minted.token,

@@ -17,11 +17,11 @@ import { readPush } from "../webhook/read-push.js";
 import { createDurableQueues } from "../webhook/durable-queues.js";
 import { verifySignature } from "../webhook/verify-signature.js";
 
-/** The platform's cap on a webhook payload (DESIGN.md body limits). */
+/** The platform's cap on a webhook payload (docs/operations.md#running-it). */
 export const WEBHOOK_BODY_LIMIT = 25 * MIB;
 
 /**
- * POST /webhook, top to bottom (DESIGN.md order of checks): secret configured → raw body (413 over
+ * POST /webhook, top to bottom (docs/design.md#order-of-checks): secret configured → raw body (413 over
  * the limit) → signature over the raw bytes → JSON → event. A `push` is acted on when
  * AUTO_UPDATE_BRANCHES is on: the push is queued (answered 202 at once) and the queue brings the
  * open pull requests on the pushed branch up to date; a `pull_request` when POLICY_CHECK_RUNS is on:
@@ -131,7 +131,7 @@ function handleDelivery(ctx: BrokerContext, queues: ReturnType<typeof createPush
     };
 
     if (event === "pull_request" && ctx.settings().policyCheckRuns) {
-      // DESIGN.md: only with POLICY_CHECK_RUNS on is a pull_request acted on; answered first, checked
+      // docs/design.md#decisions-where-the-contract-was-open: only with POLICY_CHECK_RUNS on is a pull_request acted on; answered first, checked
       // after, from the check-run queue, each delivery claimed as a push is (docs/security.md).
       const pr = readPolicyPullRequest(req.body as Record<string, unknown>);
       if (!pr) return void answer({ ok: true, event: "pull_request", skipped: "not_checked" });
@@ -148,7 +148,7 @@ function handleDelivery(ctx: BrokerContext, queues: ReturnType<typeof createPush
     if (event !== "push") {
       if ((event === "installation" || event === "installation_repositories") && (await firstTime(res))) {
         dropReadersOnInstallationChange(ctx, event, req.body); // internal: the answer stays `ignored`
-        // The App's installations changed: "not installed" answers of that account go (internal; the answer stays the spec's).
+        // The App's installations changed: "not installed" answers of that account go (internal; the answer stays the API's).
         // Shared answers too, so that every instance finds the App at once (not-installed-check.ts).
         const account = installationAccountId(req.body);
         ctx.notInstalled.dropOwner(account);
@@ -168,7 +168,7 @@ function handleDelivery(ctx: BrokerContext, queues: ReturnType<typeof createPush
     const store = ctx.stores.get(settings.releasesKvUrl, "tokensmith-deliveries");
     const queued = await (await queues.get(settings.webhookQueueUrl)).push.enqueue(push, { id: deliveryId, bodyDigest: res.locals.bodyDigest as string }, store, ctx.stores.lockFor(settings.releasesKvUrl));
     if (queued === "replayed") {
-      // The same signed body under another id within the day: a replay, or a copy sent twice. Answered as a duplicate (DESIGN.md's words).
+      // The same signed body under another id within the day: a replay, or a copy sent twice. Answered as a duplicate (docs/api.md#post-webhook).
       ctx.log.warn({ event, delivery: deliveryId, repository: push.repository, request_id: requestId }, "push body already seen under another delivery id: not acted on again");
       return void answer({ ok: true, event: "push", skipped: "duplicate_delivery", duplicate: true });
     }

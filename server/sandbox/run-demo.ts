@@ -18,7 +18,7 @@ export const DEMO_POLICY = `rules:
     permissions: {contents: read}
 `;
 
-/** `ghs_…(40 chars)`: enough to see that a token came back, never the token. */
+/** `ghs_…(520 chars, masked)`: enough to see that a token came back, and in which format, never the token. */
 export function maskToken(token: string | undefined): string {
   return token ? `${token.slice(0, 4)}…(${token.length} chars, masked)` : "(none)";
 }

@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import type { AddressInfo } from "node:net";
 import type { Server } from "node:http";
 import { Writable } from "node:stream";
-import { createSimulator, DEFAULT_SHA, type Claims, type Link, type LinkOptions, type Simulator } from "../../simulator/index.js";
+import { createSimulator, DEFAULT_SHA, type Claims, type Link, type LinkOptions, type Simulator, type SimulatorOptions } from "../../simulator/index.js";
 import { createApp } from "../app.js";
 import { serve } from "../http/serve.js";
 import { dropPoliciesOnPush, dropReadersOnInstallationChange } from "../policy/drop-on-push.js";
@@ -35,6 +35,17 @@ export interface SandboxOptions {
    * and each new connection waits one round trip first (a TCP handshake). Default: none (loopback).
    */
   link?: LinkOptions;
+  /**
+   * The installation tokens' format: "stateless" (default: `ghs_<app id>_<JWT>`, ~520 characters,
+   * as github.com mints since 2026-04-27) or "classic" (`ghs_` + 36 characters, as GHES).
+   */
+  tokenFormat?: SimulatorOptions["tokenFormat"];
+  /**
+   * The form of every job's OIDC `sub`: "classic" (default, `repo:owner/name:ref:…`) or
+   * "immutable" (`repo:owner@id/name@id:ref:…`, github.com's for repositories created, renamed or
+   * transferred from 2026-06-18). docs/policies.md#matching-sub says how a policy matches both.
+   */
+  subjectFormat?: SimulatorOptions["subjectFormat"];
 }
 
 /** The claims of one CI job's OIDC token; anything else in the object is merged in as a claim. */
@@ -136,7 +147,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
 }
 
 async function started(options: SandboxOptions, world: World, opened: Array<() => Promise<void>>): Promise<Sandbox> {
-  const sim = await createSimulator(options.link ? { link: { ...options.link } } : {});
+  const sim = await createSimulator({ ...(options.link ? { link: { ...options.link } } : {}), tokenFormat: options.tokenFormat, subjectFormat: options.subjectFormat });
   opened.push(() => sim.close());
   let seeded: ReturnType<typeof seedWorld>;
   try {
@@ -184,7 +195,6 @@ async function started(options: SandboxOptions, world: World, opened: Array<() =
       repository,
       repository_owner: owner,
       ref,
-      sub: `repo:${repository}:ref:${ref}`,
       workflow,
       workflow_ref: `${repository}/.github/workflows/${workflow}.yml@${ref}`,
       aud: audience,

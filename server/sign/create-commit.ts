@@ -33,7 +33,7 @@ export interface CreateCommitInput {
   requestId?: string;
 }
 
-/** The mutation's `input`, exactly as the platform documents it (DESIGN.md platform facts). */
+/** The mutation's `input`, exactly as the platform documents it (docs/design.md#platform-facts-we-rely-on). */
 export function mutationInput(command: SignCommand): Record<string, unknown> {
   const fileChanges: Record<string, unknown> = {};
   if (command.additions.length > 0) fileChanges.additions = command.additions.map(({ path, contents }) => ({ path, contents }));
@@ -49,7 +49,7 @@ export function mutationInput(command: SignCommand): Record<string, unknown> {
 /**
  * `createCommitOnBranch` with an installation token; returns the platform's commit object. Never
  * retried: the write is only idempotent through expectedHeadOid, and a caller retrying with the
- * same oid is the safe way (spec 7). Every failure is 502 sign_failed — including GitHub's HTTP 200
+ * same oid is the safe way (docs/errors.md). Every failure is 502 sign_failed — including GitHub's HTTP 200
  * with `errors: [{type: "STALE_DATA"}]` for a moved branch — and the platform's words go to the log.
  */
 export async function createCommit(input: CreateCommitInput): Promise<Record<string, unknown>> {

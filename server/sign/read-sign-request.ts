@@ -3,7 +3,7 @@ import type { FileAddition, FileDeletion } from "../../shared/types.js";
 import { isObject, own } from "../http/fields.js";
 import { isBase64 } from "./is-base64.js";
 
-/** A /sign body that passed every check of spec 4.2, ready for createCommitOnBranch. */
+/** A /sign body that passed every check of docs/api.md#post-sign, ready for createCommitOnBranch. */
 export interface SignCommand {
   owner: string;
   name: string;
@@ -22,7 +22,7 @@ const NAME = /^[A-Za-z0-9_.-]+$/;
 const OID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/i;
 
 /**
- * Body of POST /sign (spec 2.3), checked in this order: required fields present
+ * Body of POST /sign (docs/api.md#post-sign), checked in this order: required fields present
  * (missing_required_fields) → their types and forms (invalid_request) → `repo` is owner/name
  * (invalid_repo) → `branch` a valid branch name (invalid_request) → additions/deletions well
  * formed, every path one a commit may carry, no path twice (invalid_request) → at least one change

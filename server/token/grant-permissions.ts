@@ -1,4 +1,4 @@
-// Who gets which permissions (DESIGN.md "Who gets which token"), as one pure function: the grant is
+// Who gets which permissions (docs/policies.md), as one pure function: the grant is
 // the intersection of named ceilings (TOKEN_PERMISSIONS, each trust-policy rule that applies, the installation), and
 // a step's own request only ever narrows it. Everything here narrows: whatever the ceilings and the
 // request, the result is never more than each ceiling allows.

@@ -1,11 +1,11 @@
 // What /token asks the platform's mint for: the grant of grant-permissions.ts over the ceilings
-// the spec names (TOKEN_PERMISSIONS, each trust-policy rule that applies, the installation),
+// the API names (TOKEN_PERMISSIONS, each trust-policy rule that applies, the installation),
 // narrowed by the step's own request.
 import { BrokerError } from "../../shared/broker-error.js";
 import type { Permissions } from "../../shared/token-permissions.js";
 import { describeWithheld, grantPermissions, type PermissionCeiling } from "./grant-permissions.js";
 
-/** The ceilings' names as the denial's detail shows them (DESIGN.md: TOKEN_PERMISSIONS, the installation, or the rule). */
+/** The ceilings' names as the denial's detail shows them (docs/design.md#decisions-where-the-contract-was-open: TOKEN_PERMISSIONS, the installation, or the rule). */
 export const CEILING_TOKEN_PERMISSIONS = "TOKEN_PERMISSIONS";
 export const CEILING_INSTALLATION = "installation";
 

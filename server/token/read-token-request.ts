@@ -5,7 +5,7 @@ import type { TokenRequest } from "../../shared/types.js";
 import { own } from "../http/fields.js";
 
 /**
- * Body of POST /token (spec 2.1). `oidcToken`, `owner`, `repo` absent or empty →
+ * Body of POST /token (docs/api.md#post-token). `oidcToken`, `owner`, `repo` absent or empty →
  * missing_required_fields; present with the wrong type → invalid_request. `ref`, `runId`, `sha`
  * are for the log only and never authorise anything. `permissions` (optional) narrows the token:
  * present but malformed → 400 invalid_permissions, the body's detail naming the entry at fault.

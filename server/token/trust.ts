@@ -1,4 +1,4 @@
-// The /token trust decisions as pure functions (STYLE.md practice 6): table-tested, no I/O.
+// The /token trust decisions as pure functions (docs/design.md#layers): table-tested, no I/O.
 import { allowlistHas, type Allowlist } from "../allowlist.js";
 import { BrokerError } from "../../shared/broker-error.js";
 import type { Permissions } from "../../shared/token-permissions.js";

@@ -11,7 +11,7 @@ export interface BranchPush {
   installationId: number;
 }
 
-/** Pushes the broker does not act on, each with its own word (DESIGN.md). */
+/** Pushes the broker does not act on, each with its own word (docs/design.md#decisions-where-the-contract-was-open). */
 export type SkippedPush = "tag_push" | "branch_deleted" | "not_a_branch";
 
 /**

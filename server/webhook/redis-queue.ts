@@ -45,7 +45,7 @@ interface JobData {
  *   running). The deliveries that joined are kept in a Redis list the job takes when it starts.
  * - Progress: the listing in the job's data before any update; each answer in a hash after it.
  *   A job taken over skips the answered pull requests and conditions the others on the heads it
- *   first listed, so a pull request is updated at most once per job (see README "POST /webhook").
+ *   first listed, so a pull request is updated at most once per job (see docs/api.md#post-webhook).
  * - Pacing: one slot schedule per installation in Redis, shared by every instance.
  */
 export function createRedisQueue(ctx: BrokerContext, raw: string): PushQueue & { redis: QueueRedis } {

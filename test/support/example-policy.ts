@@ -1,4 +1,4 @@
-// DESIGN.md's example repository policy ("Who gets which token"): tag releases from release.yml get
+// The example repository policy of docs/policies.md: tag releases from release.yml get
 // write, pull-request workflows read. The policy tests share it so they agree on the same rules.
 export const EXAMPLE_POLICY = `rules:
   - name: release

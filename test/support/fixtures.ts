@@ -25,7 +25,7 @@ export async function tokenFixture(options: { keyFormat?: "pkcs1" | "pkcs8" } = 
     HOST_APP_PRIVATE_KEY: app.privateKeyPem,
     HOST_API_BASE: sim.apiBase,
     HOST_OIDC_ISSUER: sim.oidc.issuer,
-    // The spec's /token, request for request: trust policies (read by default) have their own
+    // The API's /token, request for request: trust policies (read by default) have their own
     // tests (test/policy-*.test.ts), which set TOKEN_POLICY themselves.
     TOKEN_POLICY: "off",
   };

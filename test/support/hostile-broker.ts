@@ -35,7 +35,7 @@ export function useHostileBroker(): void {
   });
 }
 
-/** Whatever came back must be the spec's kind of answer. */
+/** Whatever came back must be the API's kind of answer. */
 export function expectWellFormed(answer: RawAnswer, method: string): void {
   expect(answer.headers["content-type"] ?? "application/json").toMatch(/application\/json/);
   if (method === "HEAD") {

@@ -6,7 +6,8 @@ import { join } from "node:path";
 export const SECRET_PATTERNS: ReadonlyArray<[string, RegExp]> = [
   ["a private key", /-----BEGIN [A-Z ]*PRIVATE KEY-----/],
   ["a JWT", /eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]+/],
-  ["a platform token", /gh[sopu]_[A-Za-z0-9]{20,}/],
+  // GitHub's pattern, `ghs_[A-Za-z0-9._]{36,}`, covers the stateless `ghs_<app id>_<JWT>` too.
+  ["a platform token", /gh[sopu]_[A-Za-z0-9._]{20,}/],
 ];
 
 /** The first credential-looking thing in the line, or undefined. */

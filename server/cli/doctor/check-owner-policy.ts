@@ -1,4 +1,4 @@
-// Can the broker read this installation's owner policy (DESIGN.md "Threats to design against": the
+// Can the broker read this installation's owner policy (docs/policies.md#threats-and-what-answers-them: the
 // owner policy is read only from the `.github` repository of the same owner and installation, and
 // `doctor` says when the App cannot read it)? An installation on selected repositories that leaves
 // out `.github`, or one without `contents`, reads as "no owner policy" at /token, silently: the
@@ -29,7 +29,7 @@ export async function checkOwnerPolicy(input: { client: PlatformClient; jwt: str
   if (!installation.permissions?.contents) {
     return warn(
       `${name}: no contents permission, so the broker can read no policy here (neither ${where} nor any repository's ${POLICY_FILES.repository})` +
-        (input.required ? ": TOKEN_POLICY=required denies every token" : ": every repository gets the spec's token") +
+        (input.required ? ": TOKEN_POLICY=required denies every token" : ": every repository gets the default token") +
         `; grant the App contents: read`,
     );
   }

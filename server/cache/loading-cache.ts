@@ -1,0 +1,125 @@
+// The one cache primitive (docs/design.md "Caches"): values kept in an `lru-cache` (bounded by
+// `max`, each value kept for its own lifetime, on the broker's injected clock), loaded on a miss
+// through one shared load per key, and one invalidation rule:
+//
+//   a load that started before an invalidation does not store its result.
+//
+// Each load reads its key's generation (and the cache's, for clear-all) when it starts and
+// compares them when it ends; an invalidation moves the generation on. The callers that were
+// already waiting on that load still get its answer (they asked before the invalidation), but it
+// is not kept, and a get after the invalidation starts a load of its own rather than sharing the
+// old one. Without this rule a reader token minted before an `installation_repositories` delivery
+// would be kept for its whole life, blind to the repository the delivery added.
+//
+// Why not lru-cache's own `fetchMethod` for the shared load: a `delete` during a fetch aborts it
+// and rejects the callers already waiting (or, with `ignoreFetchAbort`, the rule rests on an
+// internal check, not on anything we can test or read here), and keys with a fetch under way are
+// not listed by `keys()`, so an invalidation by installation could not reach them.
+import { LRUCache } from "lru-cache";
+
+export interface LoadingCacheOptions {
+  /** At most this many values are kept; the least recently used goes first. */
+  max: number;
+  /** Milliseconds; the broker's clock (tests move it). */
+  now: () => number;
+}
+
+export interface LoadingCache<V> {
+  /**
+   * The value kept for `key` if it is still fresh; otherwise `load()`, run once for every caller
+   * asking at the same time, and kept for `lifetimeMs(value)` (≤ 0: not kept) unless an
+   * invalidation of `key` came while it ran. A failed load is not kept.
+   */
+  get(key: string, load: () => Promise<V>, lifetimeMs: (value: V) => number): Promise<V>;
+  /** Forget `key`, and let no load under way for it store its result. */
+  invalidate(key: string): void;
+  /** `invalidate` every key (kept or being loaded) that `match` accepts. */
+  invalidateWhere(match: (key: string) => boolean): void;
+  /**
+   * Forget the value kept for `key` if `matches` accepts it (a 401 on a token that another caller
+   * may already have replaced). A load under way is left alone: it is the replacement.
+   */
+  invalidateIf(key: string, matches: (value: V) => boolean): void;
+  /** `invalidate` every key. */
+  clear(): void;
+}
+
+interface Kept<V> {
+  value: V;
+  /** Fresh while `now() < freshUntil` (lru-cache's own expiry only bounds memory). */
+  freshUntil: number;
+}
+
+/** Loads under way for one key: the one new callers share, and the key's generation. */
+interface Loading<V> {
+  shared: Promise<V> | undefined;
+  generation: number;
+  running: number;
+}
+
+export function createLoadingCache<V>(options: LoadingCacheOptions): LoadingCache<V> {
+  const kept = new LRUCache<string, Kept<V>>({
+    max: options.max,
+    perf: { now: options.now },
+    // lru-cache keeps the clock's reading for 1 ms by default: a test's clock moves in between.
+    ttlResolution: 0,
+  });
+  // Only keys with a load under way have an entry here, so it is bounded by the loads running.
+  const loading = new Map<string, Loading<V>>();
+  let epoch = 0;
+
+  const invalidate = (key: string) => {
+    kept.delete(key);
+    const under = loading.get(key);
+    if (under) {
+      under.generation += 1;
+      under.shared = undefined;
+    }
+  };
+
+  return {
+    get(key, load, lifetimeMs) {
+      const hit = kept.get(key);
+      if (hit && options.now() < hit.freshUntil) return Promise.resolve(hit.value);
+      let under = loading.get(key);
+      if (under?.shared) return under.shared;
+      if (!under) {
+        under = { shared: undefined, generation: 0, running: 0 };
+        loading.set(key, under);
+      }
+      const slot = under;
+      const started = { generation: slot.generation, epoch };
+      slot.running += 1;
+      // Started on the next tick of the promise chain, so that `shared` exists when it settles.
+      const shared: Promise<V> = Promise.resolve()
+        .then(load)
+        .then((value) => {
+          if (slot.generation === started.generation && epoch === started.epoch) {
+            const lifetime = lifetimeMs(value);
+            if (lifetime > 0) kept.set(key, { value, freshUntil: options.now() + lifetime }, { ttl: Math.ceil(lifetime) });
+          }
+          return value;
+        })
+        .finally(() => {
+          if (slot.shared === shared) slot.shared = undefined;
+          slot.running -= 1;
+          if (slot.running === 0 && loading.get(key) === slot) loading.delete(key);
+        });
+      slot.shared = shared;
+      return shared;
+    },
+    invalidate,
+    invalidateWhere(match) {
+      for (const key of [...kept.keys(), ...loading.keys()]) if (match(key)) invalidate(key);
+    },
+    invalidateIf(key, matches) {
+      const hit = kept.peek(key);
+      if (hit && matches(hit.value)) kept.delete(key);
+    },
+    clear() {
+      epoch += 1;
+      kept.clear();
+      for (const under of loading.values()) under.shared = undefined;
+    },
+  };
+}
