@@ -2,7 +2,8 @@ import { observeFetch } from "./admin/observe-fetch.js";
 import { createAppJwtSigner } from "./github/app-jwt.js";
 import { createInstallationCache } from "./github/installation-cache.js";
 import { createNotInstalledCache } from "./github/not-installed-cache.js";
-import { createOwnerLookupLimiter, TARGET_LOOKUP_SHARE } from "./github/owner-lookup-limiter.js";
+import { createOwnerLookupLimiter, OWNER_SHARE, TARGET_LOOKUP_SHARE } from "./github/owner-lookup-limiter.js";
+import { withSharedWindow } from "./github/shared-lookup-limiter.js";
 import { createPlatformClient, type PlatformClient } from "./github/platform-client.js";
 import { createPlatformRequest, DEFAULT_RETRY, type OctokitRequest, type RetryInfo, type RetryPolicy } from "./github/platform-request.js";
 import { BODY_READ_TIMEOUT_MS, REQUEST_DEADLINE_MS } from "./http/limits.js";
@@ -12,6 +13,8 @@ import { createCrawlTokenCache } from "./releases/crawl-token-cache.js";
 import { RELEASES_STALE_GRACE_MS } from "./releases/stale-answer.js";
 import { createPolicyService } from "./policy/policy-service.js";
 import { createStoreRegistry } from "./kv/key-value-store.js";
+import { openSharedLimits, type SharedLimits } from "./kv/shared-limits.js";
+import { sharedLimitsAddress } from "./kv/shared-limits-address.js";
 import { createLogger, type Logger } from "./log.js";
 import { createMetrics } from "./metrics.js";
 import { createKeySetSource, type KeySetSource } from "./oidc/key-set-source.js";
@@ -98,6 +101,28 @@ export function createContext(deps: BrokerDeps = {}) {
   const settings = (): Settings => (latest = readSettings());
   const stores = createStoreRegistry({ log, timeoutMs: timing.kvTimeoutMs });
 
+  // The not-installed answers and lookup windows every instance shares (docs/operations.md#caches):
+  // on the store the latest request's settings name, one per URL and prefix (null: none usable).
+  const notInstalled = createNotInstalledCache({ now });
+  const sharedByAddress = new Map<string, SharedLimits | null>();
+  const sharedLimits = (): SharedLimits | null => {
+    const address = sharedLimitsAddress(latest ?? settings());
+    if (!address) return null;
+    const key = `${address.prefix}\u0000${address.url}`;
+    let shared = sharedByAddress.get(key);
+    if (shared === undefined) {
+      const connection = stores.redisFor(address.url);
+      shared = connection && openSharedLimits(connection, { ...address, log, timeoutMs: timing.kvTimeoutMs });
+      // Another instance's drop (an installation delivery it received) drops this one's copies at once.
+      shared?.onDrop((ownerId) => notInstalled.dropOwner(ownerId));
+      sharedByAddress.set(key, shared);
+    }
+    return shared;
+  };
+  const pointsPerWindow = () => (latest ?? settings()).upstreamPointsPerMinute;
+  const lookupLimiter = (name: string, share: number) =>
+    withSharedWindow(createOwnerLookupLimiter({ now, windowMs: timing.pointsWindowMs, pointsPerWindow, share }), { shared: sharedLimits, name, now, windowMs: timing.pointsWindowMs, pointsPerWindow, share });
+
   const keySources = new Map<string, KeySetSource>();
   const keySetFor = (issuer: string): KeySetSource => {
     let source = keySources.get(issuer);
@@ -183,17 +208,20 @@ export function createContext(deps: BrokerDeps = {}) {
     gateFor,
     appJwt: createAppJwtSigner(now),
     installations: createInstallationCache({ now, ttlMs: timing.installationTtlMs }),
-    notInstalled: createNotInstalledCache({ now }),
+    notInstalled,
     /** OIDC tokens already used, so each mints once (server/token/oidc-token-claims.ts). */
     oidcClaims: createOidcTokenClaims({ now }),
-    // A tenth of UPSTREAM_POINTS_PER_MINUTE (as of the latest request) per owner and points window.
-    ownerLookups: createOwnerLookupLimiter({ now, windowMs: timing.pointsWindowMs, pointsPerWindow: () => (latest ?? settings()).upstreamPointsPerMinute }),
+    sharedLimits,
+    // A tenth of UPSTREAM_POINTS_PER_MINUTE (as of the latest request) per owner and points window,
+    // held across instances when they share a store.
+    ownerLookups: lookupLimiter("owner", OWNER_SHARE),
     // Lookups of the other repositories a /token request names, per calling repository, apart from the above.
-    targetLookups: createOwnerLookupLimiter({ now, windowMs: timing.pointsWindowMs, pointsPerWindow: () => (latest ?? settings()).upstreamPointsPerMinute, share: TARGET_LOOKUP_SHARE }),
+    targetLookups: lookupLimiter("target", TARGET_LOOKUP_SHARE),
     crawlTokens: createCrawlTokenCache(now),
     policies: createPolicyService({ now }),
     async close(): Promise<void> {
       await Promise.all([...keySources.values()].map((source) => source.settled()));
+      for (const shared of sharedByAddress.values()) shared?.close();
       await stores.closeAll();
     },
   };

@@ -7,10 +7,11 @@
 // Key: the installation cache's (API base + App ID + `installationSubject`: the claims' repository
 // id and owner id), so a renamed owner or a re-created repository never finds another's entry.
 // Only /token's answers are kept (ids known); /sign is behind a secret.
-// In process only: a second instance keeps its own (one more lookup per repository and minute),
-// and a restart starts empty. Dropped, for one account (or all when the delivery names none), by a
-// verified `installation` or `installation_repositories` delivery, so a newly installed App is
-// found at once on the instance that received it; other instances find it within the lifetime.
+// In process, the first level; with a shared store the instances share the answers too
+// (not-installed-check.ts), and a restart starts empty. Dropped, for one account (or all when the
+// delivery names none), by a verified `installation` or `installation_repositories` delivery, so a
+// newly installed App is found at once on the instance that received it (and on every instance
+// when the answers are shared; otherwise the others find it within the lifetime).
 
 /** GitHub Apps get installed by hand: a minute is short enough for a job retried after an install. */
 export const NOT_INSTALLED_TTL_MS = 60_000;
@@ -23,18 +24,20 @@ export interface NotInstalledCache {
    * A lookup started at `generation` answered "not installed" for the owner `ownerId`: remembered,
    * unless a drop came since (the installation it would hide may be the one just announced).
    */
-  add(key: string, ownerId: number, generation: number): void;
+  add(key: string, ownerId: number, generation: number, ttlMs?: number): void;
   /** A delivery said this account's installations changed (undefined: some account's). */
   dropOwner(ownerId: number | undefined): void;
   /** Taken before a lookup, given back to `add`. */
   readonly generation: number;
   readonly size: number;
+  /** How long an answer is kept (when `add` is not told otherwise). */
+  readonly ttlMs: number;
 }
 
 export function createNotInstalledCache(options: { now: () => number; ttlMs?: number; maxEntries?: number }): NotInstalledCache {
   const ttlMs = options.ttlMs ?? NOT_INSTALLED_TTL_MS;
   const max = options.maxEntries ?? MAX_NOT_INSTALLED;
-  /** Key → when it expires and whose repository it is. Insertion order = expiry order (one lifetime). */
+  /** Key → when it expires and whose repository it is. Insertion order = expiry order (one lifetime; an answer from the shared store has less left, and is dropped when read after it or pushed out oldest first). */
   const entries = new Map<string, { until: number; ownerId: number }>();
   let generation = 0;
 
@@ -45,6 +48,7 @@ export function createNotInstalledCache(options: { now: () => number; ttlMs?: nu
     get size() {
       return entries.size;
     },
+    ttlMs,
     has(key) {
       const hit = entries.get(key);
       if (!hit) return false;
@@ -52,7 +56,8 @@ export function createNotInstalledCache(options: { now: () => number; ttlMs?: nu
       entries.delete(key);
       return false;
     },
-    add(key, ownerId, since) {
+    // `lifetime`: an answer learnt from the shared store keeps only what is left of its own.
+    add(key, ownerId, since, lifetime = ttlMs) {
       if (since !== generation) return;
       entries.delete(key);
       // Expired entries first, then the oldest: a flood of distinct repositories cannot grow it.
@@ -61,7 +66,7 @@ export function createNotInstalledCache(options: { now: () => number; ttlMs?: nu
         if (hit.until > at && entries.size < max) break;
         entries.delete(old);
       }
-      entries.set(key, { until: at + ttlMs, ownerId });
+      entries.set(key, { until: at + lifetime, ownerId });
     },
     dropOwner(ownerId) {
       generation += 1;

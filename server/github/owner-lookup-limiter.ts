@@ -10,7 +10,8 @@
 // in flight settles — one that finds the App installed frees its place at once, so an installed
 // owner's cold burst is only paced, never refused — and refused (with the time until the oldest
 // leaves the window) once the share is spent on lookups that found nothing.
-// In process only: with n instances an owner gets at most n shares; a restart starts empty.
+// In process; with a shared store the instances also hold one share between them
+// (shared-lookup-limiter.ts). A restart starts empty.
 
 /** One owner's part of the App's points budget: a tenth. */
 export const OWNER_SHARE = 0.1;
@@ -45,6 +46,11 @@ export interface OwnerLookupLimiter {
   inFlight(owner: string): number;
 }
 
+/** A key's places per window: its part of the budget, at least one. */
+export function shareOf(pointsPerWindow: number, part: number): number {
+  return Math.max(1, Math.floor(pointsPerWindow * part));
+}
+
 interface Owner {
   /** When its lookups that found nothing settled, oldest first. */
   spent: number[];
@@ -59,7 +65,7 @@ export function createOwnerLookupLimiter(options: { now: () => number; windowMs:
   const part = options.share ?? OWNER_SHARE;
   /** Map order: least recently asked for first. */
   const owners = new Map<string, Owner>();
-  const share = () => Math.max(1, Math.floor(options.pointsPerWindow() * part));
+  const share = () => shareOf(options.pointsPerWindow(), part);
   const trim = (state: Owner, at: number) => {
     while (state.spent.length > 0 && state.spent[0]! <= at - options.windowMs) state.spent.shift();
   };

@@ -2,13 +2,13 @@ import { BrokerError } from "../../shared/broker-error.js";
 import type { AppCredentials } from "../app-credentials.js";
 import type { AppJwtSigner } from "../github/app-jwt.js";
 import type { InstallationCache } from "../github/installation-cache.js";
-import type { NotInstalledCache } from "../github/not-installed-cache.js";
 import type { LookupSlot, OwnerLookupLimiter } from "../github/owner-lookup-limiter.js";
 import type { PlatformClient } from "../github/platform-client.js";
 import type { RetryPolicy } from "../github/platform-request.js";
 import type { Logger } from "../log.js";
 import type { PlatformSettings } from "../settings.js";
 import { findInstallation, type Installation } from "../github/find-installation.js";
+import { checkNotInstalled, type NotInstalledDeps } from "../github/not-installed-check.js";
 import { installationServes, installationSubject, type RepositoryScope } from "./repository-scope.js";
 
 /** Time kept back from the request's deadline to map a platform failure and send the answer. */
@@ -18,11 +18,10 @@ export const ANSWER_RESERVE_MS = 150;
  * What the token operations use of the broker's context, passed in (a lower layer never imports
  * the composition root: docs/design.md#layers).
  */
-export interface InstallationDeps {
+export interface InstallationDeps extends NotInstalledDeps {
   clientFor(platform: PlatformSettings): PlatformClient;
   appJwt: AppJwtSigner;
   installations: InstallationCache;
-  notInstalled: NotInstalledCache;
   ownerLookups: OwnerLookupLimiter;
   retry: RetryPolicy;
   now: () => number;
@@ -77,8 +76,10 @@ export async function repositoryInstallation(deps: InstallationDeps, target: Min
   if (cached) return { installation: cached, cached: true, cacheKey };
   // A repository the App is not on was answered so less than a minute ago: no lookup (anyone can
   // replay a token of their own; docs/security.md). Only /token's, keyed by the claims' ids.
+  // Shared by the instances when a shared store is configured (not-installed-check.ts).
   const ids = scope.ids;
-  if (ids && deps.notInstalled.has(cacheKey)) throw new BrokerError("app_not_installed", { detail: "not installed (answered less than a minute ago)" });
+  const memo = ids ? await checkNotInstalled(deps, cacheKey, ids.ownerId) : undefined;
+  if (memo === "not-installed") throw new BrokerError("app_not_installed", { detail: "not installed (answered less than a minute ago)" });
   // Concurrent misses for one key share one lookup (docs/operations.md#caches); a failure is not cached.
   const installation = await deps.installations.shared(cacheKey, async () => {
     // One owner's lookups that find nothing stay within its share of the App's budget
@@ -89,20 +90,19 @@ export async function repositoryInstallation(deps: InstallationDeps, target: Min
       if (!("settle" in taken)) throw new BrokerError("installation_lookups_limited", { detail: `owner ${ids.ownerId}`, retryAfter: taken.retryAfterSeconds });
       slot = taken;
     }
-    const generation = deps.notInstalled.generation;
     let found: Installation | undefined;
     try {
       found = await findInstallation({ client: target.client, appJwt: target.appJwt, retry: deps.retry, installationId: platform.installationId, owner: scope.owner, repo: scope.repo, now: deps.now, deadlineAt: target.deadlineAt });
     } catch (error) {
       deps.appJwt.noteFailure(app, error);
-      if (ids && error instanceof BrokerError && error.code === "app_not_installed") deps.notInstalled.add(cacheKey, ids.ownerId, generation);
+      if (error instanceof BrokerError && error.code === "app_not_installed") await memo?.remember();
       throw error;
     } finally {
       slot?.settle(found !== undefined && installationServes(found, scope));
     }
     if (!installationServes(found, scope)) {
       // ENT_APP_INSTALLATION_ID names another owner's installation, or the owner is not who the claims say.
-      if (ids) deps.notInstalled.add(cacheKey, ids.ownerId, generation);
+      await memo?.remember();
       throw new BrokerError("app_not_installed", { detail: "installation is on another account" });
     }
     deps.installations.set(cacheKey, found);

@@ -89,6 +89,16 @@ export function createStoreRegistry(options: StoreOptions) {
     return connection;
   };
   return {
+    /** The one connection of a Redis URL (null for anything else, or a URL ioredis refuses). */
+    redisFor(url: string | null): RedisConnection | null {
+      if (!isRedisUrl(url)) return null;
+      try {
+        return connectionFor(url);
+      } catch (error) {
+        options.log.error({ store: redactUrl(url), err: errorName(error) }, "Redis URL not usable; going on without it");
+        return null;
+      }
+    },
     lockFor(url: string | null): LeaseLock | null {
       if (!isRedisUrl(url)) return null;
       let lock = locks.get(url);

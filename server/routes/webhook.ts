@@ -149,7 +149,10 @@ function handleDelivery(ctx: BrokerContext, queues: ReturnType<typeof createPush
       if ((event === "installation" || event === "installation_repositories") && (await firstTime(res))) {
         dropReadersOnInstallationChange(ctx, event, req.body); // internal: the answer stays `ignored`
         // The App's installations changed: "not installed" answers of that account go (internal; the answer stays the API's).
-        ctx.notInstalled.dropOwner(installationAccountId(req.body));
+        // Shared answers too, so that every instance finds the App at once (not-installed-check.ts).
+        const account = installationAccountId(req.body);
+        ctx.notInstalled.dropOwner(account);
+        await ctx.sharedLimits()?.dropOwner(account);
       }
       ctx.log.info({ event, delivery: deliveryId, request_id: requestId }, "webhook event ignored");
       return void answer({ ok: true, ignored: event });
