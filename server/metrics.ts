@@ -111,6 +111,12 @@ export function createMetrics() {
     labelNames: ["outcome"] as const,
     registers,
   });
+  const storeReachable = new Gauge({
+    name: "tokensmith_store_reachable",
+    help: "Whether a configured store (SERVICE_JWKS_CACHE, LEGACY_QUOTA_KV, WEBHOOK_QUEUE) answered the latest /readyz probe: 1 or 0. /token goes on without it; alert on 0.",
+    labelNames: ["setting"] as const,
+    registers,
+  });
   // Starting at zero, so a dashboard or alert has a series before the first event.
   for (const platform of ["main", "enterprise"]) tokensMinted.inc({ platform }, 0);
   for (const result of ["ok", "failed"]) oidcKeyFetches.inc({ result }, 0);
@@ -126,6 +132,7 @@ export function createMetrics() {
     rateLimitRemaining,
     webhookDeliveries,
     webhookJobs,
+    storeReachable,
 
     /** The webhook queue tells where its depth is read from at scrape time (the latest queue made wins). */
     webhookQueueDepthFrom(read: () => number | Promise<number>): void {
