@@ -14,6 +14,7 @@ import { createPolicyService } from "./policy/policy-service.js";
 import { createStoreRegistry } from "./kv/key-value-store.js";
 import { createLogger, type Logger } from "./log.js";
 import { createMetrics } from "./metrics.js";
+import { countLookups } from "./cache/count-lookups.js";
 import { createKeySetSource, type KeySetSource } from "./oidc/key-set-source.js";
 import { deriveSnapshotKey, type SnapshotBinding } from "./oidc/snapshot-seal.js";
 import { createSettingsReader, type Env, type PlatformSettings, type Settings } from "./settings.js";
@@ -182,7 +183,7 @@ export function createContext(deps: BrokerDeps = {}) {
     clientFor,
     gateFor,
     appJwt: createAppJwtSigner(now),
-    installations: createInstallationCache({ now, ttlMs: timing.installationTtlMs }),
+    installations: countLookups(createInstallationCache({ now, ttlMs: timing.installationTtlMs }), (hit) => metrics.cacheRequests.inc({ cache: "installation", result: hit ? "hit" : "miss" })),
     notInstalled: createNotInstalledCache({ now }),
     /** OIDC tokens already used, so each mints once (server/token/oidc-token-claims.ts). */
     oidcClaims: createOidcTokenClaims({ now }),
@@ -191,7 +192,7 @@ export function createContext(deps: BrokerDeps = {}) {
     // Lookups of the other repositories a /token request names, per calling repository, apart from the above.
     targetLookups: createOwnerLookupLimiter({ now, windowMs: timing.pointsWindowMs, pointsPerWindow: () => (latest ?? settings()).upstreamPointsPerMinute, share: TARGET_LOOKUP_SHARE }),
     crawlTokens: createCrawlTokenCache(now),
-    policies: createPolicyService({ now }),
+    policies: createPolicyService({ now, onFileLookup: (hit) => metrics.cacheRequests.inc({ cache: "policy", result: hit ? "hit" : "miss" }) }),
     async close(): Promise<void> {
       await Promise.all([...keySources.values()].map((source) => source.settled()));
       await stores.closeAll();
