@@ -73,6 +73,7 @@ export const WORKFLOW_HINTS: Readonly<Record<ErrorCode, string>> = {
   platform_rate_limited: MISMATCH,
   invalid_signature: MISMATCH,
   webhook_disabled: MISMATCH,
+  webhook_queue_unavailable: MISMATCH,
   internal_error: `The broker failed unexpectedly. ${RERUN}, and tell the broker's operator if it persists (its log has the detail).`,
 };
 

@@ -17,6 +17,7 @@ import { openSharedLimits, type SharedLimits } from "./kv/shared-limits.js";
 import { sharedLimitsAddress } from "./kv/shared-limits-address.js";
 import { createLogger, type Logger } from "./log.js";
 import { createMetrics } from "./metrics.js";
+import { countLookups } from "./cache/count-lookups.js";
 import { createKeySetSource, type KeySetSource } from "./oidc/key-set-source.js";
 import { deriveSnapshotKey, type SnapshotBinding } from "./oidc/snapshot-seal.js";
 import { createSettingsReader, type Env, type PlatformSettings, type Settings } from "./settings.js";
@@ -207,7 +208,7 @@ export function createContext(deps: BrokerDeps = {}) {
     clientFor,
     gateFor,
     appJwt: createAppJwtSigner(now),
-    installations: createInstallationCache({ now, ttlMs: timing.installationTtlMs }),
+    installations: countLookups(createInstallationCache({ now, ttlMs: timing.installationTtlMs }), (hit) => metrics.cacheRequests.inc({ cache: "installation", result: hit ? "hit" : "miss" })),
     notInstalled,
     /** OIDC tokens already used, so each mints once (server/token/oidc-token-claims.ts). */
     oidcClaims: createOidcTokenClaims({ now }),
@@ -218,7 +219,7 @@ export function createContext(deps: BrokerDeps = {}) {
     // Lookups of the other repositories a /token request names, per calling repository, apart from the above.
     targetLookups: lookupLimiter("target", TARGET_LOOKUP_SHARE),
     crawlTokens: createCrawlTokenCache(now),
-    policies: createPolicyService({ now }),
+    policies: createPolicyService({ now, onFileLookup: (hit) => metrics.cacheRequests.inc({ cache: "policy", result: hit ? "hit" : "miss" }) }),
     async close(): Promise<void> {
       await Promise.all([...keySources.values()].map((source) => source.settled()));
       for (const shared of sharedByAddress.values()) shared?.close();

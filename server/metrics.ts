@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { buildVersion } from "./build-version.js";
 
 /**
  * The broker's Prometheus metrics, on a registry of their own (never prom-client's global one):
@@ -111,6 +112,26 @@ export function createMetrics() {
     labelNames: ["outcome"] as const,
     registers,
   });
+  const storeReachable = new Gauge({
+    name: "tokensmith_store_reachable",
+    help: "Whether a configured store (SERVICE_JWKS_CACHE, LEGACY_QUOTA_KV, WEBHOOK_QUEUE) answered the latest /readyz probe: 1 or 0. /token goes on without it; alert on 0.",
+    labelNames: ["setting"] as const,
+    registers,
+  });
+  const buildInfo = new Gauge({
+    name: "tokensmith_build_info",
+    help: "Always 1, labelled with the broker's version and the Node.js version running it (which build a fleet runs).",
+    labelNames: ["version", "node"] as const,
+    registers,
+  });
+  buildInfo.set({ version: buildVersion(), node: process.versions.node }, 1);
+  const cacheRequests = new Counter({
+    name: "tokensmith_cache_requests_total",
+    help: "Lookups in the broker's in-process caches, by cache (installation, policy) and result (hit, miss).",
+    labelNames: ["cache", "result"] as const,
+    registers,
+  });
+  for (const cache of ["installation", "policy"]) for (const result of ["hit", "miss"]) cacheRequests.inc({ cache, result }, 0);
   // Starting at zero, so a dashboard or alert has a series before the first event.
   for (const platform of ["main", "enterprise"]) tokensMinted.inc({ platform }, 0);
   for (const result of ["ok", "failed"]) oidcKeyFetches.inc({ result }, 0);
@@ -126,6 +147,8 @@ export function createMetrics() {
     rateLimitRemaining,
     webhookDeliveries,
     webhookJobs,
+    storeReachable,
+    cacheRequests,
 
     /** The webhook queue tells where its depth is read from at scrape time (the latest queue made wins). */
     webhookQueueDepthFrom(read: () => number | Promise<number>): void {

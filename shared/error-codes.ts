@@ -195,6 +195,11 @@ export const ERROR_CODES = {
     meaning: "HOST_WEBHOOK_SECRET is not set.",
     hint: "The broker's operator must set HOST_WEBHOOK_SECRET to enable /webhook.",
   },
+  webhook_queue_unavailable: {
+    status: 503, routes: ["/webhook"], retryable: true,
+    meaning: "The durable webhook queue's Redis (`WEBHOOK_QUEUE`) did not answer in time (or the check-run queue is full): the delivery was neither claimed nor queued; `Retry-After` says when to try again.",
+    hint: "GitHub does not redeliver by itself: once Redis is back, redeliver the failed delivery from the App's Recent Deliveries (see docs/operations.md).",
+  },
   internal_error: {
     status: 500, routes: ["*"], retryable: true,
     meaning: "An unexpected failure inside the broker; nothing internal is disclosed (the broker's log has the detail).",

@@ -7,7 +7,7 @@ import { ERROR_CODES, OIDC_REASONS, type ErrorCode } from "../shared/error-codes
 const context = { repository: "octo-org/app", audience: "tokensmith", brokerUrl: "https://broker.example" };
 
 // What a correct action never causes at a correct broker's /token: request-shape codes and other routes' codes.
-const NEVER_FROM_A_CORRECT_ACTION = ["not_found", "method_not_allowed", "payload_too_large", "invalid_json", "invalid_request", "missing_required_fields", "sign_failed", "unauthorized", "no_file_changes", "invalid_repo", "sign_disabled", "releases_disabled", "platform_rate_limited", "invalid_signature", "webhook_disabled"];
+const NEVER_FROM_A_CORRECT_ACTION = ["not_found", "method_not_allowed", "payload_too_large", "invalid_json", "invalid_request", "missing_required_fields", "sign_failed", "unauthorized", "no_file_changes", "invalid_repo", "sign_disabled", "releases_disabled", "platform_rate_limited", "invalid_signature", "webhook_disabled", "webhook_queue_unavailable"];
 
 describe("describeVerdict", () => {
   it.each(Object.keys(ERROR_CODES) as ErrorCode[])("%s is one line with a fix, the code and the status", (code) => {

@@ -121,3 +121,30 @@ describe("deploy/kubernetes", () => {
     expect(labels).toMatchObject(pdb.spec.selector.matchLabels);
   });
 });
+
+describe("Redis persistence (issue 40): the queue and the claims survive a Redis restart", () => {
+  it("deploy/kubernetes/redis: a StatefulSet with an append-only file on a persistent volume, and its Service, both schema-valid", async () => {
+    const { StatefulSet } = await import("kubernetes-models/apps/v1/StatefulSet");
+    const redisDocs = parseAllDocuments(readFileSync(new URL("redis/redis.yaml", DIR), "utf8")).map((one) => one.toJS() as Doc & { spec: unknown });
+    const set = redisDocs.find((doc) => doc.kind === "StatefulSet")!;
+    const service = redisDocs.find((doc) => doc.kind === "Service")!;
+    expect(() => new StatefulSet(set as never).validate()).not.toThrow();
+    expect(() => validate(service)).not.toThrow();
+    const container = (set.spec as { template: { spec: { containers: Array<{ args: string[]; volumeMounts: Array<{ name: string; mountPath: string }> }> } } }).template.spec.containers[0]!;
+    expect(container.args.join(" ")).toContain("--appendonly yes");
+    expect(container.args.join(" ")).toContain("--dir /data");
+    expect(container.volumeMounts).toContainEqual({ name: "data", mountPath: "/data" });
+    expect((set.spec as { volumeClaimTemplates: Array<{ metadata: { name: string } }> }).volumeClaimTemplates.map((claim) => claim.metadata.name)).toEqual(["data"]);
+    // The Secret's example URL names this Service.
+    expect(readFileSync(new URL("secret.example.yaml", DIR), "utf8")).toContain(`redis://${service.metadata.name}:6379`);
+  });
+
+  it("deploy/compose.yaml: Redis with appendonly yes in /data on a named volume", () => {
+    const compose = parseAllDocuments(readFileSync(new URL("../compose.yaml", DIR), "utf8"))[0]!.toJS() as { services: { redis: { command: string[]; volumes: string[] } }; volumes: Record<string, unknown> };
+    const command = compose.services.redis.command.join(" ");
+    expect(command).toContain("--appendonly yes");
+    expect(command).toContain("--dir /data");
+    expect(compose.services.redis.volumes).toEqual(["redis-data:/data"]);
+    expect(Object.keys(compose.volumes)).toEqual(["redis-data"]);
+  });
+});

@@ -1,6 +1,7 @@
 // /readyz tells the truth (issue 29): the built broker (a child process, as operators run it)
-// answers 503 with the reasons while it cannot mint — App not configured, a configured store
-// unreachable, the key set never fetched — and 200 once it can; the reasons name settings and
+// answers 503 with the reasons while it cannot mint — App not configured, the key set never
+// fetched — and 200 once it can; a store down alone is told in a 200 (issue 40: /token mints
+// without it); the reasons name settings and
 // issuers, never a store URL or a secret.
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
@@ -35,11 +36,11 @@ async function readyz(admin: string): Promise<{ status: number; body: Record<str
 }
 
 /** Polls /readyz until it answers `status` (each probe is an event: no fixed sleep decides). */
-async function readyzUntil(admin: string, status: number, withinMs = 20_000) {
+async function readyzUntil(admin: string, status: number, withinMs = 20_000, also: (body: Record<string, unknown>) => boolean = () => true) {
   const until = Date.now() + withinMs;
   for (;;) {
     const answer = await readyz(admin);
-    if (answer.status === status || Date.now() > until) return answer;
+    if ((answer.status === status && also(answer.body)) || Date.now() > until) return answer;
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
@@ -90,31 +91,41 @@ describe("/readyz on the built broker", () => {
     });
   });
 
-  it("503 store_unreachable for each configured store while its Redis is down, 200 again once it is back; no URL in the answer", async () => {
+  it("a store down alone keeps it ready (200, the stores told in `degraded` and tokensmith_store_reachable 0) while /token still mints; no URL in the answer", async () => {
     const redis: OwnRedis = await ownRedis();
     await redis.start();
     try {
       const url = redis.url;
-      await withAdmin({ ...fx.env, SERVICE_JWKS_CACHE: url, LEGACY_QUOTA_KV: url, WEBHOOK_QUEUE: `${url}?prefix=readyz-${randomUUID()}`, HOST_WEBHOOK_SECRET: "readyz-webhook-secret-0123456789abcdef" }, async (admin) => {
+      await withAdmin({ ...fx.env, SERVICE_JWKS_CACHE: url, LEGACY_QUOTA_KV: url, WEBHOOK_QUEUE: `${url}?prefix=readyz-${randomUUID()}`, HOST_WEBHOOK_SECRET: "readyz-webhook-secret-0123456789abcdef" }, async (admin, broker) => {
         const first = await readyzUntil(admin, 200);
         expect([first.status, first.body]).toEqual([200, { status: "ready" }]);
+        const reachable = async (setting: string) => sample(await (await fetch(`${admin}/metrics`)).text(), "tokensmith_store_reachable", { setting });
+        expect(await reachable("WEBHOOK_QUEUE")).toBe(1);
 
         await redis.stop();
-        const down = await readyzUntil(admin, 503);
-        expect(down.status).toBe(503);
+        const down = await readyzUntil(admin, 200, 20_000, (body) => "degraded" in body);
+        expect(down.status).toBe(200);
         expect(down.body).toEqual({
-          status: "not_ready",
-          reasons: [
+          status: "ready",
+          degraded: [
             { reason: "store_unreachable", setting: "SERVICE_JWKS_CACHE" },
             { reason: "store_unreachable", setting: "LEGACY_QUOTA_KV" },
             { reason: "store_unreachable", setting: "WEBHOOK_QUEUE" },
           ],
         });
         expect(down.text).not.toContain(String(redis.port));
+        for (const setting of ["SERVICE_JWKS_CACHE", "LEGACY_QUOTA_KV", "WEBHOOK_QUEUE"]) expect(await reachable(setting)).toBe(0);
+        // What readiness promises: this instance mints.
+        const oidcToken = await fx.sim.oidc.sign();
+        const token = await fetch(`${broker.url}/token`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ owner: "octo-org", repo: "app", oidcToken }) });
+        expect(token.status).toBe(200);
+        const { token: minted } = (await token.json()) as { token: string };
+        expectNoSecrets(broker.lines, [oidcToken, minted]);
 
         await redis.start();
-        const back = await readyzUntil(admin, 200);
+        const back = await readyzUntil(admin, 200, 20_000, (body) => !("degraded" in body));
         expect(back.body).toEqual({ status: "ready" });
+        expect(await reachable("WEBHOOK_QUEUE")).toBe(1);
       });
     } finally {
       await redis.stop();

@@ -80,8 +80,12 @@ class Probe implements fc.AsyncCommand<Model, Real> {
       ...(model.app ? [] : [{ reason: "app_not_configured", platform: "main", missing: ["HOST_APP_ID"] }]),
       ...(model.store === "down" ? [{ reason: "store_unreachable", setting: "SERVICE_JWKS_CACHE" }] : []),
     ];
+    // A store down alone leaves the broker in the pool (/token goes on without it): told as `degraded`.
     const expected =
-      model.state !== "ready" ? [503, { status: model.state }] : reasons.length === 0 ? [200, { status: "ready" }] : [503, { status: "not_ready", reasons }];
+      model.state !== "ready" ? [503, { status: model.state }]
+        : reasons.length === 0 ? [200, { status: "ready" }]
+          : model.app ? [200, { status: "ready", degraded: reasons }]
+            : [503, { status: "not_ready", reasons }];
     // Probes at once (a kubelet and a load balancer) must not disturb each other's store check.
     const answers = await Promise.all(
       Array.from({ length: this.together }, async () => {

@@ -450,14 +450,16 @@ describe("push redelivery", () => {
 });
 
 describe("push queue unavailable", () => {
+  // A URL that cannot work is the operator's fix (500); a Redis that does not answer is retryable
+  // (503 with Retry-After; GitHub does not retry by itself: the operator redelivers).
   it.each([
-    ["not a Redis URL", "memory://"],
-    ["a Redis nobody answers on", "redis://127.0.0.1:1"],
-  ])("answers 500 internal_error when WEBHOOK_QUEUE is %s, and claims nothing", async (_label, url) => {
+    ["not a Redis URL", "memory://", 500, { error: "internal_error" }],
+    ["a Redis nobody answers on", "redis://127.0.0.1:1", 503, expect.objectContaining({ error: "webhook_queue_unavailable" })],
+  ])("answers an error when WEBHOOK_QUEUE is %s, and claims nothing", async (_label, url, status, body) => {
     t.broker.env.WEBHOOK_QUEUE = url;
     const { repository } = freshRepo();
     const deliveryId = randomUUID();
-    expect(await deliver(pushPayload(repository), { deliveryId })).toEqual({ status: 500, body: { error: "internal_error" } });
+    expect(await deliver(pushPayload(repository), { deliveryId })).toEqual({ status, body });
     expect(t.fx.sim.requests).toHaveLength(0);
     // Back on the in-process queue, the platform's redelivery of the same delivery is acted on.
     delete t.broker.env.WEBHOOK_QUEUE;

@@ -33490,6 +33490,11 @@ const ERROR_CODES = {
         meaning: "HOST_WEBHOOK_SECRET is not set.",
         hint: "The broker's operator must set HOST_WEBHOOK_SECRET to enable /webhook.",
     },
+    webhook_queue_unavailable: {
+        status: 503, routes: ["/webhook"], retryable: true,
+        meaning: "The durable webhook queue's Redis (`WEBHOOK_QUEUE`) did not answer in time (or the check-run queue is full): the delivery was neither claimed nor queued; `Retry-After` says when to try again.",
+        hint: "GitHub does not redeliver by itself: once Redis is back, redeliver the failed delivery from the App's Recent Deliveries (see docs/operations.md).",
+    },
     internal_error: {
         status: 500, routes: ["*"], retryable: true,
         meaning: "An unexpected failure inside the broker; nothing internal is disclosed (the broker's log has the detail).",
@@ -33659,6 +33664,7 @@ const WORKFLOW_HINTS = {
     platform_rate_limited: MISMATCH,
     invalid_signature: MISMATCH,
     webhook_disabled: MISMATCH,
+    webhook_queue_unavailable: MISMATCH,
     internal_error: `The broker failed unexpectedly. ${RERUN}, and tell the broker's operator if it persists (its log has the detail).`,
 };
 const TELL = "tell the broker's operator";

@@ -1,14 +1,15 @@
 import type { RequestListener, ServerResponse } from "node:http";
 import type { Metrics } from "../metrics.js";
 import type { Readiness } from "./readiness.js";
-import type { NotReadyReason } from "./readiness-checks.js";
+import { isDegradation, type NotReadyReason } from "./readiness-checks.js";
 
 /**
  * The admin listener's three routes, on a port of their own (the API allows no other path on the
  * broker's origin):
  *   GET /healthz  200 while the process runs (liveness)
  *   GET /readyz   200 when ready; 503 while starting or draining, or with `reasons` when the
- *                 broker listens but cannot mint (load-balancer and orchestrator readiness check)
+ *                 broker listens but cannot mint (load-balancer and orchestrator readiness check);
+ *                 200 with `degraded` when it mints without a store
  *   GET /metrics  Prometheus text exposition
  * Anything else 404, another method 405. No body is read, nothing secret is served.
  */
@@ -25,7 +26,10 @@ export function adminListener(options: { metrics: Metrics; readiness: Readiness;
       const state = options.readiness.state;
       if (state !== "ready" || !options.checks) return send(res, state === "ready" ? 200 : 503, { status: state });
       options.checks().then(
-        (reasons) => send(res, reasons.length === 0 ? 200 : 503, reasons.length === 0 ? { status: "ready" } : { status: "not_ready", reasons }),
+        (reasons) => {
+          if (reasons.some((reason) => !isDegradation(reason))) return send(res, 503, { status: "not_ready", reasons });
+          send(res, 200, reasons.length === 0 ? { status: "ready" } : { status: "ready", degraded: reasons });
+        },
         () => send(res, 503, { status: "not_ready", reasons: [{ reason: "check_failed" }] }),
       );
       return;

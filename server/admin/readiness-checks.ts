@@ -4,7 +4,8 @@ import type { PlatformSettings } from "../settings.js";
 /**
  * Why a listening broker still cannot mint: /readyz answers 503 with these, so an orchestrator
  * routes no job to it. Names settings and issuers only, never a value (a store URL may hold a
- * password).
+ * password). `store_unreachable` alone is not one of them: /token goes on without its stores, so
+ * it is told in a 200's `degraded` (isDegradation), lest one Redis outage empty the load balancer.
  */
 export type NotReadyReason =
   | { reason: "app_not_configured"; platform: PlatformSettings["name"]; missing: string[]; problem?: string }
@@ -13,6 +14,11 @@ export type NotReadyReason =
   | { reason: "key_set_not_fetched"; platform: PlatformSettings["name"]; issuer: string };
 
 type StoreSetting = "SERVICE_JWKS_CACHE" | "LEGACY_QUOTA_KV" | "WEBHOOK_QUEUE";
+
+/** A reason /token is served without (docs/deploying.md#6-health-checks-and-scraping): told, never a 503 by itself. */
+export function isDegradation(reason: NotReadyReason): boolean {
+  return reason.reason === "store_unreachable";
+}
 
 /** Upper bound on a key-set fetch a probe waits for: under a Kubernetes probe's default 1 s timeout. The fetch goes on after it. */
 export const PROBE_WAIT_MS = 800;
@@ -51,7 +57,7 @@ export function readinessChecks(ctx: BrokerContext, options: { probeWaitMs?: num
         probe = store ? store.reachable() : Promise.resolve(false);
         reachable.set(url, probe);
       }
-      return [probe.then((ok) => (ok ? null : setting))];
+      return [probe.then((ok) => [setting, ok] as const)];
     });
 
     const snapshot = ctx.jwksSnapshot(settings);
@@ -62,7 +68,10 @@ export function readinessChecks(ctx: BrokerContext, options: { probeWaitMs?: num
       return held ? null : platform;
     });
 
-    for (const setting of await Promise.all(probes)) if (setting) reasons.push({ reason: "store_unreachable", setting });
+    for (const [setting, up] of await Promise.all(probes)) {
+      ctx.metrics.storeReachable.set({ setting }, up ? 1 : 0);
+      if (!up) reasons.push({ reason: "store_unreachable", setting });
+    }
     for (const platform of await Promise.all(keySets)) if (platform) reasons.push({ reason: "key_set_not_fetched", platform: platform.name, issuer: platform.issuer });
     return reasons;
   };

@@ -3,6 +3,7 @@ import { parseArgs } from "node:util";
 import { doctorCommand } from "./doctor-command.js";
 import { releasesCommand, type CommandIo } from "./releases-command.js";
 import { dashboardCommand } from "../dashboard/dashboard-command.js";
+import { stopWithParent } from "./stop-with-parent.js";
 
 const USAGE = `Usage: tokensmith serve
        tokensmith --version
@@ -97,6 +98,7 @@ export async function main(): Promise<void> {
     // The broker's entry: listens, and stops on SIGTERM (server/main.ts).
     serve: async () => {
       await import("../main.js");
+      stopWithParent();
     },
     stopped: () => new Promise((resolve) => {
       process.once("SIGINT", resolve);

@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, RequestHandler } from "express";
 import { BrokerError } from "../../shared/broker-error.js";
 import type { Logger } from "../log.js";
+import { auditDenial } from "../token/audit-denial.js";
 import { sendJson } from "./send-json.js";
 
 /** The one place where errors become the API's JSON bodies. */
@@ -20,6 +21,7 @@ export function errorHandler(log: Logger): ErrorRequestHandler {
     } else if (brokerError.status >= 500) {
       log.warn({ code: brokerError.code, detail: brokerError.message, route: req.path, request_id: res.locals.requestId }, "upstream or configuration failure");
     }
+    if (brokerError) auditDenial(log, brokerError, res);
     const answer = brokerError ?? new BrokerError("internal_error");
     res.locals.errorCode = answer.code;
     if (answer.retryAfter !== undefined) res.setHeader("Retry-After", String(answer.retryAfter));

@@ -3,6 +3,18 @@ import type { Request, RequestHandler, Response } from "express";
 import type { Logger } from "../log.js";
 import type { Metrics } from "../metrics.js";
 
+/**
+ * An incoming `X-Request-Id` the broker can carry as it is (a load balancer's or the caller's, so
+ * one id follows a request across systems); anything else could forge or break log lines.
+ */
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
+
+/** The caller's request id when it is a safe one, else a fresh UUID. */
+export function requestIdOf(req: Request): string {
+  const incoming = req.headers["x-request-id"];
+  return typeof incoming === "string" && SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+}
+
 /** Logged as the status of a request whose caller went away before its answer was sent (nginx's 499). */
 export const ABANDONED_STATUS = 499;
 
@@ -28,7 +40,7 @@ export function requestLog(options: RequestLogOptions): RequestHandler {
   const { log, now, deadlineMs, onDeadline, metrics } = options;
   return (req, res, next) => {
     const started = now();
-    const requestId = randomUUID();
+    const requestId = requestIdOf(req);
     res.locals.requestId = requestId;
     res.locals.deadlineAt = started + deadlineMs;
     res.setHeader("X-Request-Id", requestId);

@@ -1,18 +1,26 @@
+import type { StoreBreaker } from "./store-breaker.js";
+
 /**
  * One store call bounded by `timeoutMs`, never throwing: a timeout or an error is told to `warn`
- * and answered with `fallback` (the broker then behaves as if the binding were unset).
+ * and answered with `fallback` (the broker then behaves as if the binding were unset). With a
+ * `breaker`, a call while it is open answers `fallback` at once (a `probe` call tries anyway), and
+ * each outcome is told to it.
  */
-export function boundedCall(timeoutMs: number, warn: (op: string, error: unknown) => void) {
-  return async <R>(op: string, fallback: R, run: () => Promise<R>): Promise<R> => {
+export function boundedCall(timeoutMs: number, warn: (op: string, error: unknown) => void, breaker?: StoreBreaker) {
+  return async <R>(op: string, fallback: R, run: () => Promise<R>, options: { probe?: boolean } = {}): Promise<R> => {
+    if (breaker?.skipping() && !options.probe) return fallback;
     let timer: NodeJS.Timeout | undefined;
     try {
-      return await Promise.race([
+      const result = await Promise.race([
         run(),
         new Promise<R>((_, reject) => {
           timer = setTimeout(() => reject(new Error("timeout")), timeoutMs);
         }),
       ]);
+      breaker?.succeeded();
+      return result;
     } catch (error) {
+      breaker?.failed();
       warn(op, error);
       return fallback;
     } finally {

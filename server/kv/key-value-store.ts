@@ -46,7 +46,7 @@ export function openKeyValueStore(url: string, namespace: string, options: Store
   keyv.on("error", (error: unknown) => warn("event", error));
   own?.redis.on("error", (error: unknown) => warn("event", error));
 
-  const bounded = boundedCall(options.timeoutMs, warn);
+  const bounded = boundedCall(options.timeoutMs, warn, (connection ?? own)?.breaker);
 
   return {
     url,
@@ -61,7 +61,7 @@ export function openKeyValueStore(url: string, namespace: string, options: Store
       const key = `readyz-probe:${nonce}`;
       if (!(await keyv.set(key, nonce, 10_000))) return false;
       return (await keyv.get<string>(key)) === nonce;
-    }),
+    }, { probe: true }),
     close: async () => {
       own?.close();
     },

@@ -37,7 +37,7 @@ export function openLeaseLock(url: string, options: { log: Logger; timeoutMs: nu
   const warn = throttledWarning((op, error) => options.log.warn({ store: redactUrl(url), op, err: error instanceof Error ? error.name : "unknown" }, "lease lock unavailable; going on without it"));
   own?.redis.on("error", (error: unknown) => warn("event", error));
 
-  const call = boundedCall(options.timeoutMs, warn);
+  const call = boundedCall(options.timeoutMs, warn, (connection ?? own)!.breaker);
   // A first call connects: the connection counts against the call's bound.
   const bounded = <R>(op: string, fallback: R, run: () => Promise<R>): Promise<R> =>
     call(op, fallback, async () => {

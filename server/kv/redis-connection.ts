@@ -1,4 +1,5 @@
 import { Redis } from "ioredis";
+import { createStoreBreaker, type StoreBreaker } from "./store-breaker.js";
 
 /**
  * The broker's one Redis client library (ioredis, which BullMQ needs too) and one connection per
@@ -9,6 +10,8 @@ import { Redis } from "ioredis";
  */
 export interface RedisConnection {
   readonly redis: Redis;
+  /** Shared by every store and lock on this connection: one failure skips them all for a while. */
+  readonly breaker: StoreBreaker;
   /** Connects on the first call; resolves when connected (rejects when the attempt fails). */
   ready(): Promise<void>;
   close(): void;
@@ -30,6 +33,7 @@ export function openRedisConnection(url: string, options: { timeoutMs: number })
   let connecting: Promise<void> | undefined;
   return {
     redis,
+    breaker: createStoreBreaker(),
     async ready() {
       if (redis.status === "wait") connecting ??= redis.connect().finally(() => (connecting = undefined));
       if (connecting) await connecting;

@@ -46,7 +46,7 @@ export function policyFileKey(apiBase: string, subject: { repositoryId: number }
   return "repositoryId" in subject ? `${apiBase}\u0000repo:${subject.repositoryId}` : `${apiBase}\u0000owner:${subject.ownerId}`;
 }
 
-export function createPolicyFiles(options: { now: () => number; maxEntries?: number }) {
+export function createPolicyFiles(options: { now: () => number; maxEntries?: number; onLookup?: (hit: boolean) => void }) {
   const local = new Map<string, FileState>();
   const inFlight = new Map<string, Promise<FileState>>();
   // Bumped by each drop: a read that was already under way when a push arrived is not kept (it may
@@ -73,7 +73,9 @@ export function createPolicyFiles(options: { now: () => number; maxEntries?: num
       } else {
         known = local.get(key);
       }
-      if (known && now - known.at < ttlMs) return known;
+      const fresh = known !== undefined && now - known.at < ttlMs;
+      options.onLookup?.(fresh); // a miss joining a read under way is a miss too: it waits for the platform
+      if (fresh) return known!;
       let running = inFlight.get(key);
       if (!running) {
         const generation = drops.get(key) ?? 0;

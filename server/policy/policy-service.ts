@@ -8,13 +8,13 @@ import type { PolicyKind } from "./policy-types.js";
 import { createReaderTokens } from "./reader-tokens.js";
 import { createTargetRepositories } from "./target-repositories.js";
 
-export function createPolicyService(options: { now: () => number }) {
+export function createPolicyService(options: { now: () => number; onFileLookup?: (hit: boolean) => void }) {
   let compiler: ReturnType<typeof createPolicyCompiler> | undefined;
   const compiledBySha = new Map<string, PolicyCompile>();
   let sealKeyFor: { pem: string; key: Buffer } | undefined;
   return {
     readers: createReaderTokens({ now: options.now }),
-    files: createPolicyFiles({ now: options.now }),
+    files: createPolicyFiles({ now: options.now, onLookup: options.onFileLookup }),
     /** Other repositories a /token request names, by name → id (target-repositories.ts). */
     targets: createTargetRepositories({ now: options.now }),
     /** The key that seals policy states in the shared store (policy-files.ts), derived once per App key. */

@@ -13,6 +13,7 @@ import { readRuleField } from "../policy/read-rule-field.js";
 import { permissionsToMint } from "../token/permissions-to-mint.js";
 import { readTokenRequest } from "../token/read-token-request.js";
 import { claimOidcToken } from "../token/claim-oidc-token.js";
+import { rememberVerifiedCaller } from "../token/audit-denial.js";
 import { checkAllowlist, matchRepository, readRepositoryIdentity, requireApp, requireTokenPermissions, trustedPlatforms } from "../token/trust.js";
 
 /**
@@ -41,6 +42,7 @@ export function tokenRoute(ctx: BrokerContext): RequestHandler {
       now: ctx.now,
       snapshot: ctx.jwksSnapshot(settings),
     });
+    rememberVerifiedCaller(res, { repository: claims.repository as string | undefined, rule, issuer: claims.iss as string, sub: claims.sub });
     const ids = readRepositoryIdentity(claims);
     const repository = matchRepository(claims.repository, body.owner, body.repo);
     checkAllowlist(settings.allowedRepositories, repository);

@@ -138,7 +138,7 @@ function handleDelivery(ctx: BrokerContext, queues: ReturnType<typeof createPush
       const settings = ctx.settings();
       const store = ctx.stores.get(settings.releasesKvUrl, "tokensmith-deliveries");
       const mark = { id: deliveryId, bodyDigest: res.locals.bodyDigest as string };
-      const queued = await (await queues.get(settings.webhookQueueUrl)).checks.enqueue(pr, mark, store, ctx.stores.lockFor(settings.releasesKvUrl));
+      const queued = await reportUnqueued(ctx, { event, delivery: deliveryId, repository: `${pr.owner}/${pr.repo}`, request_id: requestId }, async () => (await queues.get(settings.webhookQueueUrl)).checks.enqueue(pr, mark, store, ctx.stores.lockFor(settings.releasesKvUrl)));
       if (queued !== "queued") {
         ctx.log.info({ event, delivery: deliveryId, repository: `${pr.owner}/${pr.repo}`, request_id: requestId, seen: queued }, "pull_request delivery already acted on: not acted on again");
         return void answer({ ok: true, event: "pull_request", skipped: "duplicate_delivery", duplicate: true });
@@ -166,7 +166,7 @@ function handleDelivery(ctx: BrokerContext, queues: ReturnType<typeof createPush
     requireApp(settings.main);
 
     const store = ctx.stores.get(settings.releasesKvUrl, "tokensmith-deliveries");
-    const queued = await (await queues.get(settings.webhookQueueUrl)).push.enqueue(push, { id: deliveryId, bodyDigest: res.locals.bodyDigest as string }, store, ctx.stores.lockFor(settings.releasesKvUrl));
+    const queued = await reportUnqueued(ctx, { event, delivery: deliveryId, repository: push.repository, request_id: requestId }, async () => (await queues.get(settings.webhookQueueUrl)).push.enqueue(push, { id: deliveryId, bodyDigest: res.locals.bodyDigest as string }, store, ctx.stores.lockFor(settings.releasesKvUrl)));
     if (queued === "replayed") {
       // The same signed body under another id within the day: a replay, or a copy sent twice. Answered as a duplicate (docs/api.md#post-webhook).
       ctx.log.warn({ event, delivery: deliveryId, repository: push.repository, request_id: requestId }, "push body already seen under another delivery id: not acted on again");
@@ -179,6 +179,22 @@ function handleDelivery(ctx: BrokerContext, queues: ReturnType<typeof createPush
     ctx.log.info({ event, delivery: deliveryId, repository: push.repository, branch: push.branch, request_id: requestId }, "push queued");
     answer({ ok: true, event: "push", queued: true, repository: push.repository, branch: push.branch, delivery: deliveryId ?? null }, 202);
   };
+}
+
+/**
+ * A delivery the durable queue could not take (503 webhook_queue_unavailable) is lost unless someone
+ * redelivers it: GitHub does not retry a failed delivery by itself. Logged at error level with its
+ * delivery id, so the operator can redeliver it once Redis is back (docs/operations.md#redis-outages).
+ */
+async function reportUnqueued<T>(ctx: BrokerContext, delivery: { event: string; delivery: string | undefined; repository: string; request_id: string | undefined }, enqueue: () => Promise<T>): Promise<T> {
+  try {
+    return await enqueue();
+  } catch (error) {
+    if (error instanceof BrokerError && error.code === "webhook_queue_unavailable") {
+      ctx.log.error({ ...delivery, code: error.code }, "webhook delivery not queued (WEBHOOK_QUEUE's Redis unavailable): redeliver it from the App's Recent Deliveries once Redis is back");
+    }
+    throw error;
+  }
 }
 
 /** The account id of an installation delivery (`installation.account.id`); undefined when it names none. */

@@ -8,7 +8,7 @@ import { CHECK_RUN_CONCURRENCY, CHECK_RUN_QUEUE_LIMIT, headSubject, runCheckRunJ
 import type { CheckRunShare } from "./check-run-share.js";
 import type { DeliveryMark } from "./memory-claims.js";
 import { claimInRedis, claimKeys } from "./redis-claims.js";
-import type { QueueRedis } from "./redis-queue.js";
+import { QUEUE_RETRY_AFTER_S, type QueueRedis } from "./redis-queue.js";
 
 const QUEUE_NAME = "check-run";
 /** Finished jobs are kept this long (seconds) for an operator to look at. */
@@ -65,7 +65,7 @@ export function createRedisCheckRunQueue(ctx: BrokerContext, redis: QueueRedis, 
         return "queued";
       } catch (error) {
         await claim?.undo();
-        throw new BrokerError("internal_error", { detail: "check-run queue unavailable", cause: error });
+        throw new BrokerError("webhook_queue_unavailable", { detail: "check-run queue unavailable", cause: error, retryAfter: QUEUE_RETRY_AFTER_S });
       }
     },
     async close() {

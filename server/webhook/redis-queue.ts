@@ -15,6 +15,8 @@ const QUEUE_NAME = "push";
 const PROGRESS_TTL_S = 24 * 3600;
 /** Upper bound on queuing one delivery (claim + add): past it the delivery is answered 500. */
 const ENQUEUE_TIMEOUT_MS = 5_000;
+/** Retry-After of a 503 webhook_queue_unavailable: a Redis restart is usually over by then. */
+export const QUEUE_RETRY_AFTER_S = 30;
 /** Upper bound on stopping the worker at shutdown (the process exits 1 after 9 s anyway). */
 const CLOSE_TIMEOUT_MS = 5_000;
 
@@ -138,7 +140,7 @@ export function createRedisQueue(ctx: BrokerContext, raw: string): PushQueue & {
         return "queued";
       } catch (error) {
         await claim?.undo();
-        throw new BrokerError("internal_error", { detail: "webhook queue unavailable", cause: error });
+        throw new BrokerError("webhook_queue_unavailable", { detail: "webhook queue unavailable", cause: error, retryAfter: QUEUE_RETRY_AFTER_S });
       }
     },
     async close() {
