@@ -150,7 +150,8 @@ try {
   }
 } finally {
   await run("podman", ["unpause", container("broker-b")], {}, { allowFail: true });
-  await run("podman-compose", ["--podman-path", SHIM, "-p", project, "-f", COMPOSE, "down", "-t", "2"], env, { allowFail: true });
+  // -v: the project's Redis volume goes too, so a run leaves nothing behind.
+  await run("podman-compose", ["--podman-path", SHIM, "-p", project, "-f", COMPOSE, "down", "-v", "-t", "2"], env, { allowFail: true });
   await run("podman", ["network", "rm", "-f", `${project}_default`], {}, { allowFail: true }); // made by podman-compose, used by none
   rmSync(work, { recursive: true, force: true });
   await sim.close();

@@ -17,7 +17,8 @@ if ! command -v podman-compose >/dev/null; then
   fi
 fi
 if [ -z "${TOKENSMITH_REDIS_IMAGE:-}" ]; then
-  export TOKENSMITH_REDIS_IMAGE=localhost/tokensmith-redis:bookworm
+  # Tagged by the Containerfile's digest: a changed Containerfile builds a new image, never reuses an old one.
+  export TOKENSMITH_REDIS_IMAGE="localhost/tokensmith-redis:bookworm-$(sha256sum deploy/redis/Containerfile | cut -c1-12)"
   if ! podman image exists "$TOKENSMITH_REDIS_IMAGE"; then
     podman build --quiet --format docker --network host --pull=never \
       -t "$TOKENSMITH_REDIS_IMAGE" -f deploy/redis/Containerfile deploy/redis >/dev/null
