@@ -13,6 +13,8 @@ const config: Config = {
   },
   testTimeout: 30000,
   globalSetup: "<rootDir>/test/support/global-setup.ts",
+  // Node 22's VM contexts lack Symbol.asyncDispose (test/support/dispose-symbols.ts).
+  setupFiles: ["<rootDir>/test/support/dispose-symbols.ts"],
   globalTeardown: "<rootDir>/test/support/log-scan.ts",
   // The default output, then the run's slowest files (issue 26: a slow file is named every run).
   reporters: ["default", "<rootDir>/test/support/slowest-reporter.js"],

@@ -39,6 +39,8 @@ describe("BullMQ", () => {
     const answer = await sendPush(broker.url, SECRET, "octo-org/app", 1);
     expect(answer.status).toBe(500);
     expect(answer.body).toMatchObject({ error: "internal_error" });
+    // The log line is written beside the answer, not before it: wait for it (5 s at most).
+    for (let waited = 0; waited < 5000 && !broker.lines.join("\n").includes("may not be loaded"); waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
     expect(broker.lines.join("\n")).toContain("bullmq may not be loaded in this process");
   });
 });
