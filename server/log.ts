@@ -1,7 +1,7 @@
 import { hash } from "node:crypto";
 import { pino, stdSerializers, type Logger, type DestinationStream } from "pino";
 import { createTurnWriter } from "./log-destination.js";
-import { redactUrlCredentials } from "./redact-url.js";
+import { redactUrlCredentials } from "../shared/redact-url.js";
 
 export type { Logger };
 

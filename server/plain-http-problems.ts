@@ -1,5 +1,5 @@
-import { isLoopbackHost } from "./loopback-address.js";
-import { redactUrl } from "./redact-url.js";
+import { isLoopbackHost } from "../shared/loopback-address.js";
+import { redactUrl } from "../shared/redact-url.js";
 import type { Settings } from "./settings.js";
 
 /**

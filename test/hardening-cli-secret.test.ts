@@ -8,7 +8,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { doctorCommand } from "../server/cli/doctor-command.js";
-import { redactUrl, redactUrlCredentials } from "../server/redact-url.js";
+import { redactUrl, redactUrlCredentials } from "../shared/redact-url.js";
 import { loopbackOnlyFetch } from "./support/broker.js";
 import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
 import { spawnBroker } from "./support/spawn-broker.js";

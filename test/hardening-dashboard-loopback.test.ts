@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from "@jest/globals";
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { isLoopbackHost, isLoopbackHostHeader } from "../server/loopback-address.js";
+import { isLoopbackHost, isLoopbackHostHeader } from "../shared/loopback-address.js";
 import { rawRequest } from "./support/raw-request.js";
 
 const BIN = fileURLToPath(new URL("../bin/tokensmith.js", import.meta.url));

@@ -1,5 +1,5 @@
 import type { ReleasesResponse } from "../../shared/types.js";
-import { redactUrlCredentials } from "../redact-url.js";
+import { redactUrlCredentials } from "../../shared/redact-url.js";
 import { explainError } from "./explain-error.js";
 import { formatReleasesTable } from "./format-releases-table.js";
 

@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import type { CommandIo } from "../cli/releases-command.js";
-import { isLoopbackHost } from "../loopback-address.js";
+import { isLoopbackHost } from "../../shared/loopback-address.js";
 import { startDashboard } from "./start-dashboard.js";
 
 export const DASHBOARD_USAGE = `Usage: tokensmith dashboard --broker URL [--port 8081] [--host 127.0.0.1]

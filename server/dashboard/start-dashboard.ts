@@ -1,6 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { isLoopbackHost, isLoopbackHostHeader } from "../loopback-address.js";
+import { isLoopbackHost, isLoopbackHostHeader } from "../../shared/loopback-address.js";
 import { createDashboard, type DashboardDeps } from "./create-dashboard.js";
 
 export interface RunningDashboard {

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import Keyv from "keyv";
 import type { Logger } from "../log.js";
-import { redactUrl } from "../redact-url.js";
+import { redactUrl } from "../../shared/redact-url.js";
 import { boundedCall, throttledWarning } from "./bounded-call.js";
 import { openLeaseLock, type LeaseLock } from "./lease-lock.js";
 import { isRedisUrl, openRedisConnection, type RedisConnection } from "./redis-connection.js";

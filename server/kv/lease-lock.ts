@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "../log.js";
-import { redactUrl } from "../redact-url.js";
+import { redactUrl } from "../../shared/redact-url.js";
 import { boundedCall, throttledWarning } from "./bounded-call.js";
 import { openRedisConnection, type RedisConnection } from "./redis-connection.js";
 

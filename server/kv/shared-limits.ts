@@ -1,5 +1,5 @@
 import type { Logger } from "../log.js";
-import { redactUrl } from "../redact-url.js";
+import { redactUrl } from "../../shared/redact-url.js";
 import { boundedCall, throttledWarning } from "./bounded-call.js";
 import type { RedisConnection } from "./redis-connection.js";
 

@@ -1,7 +1,7 @@
 import type { AppCredentials } from "../../app-credentials.js";
 import { createAppJwtSigner } from "../../github/app-jwt.js";
 import { createPlatformClient, type PlatformClient } from "../../github/platform-client.js";
-import { redactUrl } from "../../redact-url.js";
+import { redactUrl } from "../../../shared/redact-url.js";
 import type { PlatformSettings } from "../../settings.js";
 import type { PolicyMode } from "../../policy/decide-policy.js";
 import { fail, ok, warn, whyFailed, type CheckResult } from "./check-result.js";

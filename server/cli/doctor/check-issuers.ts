@@ -1,5 +1,5 @@
 import { fetchText } from "../../github/platform-request.js";
-import { redactUrl } from "../../redact-url.js";
+import { redactUrl } from "../../../shared/redact-url.js";
 import { fail, ok, whyFailed, type CheckResult } from "./check-result.js";
 
 /** Each trusted issuer's discovery document and key set answer, as the broker fetches them. Every URL shown without its credentials. */

@@ -1,4 +1,4 @@
-import { redactUrlCredentials } from "../../redact-url.js";
+import { redactUrlCredentials } from "../../../shared/redact-url.js";
 
 /** One line of `tokensmith doctor`: ok, FAIL, or warn (worth knowing, not a failure). Never a secret. */
 export interface CheckResult {

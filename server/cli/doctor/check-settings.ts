@@ -1,5 +1,5 @@
 import { settingsProblems } from "../../settings-problems.js";
-import { redactUrl } from "../../redact-url.js";
+import { redactUrl } from "../../../shared/redact-url.js";
 import type { Env, Settings } from "../../settings.js";
 import { fail, ok, warn, type CheckResult } from "./check-result.js";
 

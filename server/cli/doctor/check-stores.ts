@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { openKeyValueStore } from "../../kv/key-value-store.js";
-import { redactUrl } from "../../redact-url.js";
+import { redactUrl } from "../../../shared/redact-url.js";
 import type { Logger } from "../../log.js";
 import { fail, ok, type CheckResult } from "./check-result.js";
 
