@@ -77,8 +77,12 @@ version="${VERSION:-$(node -p 'require("./package.json").version')}"
 revision="${REVISION:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}"
 created="${CREATED:-$(git log -1 --format=%cI 2>/dev/null || date -u +%Y-%m-%dT%H:%M:%SZ)}"
 source="${SOURCE:-$(git remote get-url origin 2>/dev/null | sed -E 's#^git@github.com:#https://github.com/#; s#\.git$##' || true)}"
-labels=(--build-arg VERSION="$version" --build-arg REVISION="$revision" --build-arg CREATED="$created")
-if [ -n "$source" ]; then labels+=(--build-arg SOURCE="$source"); fi
+# As build arguments (the Containerfile's LABEL, what buildx uses) and as --label too: podman 4.3's
+# layer cache reuses a LABEL step whose ARG values changed, --label is applied on every build.
+labels=(--build-arg VERSION="$version" --build-arg REVISION="$revision" --build-arg CREATED="$created"
+  --label org.opencontainers.image.version="$version" --label org.opencontainers.image.revision="$revision"
+  --label org.opencontainers.image.created="$created")
+if [ -n "$source" ]; then labels+=(--build-arg SOURCE="$source" --label org.opencontainers.image.source="$source"); fi
 
 echo "== image $image on $BASE" >&2
 pull=()

@@ -79,6 +79,9 @@ try {
     `OCI labels: source ${oci("source")}, revision ${oci("revision")}, version ${oci("version")}, created ${oci("created")}, licenses ${oci("licenses")}`);
   check(oci("version") === pkg.version && oci("licenses") === pkg.license && !Number.isNaN(Date.parse(oci("created"))),
     `the labels agree with package.json (version ${pkg.version}, licence ${pkg.license}) and created is a date`);
+  // Built from this checkout (deploy/build-image.sh, the release): the revision is its commit.
+  const head = await run("git", ["rev-parse", "HEAD"], {}, { allowFail: true }).catch(() => ({ code: 1, out: "" }));
+  if (head.code === 0) check(oci("revision") === head.out, `the revision label is this checkout's commit (${head.out})`);
   const healthcheck = inspected.Healthcheck ?? config.Healthcheck;
   check(Array.isArray(healthcheck?.Test) && healthcheck.Test.join(" ").includes("/healthz"), "HEALTHCHECK on /healthz survives in the image (--format docker)");
 
