@@ -15,7 +15,7 @@ test("the release job's action gets a token for its own repository", async () =>
   assert.equal(run.exitCode, 0, run.log.join("\n"));
   assert.equal(run.outputs.repository, "octo-org/app");
   assert.ok(run.outputs.token);
-  assert.deepEqual(sandbox.platform.mints.at(-1).repositories, ["octo-org/app"]);
+  assert.deepEqual(sandbox.platform.mints.at(-1).repositories, ["app"]);
 });
 
 test("a job's OIDC token buys an installation token at /token", async () => {

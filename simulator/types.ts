@@ -236,6 +236,7 @@ export interface InstallationState {
 export interface IssuedToken {
   installationId: number;
   permissions: Record<string, string>;
+  /** The names in the installation's account the token covers (`["app"]`), or `"all"`: the form of tokensmith/testing's `Mint.repositories`. */
   repositories: string[] | "all";
   expiresAt: Date;
   revoked: boolean;

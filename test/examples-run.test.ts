@@ -139,7 +139,7 @@ describe("the example workflows, run against the sandbox", () => {
     const sha = await pushTag(APP, "v1.3.0");
     const result = await run(workflow, "release", tagJob("v1.3.0", sha, "release-two-repositories"));
     expectOk(result);
-    expect(sandbox.platform.mints.at(-1)?.repositories).toEqual([APP, WEBSITE]);
+    expect(sandbox.platform.mints.at(-1)?.repositories).toEqual(["app", "website"]);
     expect((await releaseOf(APP, "v1.3.0")).body).toMatchObject({ tag_name: "v1.3.0", draft: false });
     // The website moved by one commit, made by the App through the contents API and signed.
     const head = sandbox.simulator.git.head(WEBSITE, "main")!;

@@ -61,7 +61,7 @@ describe("other repositories (the repositories input) in the sandbox", () => {
     const run = await sandbox.runAction({ job: { ref: "refs/tags/v1.2.0", event_name: "push" }, inputs: { repositories: "docs" } });
     expect(run.exitCode).toBe(0);
     expect(run.outputs.repositories).toBe("octo-org/app,octo-org/docs");
-    expect(sandbox.platform.mints.at(-1)).toMatchObject({ repositories: ["octo-org/app", "octo-org/docs"], permissions: { contents: "write" } });
+    expect(sandbox.platform.mints.at(-1)).toMatchObject({ repositories: ["app", "docs"], permissions: { contents: "write" } });
     expect(permissionsOf(run.outputs.token)).toEqual({ contents: "write" });
 
     await sandbox.setPolicy("octo-org/docs", null);

@@ -173,7 +173,7 @@ async function expectNarrowedMint(step: Step, env: Record<string, string>, wante
   const run = await sandbox.runAction({ inputs, job: { repository: REPOSITORY, ref: "refs/tags/v0.2.0", workflow: "release" }, post: true });
   for (const name of others) await sandbox.setPolicy(`octo-org/${name}`, null);
   expect(run.exitCode).toBe(0);
-  expect(sandbox.platform.mints.at(-1)).toMatchObject({ repositories: [REPOSITORY, ...others.map((name) => `octo-org/${name}`)], permissions: wanted });
+  expect(sandbox.platform.mints.at(-1)).toMatchObject({ repositories: [REPOSITORY.split("/")[1], ...others], permissions: wanted });
   expect(run.outputs.repositories).toBe([REPOSITORY, ...others.map((name) => `octo-org/${name}`)].join(","));
   expect(JSON.parse(run.outputs.permissions!)).toEqual(wanted);
 }

@@ -10,7 +10,7 @@ describe("sandbox.logs, mints' purpose, a fault on the job's mint only", () => {
     const run = await sandbox.runAction({ job: { repository: "octo-org/app" } });
     expect(run.exitCode).toBe(0);
     expect(sandbox.platform.mints.map((m) => [m.purpose, m.status])).toEqual([["policy-reader", 201], ["repositories", 201]]);
-    expect(sandbox.platform.mints[1]!.repositories).toEqual(["octo-org/app"]);
+    expect(sandbox.platform.mints[1]!.repositories).toEqual(["app"]);
     expect(sandbox.logs.length).toBeGreaterThan(0);
     const lines = sandbox.logs.map((line) => JSON.parse(line) as { service?: string; msg?: string });
     expect(lines.every((line) => line.service === "tokensmith")).toBe(true);

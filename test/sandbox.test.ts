@@ -27,7 +27,7 @@ describe("startSandbox", () => {
     const { status, body } = await postJson(`${sandbox.brokerUrl}/token`, { oidcToken, owner: "octo-org", repo: "docs" });
     expect(status).toBe(200);
     expect(body.repository).toBe("octo-org/docs");
-    expect(sandbox.platform.mints.at(-1)).toMatchObject({ installationId: sandbox.installationId, status: 201, repositories: ["octo-org/docs"] });
+    expect(sandbox.platform.mints.at(-1)).toMatchObject({ installationId: sandbox.installationId, status: 201, repositories: ["docs"] });
   });
 
   it("the runner's ID-token endpoint answers with a token the broker accepts", async () => {

@@ -7,8 +7,12 @@ export interface Mint {
   installationId: number;
   /** The HTTP status the platform answered. */
   status: number;
-  /** The repositories the token is scoped to, `owner/name`, as the platform answered; undefined: all. */
-  repositories?: string[];
+  /**
+   * The repositories the token covers, in the simulator's form (`IssuedToken.repositories`): the
+   * names in the installation's account (`["app"]`), or `"all"` for a token over the whole
+   * installation; `[]` when the platform refused (no token).
+   */
+  repositories: string[] | "all";
   /** The permissions asked for. */
   permissions?: Record<string, string>;
   /** Why the broker minted it, read from what it asked for (see {@link mintPurpose}). */
@@ -81,9 +85,10 @@ export function createPlatformView(sim: Simulator): PlatformView {
         const id = r.method === "POST" ? MINT_PATH.exec(r.path)?.[1] : undefined;
         if (!id) return [];
         const asked = (r.body ?? {}) as { permissions?: Record<string, string> };
-        const answer = (r.response?.body ?? {}) as { repositories?: Array<{ full_name?: string }> };
-        const repositories = Array.isArray(answer.repositories) ? answer.repositories.map((repo) => String(repo.full_name)) : undefined;
-        return [{ installationId: Number(id), status: r.response?.status ?? 0, repositories, permissions: asked.permissions, purpose: mintPurpose(r.body) }];
+        const status = r.response?.status ?? 0;
+        const answer = (r.response?.body ?? {}) as { repositories?: Array<{ name?: string }> };
+        const repositories = status !== 201 ? [] : Array.isArray(answer.repositories) ? answer.repositories.map((repo) => String(repo.name)) : "all" as const;
+        return [{ installationId: Number(id), status, repositories, permissions: asked.permissions, purpose: mintPurpose(r.body) }];
       });
     },
     get revocations() {

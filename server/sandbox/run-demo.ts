@@ -4,7 +4,7 @@
 // and /releases. Each step prints one line; tokens are masked.
 import { randomUUID } from "node:crypto";
 import { signatureFor } from "../webhook/verify-signature.js";
-import type { Sandbox } from "./start-sandbox.js";
+import type { JobClaims, Sandbox } from "./start-sandbox.js";
 
 export type DemoStep = { name: string; ok: boolean; detail: string };
 
@@ -52,7 +52,7 @@ export async function runDemo(sandbox: Sandbox, report: (step: DemoStep) => void
   // Trust policies (docs/policies.md): the repository says a pull-request job reads only and only a
   // tag push of release.yml writes. One narrowed token, one denial with its detail; then removed.
   await sandbox.setPolicy(repository, DEMO_POLICY);
-  const exchange = async (job: Record<string, unknown>) => {
+  const exchange = async (job: JobClaims) => {
     const response = await fetch(`${sandbox.brokerUrl}/token`, {
       method: "POST",
       headers: { "content-type": "application/json" },

@@ -48,22 +48,120 @@ export interface SandboxOptions {
   subjectFormat?: SimulatorOptions["subjectFormat"];
 }
 
-/** The claims of one CI job's OIDC token; anything else in the object is merged in as a claim. */
-export interface JobClaims {
+/**
+ * The claims GitHub Actions puts in a job's OIDC token, by GitHub's names and value forms
+ * (https://docs.github.com/actions/reference/security/oidc#oidc-token-claims). Every value is a
+ * string but the times (`iat`, `nbf`, `exp`: seconds since the epoch) and `aud`.
+ */
+export interface GitHubOidcClaims {
+  iss: string;
+  aud: string | string[];
+  /** GitHub builds it from the others (environment, pull request or ref) unless set. */
+  sub: string;
+  jti: string;
+  iat: number;
+  nbf: number;
+  exp: number;
+  /** `owner/name`. */
+  repository: string;
+  repository_owner: string;
+  repository_id: string;
+  repository_owner_id: string;
+  repository_visibility: "public" | "private" | "internal";
+  /** Only for a repository of an enterprise's organisation. */
+  enterprise?: string;
+  enterprise_id?: string;
+  /** `refs/heads/…`, `refs/tags/…` or `refs/pull/…/merge`. */
+  ref: string;
+  /** Follows `ref` unless set. */
+  ref_type: "branch" | "tag";
+  ref_protected: "true" | "false";
+  sha: string;
+  /** A pull request's head and base branches (empty otherwise). */
+  head_ref: string;
+  base_ref: string;
+  /** The event that started the workflow: `push`, `pull_request`, `workflow_dispatch`, `release`, … */
+  event_name: string;
+  /** The workflow's name. */
+  workflow: string;
+  /** `owner/name/.github/workflows/<file>@<ref>`. */
+  workflow_ref: string;
+  workflow_sha: string;
+  /** The workflow file the job runs (a reusable workflow's own ref when the job calls one); follows `workflow_ref` unless set. */
+  job_workflow_ref: string;
+  job_workflow_sha: string;
+  run_id: string;
+  run_number: string;
+  run_attempt: string;
+  actor: string;
+  actor_id: string;
+  /** Only when the job names an environment (absent otherwise, as GitHub does). */
+  environment?: string;
+  environment_node_id?: string;
+  runner_environment: "github-hosted" | "self-hosted";
+}
+
+/**
+ * The claims of one CI job's OIDC token: any of GitHub's by its own name (the rest are the
+ * defaults, docs/sandbox.md#a-jobs-claims), a claim set to `undefined` left out, and claims GitHub
+ * does not define (a custom `sub` template's, a test of a stray claim) under `custom`, merged in last as they are.
+ * A name GitHub does not use (`event` for `event_name`) is refused: it does not compile, and
+ * from JavaScript `mintJobToken`/`runAction` throw a TypeError naming it.
+ */
+export interface JobClaims extends Partial<Omit<GitHubOidcClaims, "aud">> {
   /** `owner/name` (default: the world's first repository). */
   repository?: string;
   /** Default `refs/heads/main`. */
   ref?: string;
-  /** The workflow's name (default `release`). */
+  /** The workflow's name (default `release`; `workflow_ref` follows it: `.github/workflows/<workflow>.yml`). */
   workflow?: string;
-  /** Default `tokensmith`, the broker's default audience. */
-  audience?: string;
-  [claim: string]: unknown;
+  /** The `aud` claim. Default `tokensmith`, the broker's default audience. */
+  audience?: string | string[];
+  /** Claims that are none of GitHub's, merged in last, as they are (they may also override one of GitHub's with a value of any type). */
+  custom?: Record<string, unknown>;
+}
+
+/** Every name {@link JobClaims} takes: GitHub's claims, `audience` and `custom` (the `satisfies` keeps it complete). */
+const JOB_CLAIM_NAMES: ReadonlySet<string> = new Set(Object.keys({
+  iss: true, sub: true, jti: true, iat: true, nbf: true, exp: true, repository: true, repository_owner: true,
+  repository_id: true, repository_owner_id: true, repository_visibility: true, enterprise: true,
+  enterprise_id: true, ref: true, ref_type: true, ref_protected: true, sha: true, head_ref: true,
+  base_ref: true, event_name: true, workflow: true, workflow_ref: true, workflow_sha: true,
+  job_workflow_ref: true, job_workflow_sha: true, run_id: true, run_number: true, run_attempt: true,
+  actor: true, actor_id: true, environment: true, environment_node_id: true, runner_environment: true,
+  audience: true, custom: true,
+} satisfies Record<keyof JobClaims, true>));
+
+/** A TypeError for a name {@link JobClaims} does not take (for JavaScript callers; TypeScript refuses it at compile time). */
+function checkJobClaims(job: object): void {
+  for (const name of Object.keys(job)) {
+    if (JOB_CLAIM_NAMES.has(name)) continue;
+    const near = [...JOB_CLAIM_NAMES].find((known) => known !== "custom" && (known.startsWith(`${name}_`) || known.endsWith(`_${name}`) || name.replace(/[-_]/g, "").toLowerCase() === known.replace(/_/g, "")));
+    throw new TypeError(`job claim "${name}" is none of GitHub's${near ? ` (did you mean "${near}"?)` : ""}; put a claim of your own under custom: { ${JSON.stringify(name)}: … }`);
+  }
+}
+
+/** The action's seven outputs (docs/action.md#outputs), each absent when the step did not set it (a failed step sets none). */
+export interface ActionOutputs {
+  /** The installation token (masked in the log). */
+  token?: string;
+  /** When it expires, ISO 8601 UTC (`2026-11-27T12:00:00Z`). */
+  "expires-at"?: string;
+  /** `owner/name` of the job's repository. */
+  repository?: string;
+  /** Every repository the token covers (`owner/name`, comma-separated, the job's first). */
+  repositories?: string;
+  /** The App's installation id (decimal). */
+  "installation-id"?: string;
+  /** The App's slug: its bot is `<slug>[bot]`. */
+  "app-slug"?: string;
+  /** The token's permissions as JSON (`{"contents":"write"}`). */
+  permissions?: string;
 }
 
 export interface ActionRun {
-  /** The step's outputs (`token`, `expires-at`, `repository`) as the runner read them. */
-  outputs: Record<string, string>;
+  /** The step's outputs as the runner read them. */
+  outputs: ActionOutputs;
   /** The step's log lines (stdout then stderr), with `::add-mask::` and other workflow commands. */
   log: string[];
   exitCode: number | null;
@@ -189,7 +287,8 @@ async function started(options: SandboxOptions, world: World, opened: Array<() =
   const firstRepository = `${world.organisation}/${world.repositories[0]!.name}`;
 
   const claimsFor = (job: JobClaims = {}): Partial<Claims> & Record<string, unknown> => {
-    const { repository = firstRepository, ref = "refs/heads/main", workflow = "release", audience = "tokensmith", ...rest } = job;
+    checkJobClaims(job);
+    const { repository = firstRepository, ref = "refs/heads/main", workflow = "release", audience = "tokensmith", custom = {}, ...rest } = job;
     const owner = repository.split("/")[0]!;
     return {
       repository,
@@ -199,6 +298,7 @@ async function started(options: SandboxOptions, world: World, opened: Array<() =
       workflow_ref: `${repository}/.github/workflows/${workflow}.yml@${ref}`,
       aud: audience,
       ...rest,
+      ...custom,
     };
   };
   const jobEnv = (job: JobClaims = {}): Record<string, string> => {
@@ -235,7 +335,7 @@ async function started(options: SandboxOptions, world: World, opened: Array<() =
     runnerEnv: jobEnv(),
     installationId,
     world,
-    mintJobToken: (claims) => sim.oidc.sign(claimsFor(claims)),
+    mintJobToken: async (claims) => sim.oidc.sign(claimsFor(claims)),
     async runAction({ inputs = {}, job, post = false } = {}) {
       const { aud: _audience, ...claims } = claimsFor(job);
       sim.actions.claims = claims;

@@ -25,3 +25,23 @@ export function headingAnchors(markdown: string): Set<string> {
   }
   return anchors;
 }
+
+/**
+ * The relative links of `document` (a path from the package's root, e.g. `docs/sandbox.md`) whose
+ * target is none of `shipped` (the package's file paths, as `npm pack --dry-run --json` lists them)
+ * and no directory holding one: links that lead nowhere in an installed package.
+ */
+export function linksOutsidePackage(document: string, markdown: string, shipped: readonly string[]): string[] {
+  const base = document.split("/").slice(0, -1);
+  return relativeLinks(markdown).filter((link) => {
+    const path = link.split("#")[0]!;
+    if (path === "") return false;
+    const parts = [...base];
+    for (const part of path.split("/")) {
+      if (part === "..") parts.pop();
+      else if (part !== "." && part !== "") parts.push(part);
+    }
+    const target = parts.join("/");
+    return !shipped.some((file) => file === target || file.startsWith(`${target}/`));
+  });
+}

@@ -117,7 +117,7 @@ async function steps(sandbox: Sandbox, gh: GhProxy, workflow: Workflow, job: Job
     } else if (step.uses && TOKENSMITH_ACTION.test(step.uses)) {
       const claims: JobClaims = { repository: String(github.repository), ref: String(github.ref), ...context.claims };
       const action = await sandbox.runAction({ inputs: { ...withs, ...(withs["broker-url"] !== undefined ? { "broker-url": sandbox.brokerUrl } : {}) }, job: claims });
-      if (step.id) outputs[step.id] = action.outputs;
+      if (step.id) outputs[step.id] = Object.fromEntries(Object.entries(action.outputs).filter((entry): entry is [string, string] => entry[1] !== undefined));
       result = { label, kind: "tokensmith", exitCode: action.exitCode, log: action.log };
     } else if (step.uses) {
       throw new Error(`workflow-job: step ${label}: uses: ${step.uses} is not modelled`);
