@@ -38,7 +38,12 @@ const B_RATE = Number(process.env.BENCH_NEIGHBOURS_B_RATE || 2);
 const A_CONNECTIONS = Number(process.env.BENCH_NEIGHBOURS_CONNECTIONS || 32);
 /** A Redis DB no test uses (the suite's Redis is its own; tests keep to key prefixes on DB 0/2). */
 const REDIS_DB = Number(process.env.BENCH_NEIGHBOURS_REDIS_DB || 13);
-const REDIS = process.env.BENCH_NEIGHBOURS_REDIS || "redis://127.0.0.1:6379";
+/** The Redis the two instances share (BENCH_NEIGHBOURS_REDIS: another, e.g. a test's own), on DB REDIS_DB. */
+const REDIS = (() => {
+  const url = new URL(process.env.BENCH_NEIGHBOURS_REDIS || "redis://127.0.0.1:6379");
+  url.pathname = `/${REDIS_DB}`;
+  return url.toString();
+})();
 const SECRET = "bench-neighbours-secret-0123456789abcdef";
 /** After the flood: A's queued webhook jobs still running are counted for this long. */
 const SETTLE_MS = 3000;
@@ -90,7 +95,7 @@ function summary(answers) {
 
 async function cleanRedis() {
   const { Redis } = await import("ioredis");
-  const redis = new Redis(`${REDIS}/${REDIS_DB}`, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  const redis = new Redis(REDIS, { lazyConnect: true, maxRetriesPerRequest: 1 });
   try {
     await redis.connect();
     for (const pattern of ["tokensmith-*", "bench-neighbours-*"]) {
@@ -116,8 +121,8 @@ async function topology(sim, ready, { name, instances, redis }, seconds) {
   };
   if (redis) {
     await cleanRedis();
-    env.LEGACY_QUOTA_KV = `${REDIS}/${REDIS_DB}`;
-    env.WEBHOOK_QUEUE = `${REDIS}/${REDIS_DB}?prefix=bench-neighbours-${randomUUID()}`;
+    env.LEGACY_QUOTA_KV = REDIS;
+    env.WEBHOOK_QUEUE = `${REDIS}?prefix=bench-neighbours-${randomUUID()}`;
   }
   await ask(sim, "forget-points", "forget-points");
   const brokers = [];
@@ -174,7 +179,7 @@ function rowsOf(t) {
     info("B p50 quiet → flood (ratio)", `${ms(t.quiet.p50)} → ${ms(t.loud.p50)} (${(t.loud.p50 / t.quiet.p50).toFixed(2)}×)`),
     { metric: `${label} B p99 quiet → flood (ratio)`, value: `${ms(t.quiet.p99)} → ${ms(t.loud.p99)} (${p99Ratio.toFixed(2)}×)`, target: "≤ 2×", ok: p99Holds },
     info("A requests in the flood (per second)", `${t.a.requests} (${(t.a.requests / t.a.seconds).toFixed(0)}/s; ${t.a.errors} errors)`),
-    ...Object.entries(t.a.counts).map(([kind, counts]) => info(`  A ${kind}: answers`, statuses(counts))),
+    ...Object.entries(t.a.counts).map(([kind, counts]) => info(`A ${kind}: answers`, statuses(counts))),
     {
       metric: `${label} App points spent in the flood: A / B (GitHub: ${APP_POINTS_PER_MINUTE} a minute, shared)`,
       value: `${A.appPoints} / ${B.appPoints}`,
