@@ -143,15 +143,19 @@ async function topology(sim, ready, { name, instances, redis }, seconds) {
       env: { ...process.env, NEIGHBOURS_FLOOD: JSON.stringify({ urls, seconds, connections: A_CONNECTIONS, secret: SECRET, ready }) },
     });
     const exited = new Promise((_, reject) => flood.once("exit", (code) => reject(new Error(`tenant A's senders exited with ${code}`))));
+    const cpuBefore = brokers.map((b) => b.cpuMs());
     const done = Promise.race([ask(flood, null, "done"), exited]);
     exited.catch(() => {}); // after "done", its exit is expected
     await Promise.race([ask(flood, null, "ready"), exited]);
     flood.send("go");
     const [loud, a] = await Promise.all([quietLoad(urls, tokens, seconds).then(summary), done]);
+    // The brokers' CPU over the flood (s of CPU a second, summed over the instances): how much of
+    // the machine they got while A's senders and B shared it.
+    const cpu = brokers.reduce((sum, b, i) => sum + b.cpuMs() - cpuBefore[i], 0) / 1000 / a.seconds;
     await sleep(SETTLE_MS);
     const { stats } = await ask(sim, "stats", "stats");
     flood.kill();
-    return { name, instances, quiet, loud, a, quietStats, stats, seconds };
+    return { name, instances, quiet, loud, a, quietStats, stats, seconds, cpu };
   } finally {
     await Promise.all(brokers.map((b) => b.stop()));
   }
@@ -178,6 +182,7 @@ function rowsOf(t) {
     info("B's other answers under the flood", Object.entries(t.loud.others).map(([k, n]) => `${n}× ${k}`).join(", ") || "none"),
     info("B p50 quiet → flood (ratio)", `${ms(t.quiet.p50)} → ${ms(t.loud.p50)} (${(t.loud.p50 / t.quiet.p50).toFixed(2)}×)`),
     { metric: `${label} B p99 quiet → flood (ratio)`, value: `${ms(t.quiet.p99)} → ${ms(t.loud.p99)} (${p99Ratio.toFixed(2)}×)`, target: "≤ 2×", ok: p99Holds },
+    info("brokers' CPU during the flood (CPU s a second, all instances)", t.cpu.toFixed(2)),
     info("A requests in the flood (per second)", `${t.a.requests} (${(t.a.requests / t.a.seconds).toFixed(0)}/s; ${t.a.errors} errors)`),
     ...Object.entries(t.a.counts).map(([kind, counts]) => info(`A ${kind}: answers`, statuses(counts))),
     {
@@ -190,6 +195,7 @@ function rowsOf(t) {
     info("A's installation points (its own budget) / mints / installation lookups / check runs", `${A.installationPoints} / ${A.mints} / ${A.lookups} / ${A.checkRuns}`),
     info("B's mints under the flood", String(B.mints)),
     info("platform 403s (secondary limit) under the flood: A / B", `${A.refused} / ${B.refused}`),
+    info("platform requests attributed to neither tenant (App points)", `${t.stats.per["?"]?.requests ?? 0} (${t.stats.per["?"]?.appPoints ?? 0})`),
     { metric: `${label} target (B 100 % 200, p99 ≤ 2× quiet, A within its share)`, value: bHolds && p99Holds && shareHolds ? "holds" : "does not hold", target: "holds", ok: bHolds && p99Holds && shareHolds },
   ];
   return rows;
