@@ -8,7 +8,7 @@
 // OIDC token of its own, replayed; signed pull_request deliveries (POLICY_CHECK_RUNS on); one
 // signed push replayed under fresh delivery ids; the robustness fuzz of test/hostile-input.test.ts.
 // Run on one broker instance, then on two sharing one Redis (LEGACY_QUOTA_KV and WEBHOOK_QUEUE on
-// DB REDIS_DB). The points each tenant spent are counted at the simulator (its recorded requests,
+// DB REDIS_DB; its tokensmith-* and bench-neighbours-* keys deleted before and after). The points each tenant spent are counted at the simulator (its recorded requests,
 // attributed by installation or owner; a request the platform refused spent none).
 // How to run it and what it prints: docs/operations.md#noisy-neighbours.
 import { fork } from "node:child_process";
@@ -158,6 +158,7 @@ async function topology(sim, ready, { name, instances, redis }, seconds) {
     return { name, instances, quiet, loud, a, quietStats, stats, seconds, cpu };
   } finally {
     await Promise.all(brokers.map((b) => b.stop()));
+    if (redis) await cleanRedis(); // nothing left behind (BullMQ's queues do not expire)
   }
 }
 
