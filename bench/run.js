@@ -1,10 +1,11 @@
-// `npm run bench [-- [--link 40ms/100mbit | --no-link] scenario…]`: runs the named scenarios (all
+// `npm run bench [-- [--link 40ms/100mbit | --no-link] [--seconds N] scenario…]`: runs the named scenarios (all
 // when none is named) against the built broker and the simulator, prints one table, and exits 1
 // if a target was missed. The releases, token, fleet and webhook scenarios run twice: on loopback
 // (the simulator's own per-request latency, as before) and with the simulator behind an emulated
 // network link (simulator/link.ts; default 40 ms round trip, 100 Mbit/s, one round trip per new
 // connection), and print beside the link's figure the link's floor for that work and our ratio to
-// it. `--no-link` runs loopback only.
+// it. `--no-link` runs loopback only. `--seconds N`: how long the scenarios that take a duration
+// run (`neighbours`: each phase; `token-policy`: each case's rounds), their default otherwise.
 // A scenario is a module in bench/scenarios/ exporting `description` and `run({ link })` → rows of
 // { metric, value | loopback/link, floor?, ratio?, target, ok } (ok: true, false, or null for
 // information only, or [loopback, link] of those; `value` is a loopback-only figure).
@@ -13,23 +14,29 @@ import { parseLink } from "../build/server/sandbox/start-sandbox.js";
 import * as burst from "./scenarios/burst.js";
 import * as dashboard from "./scenarios/dashboard.js";
 import * as fleet from "./scenarios/fleet.js";
+import * as neighbours from "./scenarios/neighbours.js";
 import * as releases from "./scenarios/releases.js";
 import * as releasesLarge from "./scenarios/releases-large.js";
 import * as token from "./scenarios/token.js";
 import * as tokenPolicy from "./scenarios/token-policy.js";
 import * as webhook from "./scenarios/webhook.js";
 
-const SCENARIOS = { burst, dashboard, fleet, releases, "releases-large": releasesLarge, token, "token-policy": tokenPolicy, webhook };
+const SCENARIOS = { burst, dashboard, fleet, neighbours, releases, "releases-large": releasesLarge, token, "token-policy": tokenPolicy, webhook };
 const DEFAULT_LINK = "40ms/100mbit";
 
 const { values: flags, positionals: requested } = parseArgs({
   args: process.argv.slice(2),
   allowPositionals: true,
-  options: { link: { type: "string", default: DEFAULT_LINK }, "no-link": { type: "boolean" } },
+  options: { link: { type: "string", default: DEFAULT_LINK }, "no-link": { type: "boolean" }, seconds: { type: "string" } },
 });
 const link = flags["no-link"] ? undefined : parseLink(flags.link);
 if (!flags["no-link"] && !link) {
   process.stderr.write(`--link must read RTT/BANDWIDTH, e.g. ${DEFAULT_LINK}, got ${flags.link}\n`);
+  process.exit(2);
+}
+const seconds = flags.seconds === undefined ? undefined : Number(flags.seconds);
+if (seconds !== undefined && !(seconds > 0)) {
+  process.stderr.write(`--seconds must be a positive number, got ${flags.seconds}\n`);
   process.exit(2);
 }
 const unknown = requested.filter((name) => !(name in SCENARIOS));
@@ -45,7 +52,7 @@ for (const name of requested.length > 0 ? requested : Object.keys(SCENARIOS)) {
   const t0 = performance.now();
   process.stderr.write(`bench: ${name}: ${scenario.description}\n`);
   try {
-    for (const row of await scenario.run({ link })) rows.push({ scenario: name, ...row });
+    for (const row of await scenario.run({ link, ...(seconds === undefined ? {} : { seconds }) })) rows.push({ scenario: name, ...row });
   } catch (error) {
     // One scenario that cannot run (e.g. no Chromium for the dashboard's) does not lose the others' rows.
     process.stderr.write(`bench: ${name}: failed: ${error?.stack ?? error}\n`);
