@@ -33,8 +33,11 @@ export interface LoadingCache<V> {
   get(key: string, load: () => Promise<V>, lifetimeMs: (value: V) => number): Promise<V>;
   /** Forget `key`, and let no load under way for it store its result. */
   invalidate(key: string): void;
-  /** `invalidate` every key (kept or being loaded) that `match` accepts. */
-  invalidateWhere(match: (key: string) => boolean): void;
+  /**
+   * `invalidate` every key (kept or being loaded) that `match` accepts; `value` is the value kept
+   * for it (fresh or not), undefined for a key only being loaded.
+   */
+  invalidateWhere(match: (key: string, value: V | undefined) => boolean): void;
   /**
    * Forget the value kept for `key` if `matches` accepts it (a 401 on a token that another caller
    * may already have replaced). A load under way is left alone: it is the replacement.
@@ -42,7 +45,24 @@ export interface LoadingCache<V> {
   invalidateIf(key: string, matches: (value: V) => boolean): void;
   /** `invalidate` every key. */
   clear(): void;
+  /** The fresh value kept for `key`, or undefined; never loads. */
+  peek(key: string): V | undefined;
+  /**
+   * For a value worked out outside `get` (a claim, a note, an answer learnt elsewhere): a mark of
+   * the invalidations so far, taken before the work starts and given to `set`.
+   */
+  stamp(): Stamp;
+  /**
+   * Keep `value` for `key` for `lifetimeMs` (≤ 0: not kept). With `since`: only if no invalidation
+   * (of any key: coarser than `get`'s rule per key, never looser) came after that stamp. Whether it was kept.
+   */
+  set(key: string, value: V, lifetimeMs: number, since?: Stamp): boolean;
+  /** How many values are kept (fresh or not yet pushed out). */
+  readonly size: number;
 }
+
+/** What `stamp()` returns: opaque to the callers. */
+export type Stamp = number & { readonly __stamp: unique symbol };
 
 interface Kept<V> {
   value: V;
@@ -67,8 +87,15 @@ export function createLoadingCache<V>(options: LoadingCacheOptions): LoadingCach
   // Only keys with a load under way have an entry here, so it is bounded by the loads running.
   const loading = new Map<string, Loading<V>>();
   let epoch = 0;
+  /** Every invalidation (of a key, by a predicate, of all) moves it on: what `set(…, since)` compares. */
+  let invalidations = 0;
+
+  const keep = (key: string, value: V, lifetime: number) => {
+    if (lifetime > 0) kept.set(key, { value, freshUntil: options.now() + lifetime }, { ttl: Math.ceil(lifetime) });
+  };
 
   const invalidate = (key: string) => {
+    invalidations += 1;
     kept.delete(key);
     const under = loading.get(key);
     if (under) {
@@ -95,8 +122,7 @@ export function createLoadingCache<V>(options: LoadingCacheOptions): LoadingCach
         .then(load)
         .then((value) => {
           if (slot.generation === started.generation && epoch === started.epoch) {
-            const lifetime = lifetimeMs(value);
-            if (lifetime > 0) kept.set(key, { value, freshUntil: options.now() + lifetime }, { ttl: Math.ceil(lifetime) });
+            keep(key, value, lifetimeMs(value));
           }
           return value;
         })
@@ -110,7 +136,8 @@ export function createLoadingCache<V>(options: LoadingCacheOptions): LoadingCach
     },
     invalidate,
     invalidateWhere(match) {
-      for (const key of [...kept.keys(), ...loading.keys()]) if (match(key)) invalidate(key);
+      invalidations += 1;
+      for (const key of new Set([...kept.keys(), ...loading.keys()])) if (match(key, kept.peek(key, { allowStale: true })?.value)) invalidate(key);
     },
     invalidateIf(key, matches) {
       const hit = kept.peek(key);
@@ -118,8 +145,23 @@ export function createLoadingCache<V>(options: LoadingCacheOptions): LoadingCach
     },
     clear() {
       epoch += 1;
+      invalidations += 1;
       kept.clear();
       for (const under of loading.values()) under.shared = undefined;
+    },
+    peek(key) {
+      const hit = kept.get(key);
+      return hit && options.now() < hit.freshUntil ? hit.value : undefined;
+    },
+    stamp: () => invalidations as Stamp,
+    set(key, value, lifetimeMs, since) {
+      if (since !== undefined && since !== invalidations) return false;
+      if (lifetimeMs <= 0) return false;
+      keep(key, value, lifetimeMs);
+      return true;
+    },
+    get size() {
+      return kept.size;
     },
   };
 }
