@@ -30,10 +30,8 @@ export async function installationById(
   const key = installationByIdKey(deps, platform, app, target.installationId);
   const cached = deps.installations.get(key);
   if (cached) return cached;
-  return deps.installations.shared(key, async () => {
+  return deps.installations.load(key, async () => {
     const appJwt = await deps.appJwt.jwtFor(app);
-    const found = await lookup(() => findInstallation({ client: deps.clientFor(platform), appJwt, retry: deps.retry, installationId: target.installationId, owner: target.owner, repo: target.repo, now: deps.now }));
-    deps.installations.set(key, found);
-    return found;
+    return lookup(() => findInstallation({ client: deps.clientFor(platform), appJwt, retry: deps.retry, installationId: target.installationId, owner: target.owner, repo: target.repo, now: deps.now }));
   });
 }

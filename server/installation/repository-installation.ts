@@ -80,8 +80,9 @@ export async function repositoryInstallation(deps: InstallationDeps, target: Min
   const ids = scope.ids;
   const memo = ids ? await checkNotInstalled(deps, cacheKey, ids.ownerId) : undefined;
   if (memo === "not-installed") throw new BrokerError("app_not_installed", { detail: "not installed (answered less than a minute ago)" });
-  // Concurrent misses for one key share one lookup (docs/operations.md#caches); a failure is not cached.
-  const installation = await deps.installations.shared(cacheKey, async () => {
+  // Concurrent misses for one key share one lookup (docs/design.md#caches); a failure is not kept,
+  // nor is a lookup that a drop (a refused mint) overtook.
+  const installation = await deps.installations.load(cacheKey, async () => {
     // One owner's lookups that find nothing stay within its share of the App's budget
     // (owner-lookup-limiter.ts); one that finds the App installed is not counted.
     let slot: LookupSlot | undefined;
@@ -105,7 +106,6 @@ export async function repositoryInstallation(deps: InstallationDeps, target: Min
       await memo?.remember();
       throw new BrokerError("app_not_installed", { detail: "installation is on another account" });
     }
-    deps.installations.set(cacheKey, found);
     return found;
   });
   return { installation, cached: false, cacheKey };
