@@ -46,7 +46,7 @@ class StartLookup implements fc.Command<CacheModel, CacheWorld> {
   toString = () => `start(${this.repository}, ${this.owner})`;
 }
 /** The generations the world handed out, in the order of model.started. */
-let generations: number[] = [];
+let generations: NotInstalledCache["generation"][] = [];
 
 class AnswerNotInstalled implements fc.Command<CacheModel, CacheWorld> {
   constructor(readonly pick: number) {}

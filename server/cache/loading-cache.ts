@@ -45,7 +45,7 @@ export interface LoadingCache<V> {
   invalidateIf(key: string, matches: (value: V) => boolean): void;
   /** `invalidate` every key. */
   clear(): void;
-  /** The fresh value kept for `key`, or undefined; never loads. */
+  /** The fresh value kept for `key`, or undefined; never loads, and does not count as a use for `max`. */
   peek(key: string): V | undefined;
   /**
    * For a value worked out outside `get` (a claim, a note, an answer learnt elsewhere): a mark of
@@ -150,7 +150,8 @@ export function createLoadingCache<V>(options: LoadingCacheOptions): LoadingCach
       for (const under of loading.values()) under.shared = undefined;
     },
     peek(key) {
-      const hit = kept.get(key);
+      // Not a use: the values a cache only peeks at (a note, a claim) go out oldest set first.
+      const hit = kept.peek(key);
       return hit && options.now() < hit.freshUntil ? hit.value : undefined;
     },
     stamp: () => invalidations as Stamp,
