@@ -8,7 +8,7 @@ import { isObject } from "../http/fields.js";
 import { dropPoliciesOnPush, dropReadersOnInstallationChange, policyFilesPushed } from "../policy/drop-on-push.js";
 import { readPolicyPullRequest } from "../policy/policy-check-run.js";
 import { requireApp } from "../token/trust.js";
-import { bodyDigest } from "../webhook/body-digests.js";
+import { bodyDigest } from "../webhook/claim-log.js";
 import { createMemoryCheckRunQueue, type CheckRunQueue } from "../webhook/check-run-queue.js";
 import { createCheckRunShare } from "../webhook/check-run-share.js";
 import { createMemoryClaims } from "../webhook/memory-claims.js";

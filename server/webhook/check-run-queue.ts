@@ -3,7 +3,7 @@ import type { BrokerContext } from "../context.js";
 import type { KeyValueStore } from "../kv/key-value-store.js";
 import type { LeaseLock } from "../kv/lease-lock.js";
 import { runPolicyCheck, type CheckEnd, type PolicyPullRequest } from "../policy/policy-check-run.js";
-import { createBodyDigestLog } from "./body-digests.js";
+import { createBodyDigestLog } from "./claim-log.js";
 import type { CheckRunShare } from "./check-run-share.js";
 import { createMemoryClaims, type ClaimOutcome, type DeliveryMark } from "./memory-claims.js";
 

@@ -3,7 +3,7 @@ import { Redis } from "ioredis";
 import { BrokerError } from "../../shared/broker-error.js";
 import type { BrokerContext } from "../context.js";
 import type { PolicyPullRequest } from "../policy/policy-check-run.js";
-import { BODY_DIGEST_TTL_MS } from "./body-digests.js";
+import { BODY_DIGEST_TTL_MS } from "./claim-log.js";
 import { CHECK_RUN_CONCURRENCY, CHECK_RUN_QUEUE_LIMIT, headSubject, runCheckRunJob, type CheckRunQueue, type HeadClaims } from "./check-run-queue.js";
 import type { CheckRunShare } from "./check-run-share.js";
 import type { DeliveryMark } from "./memory-claims.js";
