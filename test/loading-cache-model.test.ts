@@ -48,6 +48,8 @@ interface Load {
   id: number;
   key: Key;
   settle: (outcome: { value: Value } | { error: Error }) => void;
+  /** What the cache tells the load: whether its result would still be kept. */
+  current: () => boolean;
 }
 
 /** What a caller of `get` got, once its promise settled. */
@@ -93,9 +95,9 @@ describe("loading cache (model)", () => {
             cache
               .get(
                 step.key,
-                () =>
+                (current) =>
                   new Promise<Value>((resolve, reject) => {
-                    const load: Load = { id: started.length + 1, key: step.key, settle: (o) => ("value" in o ? resolve(o.value) : reject(o.error)) };
+                    const load: Load = { id: started.length + 1, key: step.key, settle: (o) => ("value" in o ? resolve(o.value) : reject(o.error)), current };
                     started.push(load);
                     pending.push(load);
                   }),
@@ -128,6 +130,7 @@ describe("loading cache (model)", () => {
             if (pending.length === 0) continue;
             const load = pending.splice(step.pick % pending.length, 1)[0]!;
             const record = loads.get(load.id)!;
+            expect(load.current()).toBe((generation.get(record.key) ?? 0) === record.generation && epoch === record.epoch);
             if (step.fail) {
               load.settle({ error: new Error(`load ${load.id} failed`) });
               record.callers.push({ error: `load ${load.id} failed` });

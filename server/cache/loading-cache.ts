@@ -28,9 +28,11 @@ export interface LoadingCache<V> {
   /**
    * The value kept for `key` if it is still fresh; otherwise `load()`, run once for every caller
    * asking at the same time, and kept for `lifetimeMs(value)` (≤ 0: not kept) unless an
-   * invalidation of `key` came while it ran. A failed load is not kept.
+   * invalidation of `key` came while it ran. A failed load is not kept. `load` may ask `current()`
+   * whether its result would still be kept (no invalidation yet), to skip a side effect of its own
+   * (a write to a shared store) that the rule would refuse.
    */
-  get(key: string, load: () => Promise<V>, lifetimeMs: (value: V) => number): Promise<V>;
+  get(key: string, load: (current: () => boolean) => Promise<V>, lifetimeMs: (value: V) => number): Promise<V>;
   /** Forget `key`, and let no load under way for it store its result. */
   invalidate(key: string): void;
   /**
@@ -116,12 +118,13 @@ export function createLoadingCache<V>(options: LoadingCacheOptions): LoadingCach
       }
       const slot = under;
       const started = { generation: slot.generation, epoch };
+      const current = () => slot.generation === started.generation && epoch === started.epoch;
       slot.running += 1;
       // Started on the next tick of the promise chain, so that `shared` exists when it settles.
       const shared: Promise<V> = Promise.resolve()
-        .then(load)
+        .then(() => load(current))
         .then((value) => {
-          if (slot.generation === started.generation && epoch === started.epoch) {
+          if (current()) {
             keep(key, value, lifetimeMs(value));
           }
           return value;
