@@ -1,6 +1,6 @@
 import type { AppCredentials } from "../app-credentials.js";
 import type { PlatformSettings } from "../settings.js";
-import { findInstallation, type Installation } from "../github/find-installation.js";
+import { findInstallation, type Installation } from "./find-installation.js";
 import type { InstallationDeps } from "./repository-installation.js";
 
 /** What a webhook delivery names: its installation (`installation.id`) and the repository it is about. */

@@ -1,14 +1,14 @@
 import { BrokerError } from "../../shared/broker-error.js";
 import type { AppCredentials } from "../app-credentials.js";
 import type { AppJwtSigner } from "../github/app-jwt.js";
-import type { InstallationCache } from "../github/installation-cache.js";
+import type { InstallationCache } from "./installation-cache.js";
 import type { LookupSlot, OwnerLookupLimiter } from "../github/owner-lookup-limiter.js";
 import type { PlatformClient } from "../github/platform-client.js";
 import type { RetryPolicy } from "../github/platform-request.js";
 import type { Logger } from "../log.js";
 import type { PlatformSettings } from "../settings.js";
-import { findInstallation, type Installation } from "../github/find-installation.js";
-import { checkNotInstalled, type NotInstalledDeps } from "../github/not-installed-check.js";
+import { findInstallation, type Installation } from "./find-installation.js";
+import { checkNotInstalled, type NotInstalledDeps } from "./not-installed-check.js";
 import { installationServes, installationSubject, type RepositoryScope } from "./repository-scope.js";
 
 /** Time kept back from the request's deadline to map a platform failure and send the answer. */

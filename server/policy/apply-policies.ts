@@ -7,7 +7,7 @@
 import { BrokerError } from "../../shared/broker-error.js";
 import type { AppCredentials } from "../app-credentials.js";
 import type { BrokerContext } from "../context.js";
-import type { Installation } from "../github/find-installation.js";
+import type { Installation } from "../installation/find-installation.js";
 import { mintInstallationToken } from "../installation/mint-installation-token.js";
 import { transientRetryAfter } from "../github/transient-failure.js";
 import type { PlatformSettings, Settings } from "../settings.js";
