@@ -1,11 +1,10 @@
 import pLimit from "p-limit";
 import type { RepoReleases } from "../../shared/types.js";
 import type { AppCredentials } from "../app-credentials.js";
-import type { BrokerContext } from "../context.js";
 import type { PlatformSettings } from "../settings.js";
 import { idleConnections, preconnect } from "../upstream-connections.js";
 import { PAGE_CONCURRENCY } from "./collect-pages.js";
-import { crawlInstallation } from "./crawl-installation.js";
+import { crawlInstallation, type CrawlDeps } from "./crawl-installation.js";
 import { listInstallations } from "./list-installations.js";
 import { createRepositoryBudget, takeFirst } from "./repository-budget.js";
 
@@ -44,7 +43,7 @@ export interface CrawlResult {
 }
 
 export interface CrawlInput {
-  ctx: BrokerContext;
+  ctx: CrawlDeps;
   platform: PlatformSettings;
   app: AppCredentials;
   maxInstallations: number;
