@@ -71,7 +71,7 @@ export interface Timing {
   releasesStaleGraceMs: number;
 }
 
-export const DEFAULT_TIMING: Timing = {
+const DEFAULT_TIMING: Timing = {
   upstreamTimeoutMs: 10_000,
   jwksTimeoutMs: 5_000,
   jwksCooldownMs: 5_000,

@@ -9,7 +9,7 @@ import { createLoadingCache } from "../cache/loading-cache.js";
 // primitive (docs/design.md#caches).
 
 /** Notes kept at most; past it the oldest go (a token the broker no longer uses needs none). */
-export const MAX_NOTED_TOKENS = 20_000;
+const MAX_NOTED_TOKENS = 20_000;
 /**
  * A token's note outlives its `expires_at` by this much: read on the broker's clock, which may be
  * behind the platform's, a call the platform still takes stays on its installation's budget.

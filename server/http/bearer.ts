@@ -9,7 +9,7 @@ import { markAuthenticated } from "./body-budget.js";
 // time whatever the lengths of the two strings and wherever they first differ.
 const comparisonKey = randomBytes(32);
 
-export function constantTimeEqual(a: string, b: string): boolean {
+function constantTimeEqual(a: string, b: string): boolean {
   const left = createHmac("sha256", comparisonKey).update(a).digest();
   const right = createHmac("sha256", comparisonKey).update(b).digest();
   return timingSafeEqual(left, right);

@@ -14,7 +14,7 @@ export interface Installation {
   appSlug?: string;
 }
 
-export interface InstallationLookup {
+interface InstallationLookup {
   client: PlatformClient;
   appJwt: string;
   retry?: RetryPolicy;

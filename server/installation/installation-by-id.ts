@@ -4,7 +4,7 @@ import { findInstallation, type Installation } from "./find-installation.js";
 import type { InstallationDeps } from "./repository-installation.js";
 
 /** What a webhook delivery names: its installation (`installation.id`) and the repository it is about. */
-export interface DeliveredInstallation {
+interface DeliveredInstallation {
   installationId: number;
   owner: string;
   repo: string;

@@ -17,8 +17,8 @@
 import { createLoadingCache, type Stamp } from "../cache/loading-cache.js";
 
 /** GitHub Apps get installed by hand: a minute is short enough for a job retried after an install. */
-export const NOT_INSTALLED_TTL_MS = 60_000;
-export const MAX_NOT_INSTALLED = 10_000;
+const NOT_INSTALLED_TTL_MS = 60_000;
+const MAX_NOT_INSTALLED = 10_000;
 
 export interface NotInstalledCache {
   /** Whether this key was answered "not installed" less than the lifetime ago. */

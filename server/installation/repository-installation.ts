@@ -12,7 +12,7 @@ import { checkNotInstalled, type NotInstalledDeps } from "./not-installed-check.
 import { installationServes, installationSubject, type RepositoryScope } from "./repository-scope.js";
 
 /** Time kept back from the request's deadline to map a platform failure and send the answer. */
-export const ANSWER_RESERVE_MS = 150;
+const ANSWER_RESERVE_MS = 150;
 
 /**
  * What the token operations use of the broker's context, passed in (a lower layer never imports

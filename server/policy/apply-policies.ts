@@ -21,9 +21,9 @@ import { policyFileKey, type FileState } from "./policy-files.js";
 import { POLICY_FILES, type CompiledPolicy, type PolicyKind } from "./policy-types.js";
 
 /** Retry-After of a policy_unavailable whose failure named no wait of its own. */
-export const POLICY_RETRY_AFTER_SECONDS = 5;
+const POLICY_RETRY_AFTER_SECONDS = 5;
 
-export interface PolicyStep {
+interface PolicyStep {
   settings: Settings;
   platform: PlatformSettings;
   app: AppCredentials;

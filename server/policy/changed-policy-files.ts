@@ -13,7 +13,7 @@ import { fetchPolicyFile, PolicyReadFailure, type FileRead } from "./fetch-polic
 import { POLICY_FILES, type PolicyKind } from "./policy-types.js";
 import { readerCovers, readerFromMint } from "./reader-tokens.js";
 
-export interface PullRequestSides {
+interface PullRequestSides {
   owner: string;
   repo: string;
   installationId: number;

@@ -21,7 +21,7 @@ export interface PolicyDropDeps {
 /** GitHub lists at most 20 commits in a push payload: a longer push may touch a file it does not list. */
 const LISTED_COMMITS = 20;
 
-export interface PolicyPush {
+interface PolicyPush {
   repositoryId: number;
   ownerId: number;
   /** The repository is the owner's `.github`, whose tokensmith-org.yml is the owner policy. */

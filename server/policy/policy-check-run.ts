@@ -16,7 +16,7 @@ import { requireApp } from "../token/trust.js";
 import { changedPolicyFiles, type AppCall, type ChangedPolicyFile } from "./changed-policy-files.js";
 import type { PolicyKind } from "./policy-types.js";
 
-export const CHECK_RUN_NAME = "tokensmith policy";
+const CHECK_RUN_NAME = "tokensmith policy";
 const CHECKED_ACTIONS = new Set(["opened", "synchronize", "reopened"]);
 
 export interface PolicyPullRequest {

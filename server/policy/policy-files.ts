@@ -106,4 +106,3 @@ export function createPolicyFiles(options: { now: () => number; maxEntries?: num
   };
 }
 
-export type PolicyFiles = ReturnType<typeof createPolicyFiles>;

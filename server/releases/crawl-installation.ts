@@ -14,9 +14,9 @@ import type { CrawlToken, CrawlTokenCache } from "./crawl-token-cache.js";
 import { countRepositories, listRepositories, mintedRepositories, mintedRepository, type CrawlRepository } from "./list-repositories.js";
 
 /** The crawl reads releases and repository names: read access, nothing more. */
-export const CRAWL_PERMISSIONS = { contents: "read", metadata: "read" } as const;
+const CRAWL_PERMISSIONS = { contents: "read", metadata: "read" } as const;
 
-export type InstallationCrawl =
+type InstallationCrawl =
   | { status: "ok"; repos: RepoReleases[]; more: boolean }
   | { status: "failed" }
   | { status: "skipped" };
@@ -24,7 +24,7 @@ export type InstallationCrawl =
 /** What a crawl uses of the broker's context (passed in: docs/design.md#layers). */
 export type CrawlDeps = Pick<InstallationDeps, "appJwt" | "clientFor" | "log" | "retry" | "now"> & { crawlTokens: CrawlTokenCache };
 
-export interface InstallationCrawlInput {
+interface InstallationCrawlInput {
   ctx: CrawlDeps;
   platform: PlatformSettings;
   app: AppCredentials;

@@ -20,7 +20,7 @@ import { createRepositoryBudget, takeFirst } from "./repository-budget.js";
  * with 12, 0.397 / 0.374 / 0.365 s with 24 (about -18%).
  */
 export const INSTALLATION_CONCURRENCY = 24;
-export const QUERY_CONCURRENCY = 20;
+const QUERY_CONCURRENCY = 20;
 
 /**
  * Connections a crawl opens ahead (upstream-connections.ts): as many as the last crawl to the same
@@ -29,7 +29,7 @@ export const QUERY_CONCURRENCY = 20;
 const lastConnections = new Map<string, number>();
 const FIRST_CRAWL_CONNECTIONS = INSTALLATION_CONCURRENCY + QUERY_CONCURRENCY;
 
-export interface CrawlResult {
+interface CrawlResult {
   repos: RepoReleases[];
   /** A cap was reached, or an installation failed: the list is incomplete. */
   truncated: boolean;
@@ -42,7 +42,7 @@ export interface CrawlResult {
   nothingCrawled: boolean;
 }
 
-export interface CrawlInput {
+interface CrawlInput {
   ctx: CrawlDeps;
   platform: PlatformSettings;
   app: AppCredentials;

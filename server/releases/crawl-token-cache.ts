@@ -17,7 +17,7 @@
 import { createLoadingCache } from "../cache/loading-cache.js";
 import type { MintedRepository } from "../installation/mint-installation-token.js";
 
-export const REUSE_MARGIN_MS = 10 * 60_000;
+const REUSE_MARGIN_MS = 10 * 60_000;
 
 export interface CrawlToken {
   token: string;

@@ -18,7 +18,7 @@ import { createDurableQueues } from "../webhook/durable-queues.js";
 import { verifySignature } from "../webhook/verify-signature.js";
 
 /** The platform's cap on a webhook payload (docs/operations.md#running-it). */
-export const WEBHOOK_BODY_LIMIT = 25 * MIB;
+const WEBHOOK_BODY_LIMIT = 25 * MIB;
 
 /**
  * POST /webhook, top to bottom (docs/design.md#order-of-checks): secret configured → raw body (413 over

@@ -10,7 +10,7 @@ import { CLOCK_TOLERANCE_SECONDS } from "../oidc/check-claims.js";
 // budget: 32 connections replaying one token for 10 s minted 176 tokens (issue 37).
 
 /** Claims remembered in memory at most: beyond it the oldest are dropped first (Redis, when bound, still holds them). */
-export const MEMORY_CLAIMS_LIMIT = 100_000;
+const MEMORY_CLAIMS_LIMIT = 100_000;
 
 /** A claim this request holds: handed back when the request failed before a mint was sent. */
 export interface HeldClaim {

@@ -37,4 +37,3 @@ export function createMemoryClaims(options: { now: () => number }) {
   };
 }
 
-export type MemoryClaims = ReturnType<typeof createMemoryClaims>;

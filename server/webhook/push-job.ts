@@ -8,7 +8,7 @@ import type { BranchPush } from "./read-push.js";
 import { listingFailed, listOpenPullRequests, updatePullRequests, type OpenPullRequest, type UpdateResult } from "./update-pull-requests.js";
 
 /** A job's token is replaced once it has less than this left (platform tokens last an hour). */
-export const TOKEN_REFRESH_MARGIN_MS = 5 * 60_000;
+const TOKEN_REFRESH_MARGIN_MS = 5 * 60_000;
 
 /** One unit of queued work: bring the open pull requests on one (repository, branch) up to date. */
 export interface PushJob {
@@ -30,7 +30,7 @@ export interface JobProgress {
   record(number: number, result: UpdateResult): Promise<void>;
 }
 
-export type JobEnd = { end: "done" } | { end: "failed"; error: string } | { end: "interrupted"; remaining: number };
+type JobEnd = { end: "done" } | { end: "failed"; error: string } | { end: "interrupted"; remaining: number };
 
 /** Progress in this process's memory (the in-process queue: nothing to take over). */
 export function memoryProgress(): JobProgress {
