@@ -41,8 +41,9 @@ export interface LoadingCache<V> {
    */
   invalidateWhere(match: (key: string, value: V | undefined) => boolean): void;
   /**
-   * Forget the value kept for `key` if `matches` accepts it (a 401 on a token that another caller
-   * may already have replaced). A load under way is left alone: it is the replacement.
+   * Forget the value kept for `key` (fresh or past its lifetime) if `matches` accepts it (a 401 on
+   * a token that another caller may already have replaced; a claim handed back by its own holder).
+   * A load under way is left alone: it is the replacement.
    */
   invalidateIf(key: string, matches: (value: V) => boolean): void;
   /** `invalidate` every key. */
@@ -143,7 +144,8 @@ export function createLoadingCache<V>(options: LoadingCacheOptions): LoadingCach
       for (const key of new Set([...kept.keys(), ...loading.keys()])) if (match(key, kept.peek(key, { allowStale: true })?.value)) invalidate(key);
     },
     invalidateIf(key, matches) {
-      const hit = kept.peek(key);
+      // Fresh or not: a value past its lifetime still holds its place under `max` until it goes.
+      const hit = kept.peek(key, { allowStale: true });
       if (hit && matches(hit.value)) kept.delete(key);
     },
     clear() {

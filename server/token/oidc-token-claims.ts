@@ -64,7 +64,7 @@ export function createOidcTokenClaims(options: { now: () => number; limit?: numb
       if (lease === "taken") return "replayed"; // another instance holds it; the memory entry keeps later replays here local
       return {
         async release() {
-          if (held.peek(id) === holder) held.invalidate(id);
+          held.invalidateIf(id, (kept) => kept === holder);
           if (lease !== "unavailable") await lease.release();
         },
       };
