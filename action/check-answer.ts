@@ -9,7 +9,7 @@ import { shown } from "./untrusted-text.js";
 /** Classic tokens are 40 characters, the stateless format ~520: both far below this bound (shared/installation-token.ts). */
 export const MAX_TOKEN_LENGTH = MAX_INSTALLATION_TOKEN_LENGTH;
 /** Installation tokens live an hour; a token said to live longer than a day is not one. */
-export const MAX_LIFETIME_MS = 24 * 60 * 60 * 1000;
+const MAX_LIFETIME_MS = 24 * 60 * 60 * 1000;
 
 // ISO 8601 in UTC to the second, as the platform writes it: 2026-01-01T00:00:00Z.
 const UTC_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
@@ -19,9 +19,9 @@ const SLUG = /^[a-z0-9][a-z0-9-]{0,99}$/i;
 const PERMISSION_NAME = /^[a-z]{1,40}(?:_[a-z]{1,40}){0,9}$/;
 const LEVEL_RANK: Readonly<Record<string, number>> = { read: 1, write: 2, admin: 3 };
 /** Far more than the platform's catalogue (about 60 names): a bigger map is not a token's permissions. */
-export const MAX_ANSWER_PERMISSIONS = 200;
+const MAX_ANSWER_PERMISSIONS = 200;
 
-export type AnswerCheck =
+type AnswerCheck =
   | { ok: true; answer: Required<Pick<TokenResponse, "token" | "expires_at" | "repository" | "repositories">> & Pick<TokenResponse, "installation_id" | "app_slug" | "permissions"> }
   /** `token` is set when the answer carried a usable token: it must be masked and revoked. */
   | { ok: false; problem: string; token?: string };

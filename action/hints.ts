@@ -16,7 +16,7 @@ export interface Verdict {
   detail?: string;
 }
 
-export interface HintContext {
+interface HintContext {
   /** owner/name */
   repository: string;
   audience: string;

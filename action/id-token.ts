@@ -7,7 +7,7 @@ import type { Http } from "./toolkit.js";
 import { retryAfterMs } from "./broker-client.js";
 import { networkDetail } from "./http.js";
 
-export type IdTokenOutcome =
+type IdTokenOutcome =
   | { kind: "token"; value: string }
   /** 401/403: the job has no id-token: write, or the request token is stale. */
   | { kind: "refused"; status: number }

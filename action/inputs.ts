@@ -9,7 +9,7 @@ import type { Env, Toolkit } from "./toolkit.js";
 import { shown } from "./untrusted-text.js";
 
 export const SUPPORTED_AUTH_MODES = ["public-app"] as const;
-export const DEFAULT_AUDIENCE = "tokensmith";
+const DEFAULT_AUDIENCE = "tokensmith";
 /** The step's bound on its own time (input `timeout-seconds`), and the most it may be set to. */
 export const DEFAULT_TIMEOUT_SECONDS = 90;
 export const MAX_TIMEOUT_SECONDS = 3600;
@@ -130,7 +130,7 @@ export function readApiUrl(input: string, env: Env): string {
   return httpsUrl("github-api-url", input.trim() || env.GITHUB_API_URL || DEFAULT_API_URL, "the REST API's base, e.g. https://ghes.example.com/api/v3")!;
 }
 
-export const DEFAULT_API_URL = "https://api.github.com";
+const DEFAULT_API_URL = "https://api.github.com";
 
 /**
  * An http(s) URL, trailing slashes dropped (so "https://b/" and "https://b" are one address).
@@ -157,7 +157,7 @@ function httpsUrl(name: string, raw: string, wanted: string): string | undefined
 }
 
 /** Whole seconds, 1 to MAX_TIMEOUT_SECONDS; empty (input absent) is the default. */
-export function readTimeoutSeconds(raw: string): number {
+function readTimeoutSeconds(raw: string): number {
   const text = raw.trim();
   if (text === "") return DEFAULT_TIMEOUT_SECONDS;
   const value = /^\d{1,5}$/.test(text) ? Number(text) : NaN;

@@ -15,7 +15,7 @@ import { describeIdTokenFailure, fetchIdToken } from "./id-token.js";
 import type { Inputs } from "./inputs.js";
 import type { Deadline, Env, Http, RetryPolicy, Toolkit } from "./toolkit.js";
 
-export interface RequestTokenDeps {
+interface RequestTokenDeps {
   core: Pick<Toolkit, "setSecret" | "info" | "debug">;
   env: Env;
   http: Http;
@@ -25,7 +25,7 @@ export interface RequestTokenDeps {
 }
 
 /** The broker's 200: its parsed body (undefined when not JSON), not yet checked (check-answer.ts). */
-export interface BrokerAnswer {
+interface BrokerAnswer {
   body: unknown;
   /** The address that answered, as printed (redacted). */
   shownUrl: string;

@@ -6,7 +6,7 @@ import { networkDetail } from "./http.js";
 import { readApiUrl, readBoolean } from "./inputs.js";
 import { STATE, type Env, type Http, type Toolkit } from "./toolkit.js";
 
-export interface PostDeps {
+interface PostDeps {
   core: Pick<Toolkit, "getInput" | "getState" | "info" | "warning">;
   env: Env;
   http: Http;

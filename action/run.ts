@@ -9,7 +9,7 @@ import { requestToken } from "./request-token.js";
 import { revokeToken } from "./revoke-token.js";
 import { STATE, type Env, type Http, type RetryPolicy, type Toolkit } from "./toolkit.js";
 
-export interface RunDeps {
+interface RunDeps {
   core: Toolkit;
   env: Env;
   http: Http;

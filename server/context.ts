@@ -1,7 +1,7 @@
 import { observeFetch } from "./admin/observe-fetch.js";
 import { createAppJwtSigner } from "./github/app-jwt.js";
-import { createInstallationCache } from "./github/installation-cache.js";
-import { createNotInstalledCache } from "./github/not-installed-cache.js";
+import { createInstallationCache } from "./installation/installation-cache.js";
+import { createNotInstalledCache } from "./installation/not-installed-cache.js";
 import { createOwnerLookupLimiter, OWNER_SHARE, TARGET_LOOKUP_SHARE } from "./github/owner-lookup-limiter.js";
 import { withSharedWindow } from "./github/shared-lookup-limiter.js";
 import { createPlatformClient, type PlatformClient } from "./github/platform-client.js";
@@ -71,7 +71,7 @@ export interface Timing {
   releasesStaleGraceMs: number;
 }
 
-export const DEFAULT_TIMING: Timing = {
+const DEFAULT_TIMING: Timing = {
   upstreamTimeoutMs: 10_000,
   jwksTimeoutMs: 5_000,
   jwksCooldownMs: 5_000,

@@ -2,7 +2,7 @@ import { isIP } from "node:net";
 import type { Env } from "./settings.js";
 
 /** Where the broker listens without `HOST` (docs/design.md#decisions-where-the-contract-was-open): every IPv4 interface, as a container expects. */
-export const DEFAULT_HOST = "0.0.0.0";
+const DEFAULT_HOST = "0.0.0.0";
 /** Where the admin listener listens without `ADMIN_HOST`: `/metrics` and `/readyz` are for the machine's own scraper. */
 export const DEFAULT_ADMIN_HOST = "127.0.0.1";
 

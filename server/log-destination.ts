@@ -1,6 +1,6 @@
 import { pino, type DestinationStream } from "pino";
 
-export interface TurnWriter extends DestinationStream {
+interface TurnWriter extends DestinationStream {
   /** Writes what is pending now (also run on process exit). */
   flushSync(): void;
 }

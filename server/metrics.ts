@@ -9,7 +9,7 @@ import { buildVersion } from "./build-version.js";
  * status, a code one of the API's error codes, a call one of UPSTREAM_CALLS, a platform `main` or
  * `enterprise`. Never a repository, an owner, a token, a path or anything a client chooses.
  */
-export const ROUTES = ["/token", "/sign", "/releases", "/webhook"] as const;
+const ROUTES = ["/token", "/sign", "/releases", "/webhook"] as const;
 
 /** What an upstream call was for (see server/admin/observe-fetch.ts for how a URL maps to one). */
 export const UPSTREAM_CALLS = [
@@ -22,7 +22,7 @@ const MISNAMED_DEFAULTS = ["nodejs_active_handles_total", "nodejs_active_request
 
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
-export function routeLabel(path: string): string {
+function routeLabel(path: string): string {
   return (ROUTES as readonly string[]).includes(path) ? path : "other";
 }
 

@@ -3,7 +3,7 @@ import { MIN_SECRET_LENGTH, parsePolicyMode, parseUpstreamPointsPerMinute, type 
 import { parseStartSettings } from "./start-settings.js";
 
 /** A setting that will not work as given: what the broker logs at start-up and `tokensmith doctor` prints. */
-export interface SettingProblem {
+interface SettingProblem {
   /** The broker's log level for it. */
   level: "warn" | "error";
   /** Whether the broker is degraded by it (doctor's FAIL) or merely tells you (a trimmed secret). */

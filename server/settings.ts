@@ -8,11 +8,11 @@ import type { PolicyMode } from "./policy/decide-policy.js";
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
-export const DEFAULT_AUDIENCES = ["tokensmith", "release-runner"] as const;
-export const DEFAULT_API_BASE = "https://api.github.com";
-export const DEFAULT_OIDC_ISSUER = "https://token.actions.githubusercontent.com";
+const DEFAULT_AUDIENCES = ["tokensmith", "release-runner"] as const;
+const DEFAULT_API_BASE = "https://api.github.com";
+const DEFAULT_OIDC_ISSUER = "https://token.actions.githubusercontent.com";
 /** RELEASES_STALE_SECONDS' default: a day, so a dashboard shows yesterday's list through a long platform outage or rate limit. */
-export const DEFAULT_RELEASES_STALE_SECONDS = 86_400;
+const DEFAULT_RELEASES_STALE_SECONDS = 86_400;
 const TRUE_WORDS = new Set(["1", "true", "yes", "on"]);
 
 /** One platform the broker can mint on: the main one, or the enterprise tenant. */
@@ -148,9 +148,9 @@ export function parsePolicyMode(raw: string | undefined): { mode: PolicyMode; pr
 }
 
 /** GitHub's REST points a minute per App and per installation (secondary rate limits). */
-export const DEFAULT_UPSTREAM_POINTS_PER_MINUTE = 900;
+const DEFAULT_UPSTREAM_POINTS_PER_MINUTE = 900;
 /** The dearest call costs 5 points: a smaller budget could never send it. */
-export const MIN_UPSTREAM_POINTS_PER_MINUTE = 5;
+const MIN_UPSTREAM_POINTS_PER_MINUTE = 5;
 
 /**
  * UPSTREAM_POINTS_PER_MINUTE: a whole number from 5; unset or blank → GitHub's 900. Anything else
@@ -171,7 +171,7 @@ export function parseUpstreamPointsPerMinute(raw: string | undefined): { value: 
 export const TRIMMED_SECRETS = ["PROCESS_TRIGGER_SECRET", "HOST_WEBHOOK_SECRET"] as const;
 
 /** The names of the secrets whose value trimming changed, for one start-up warning each (never the value). */
-export function secretsChangedByTrimming(env: Env): string[] {
+function secretsChangedByTrimming(env: Env): string[] {
   return TRIMMED_SECRETS.filter((name) => {
     const raw = env[name];
     return raw !== undefined && raw !== raw.trim();

@@ -9,18 +9,18 @@ import type { Env } from "./settings.js";
  * cannot fall back to anything the operator asked for, so the broker does not start: one line
  * naming the setting, exit 1 (server/main.ts), and `doctor` fails on it.
  */
-export const START_SETTING_NAMES = ["PORT", "HOST", "LOG_LEVEL", "MAX_CONNECTIONS", "ADMIN_PORT", "ADMIN_HOST"] as const;
+const START_SETTING_NAMES = ["PORT", "HOST", "LOG_LEVEL", "MAX_CONNECTIONS", "ADMIN_PORT", "ADMIN_HOST"] as const;
 
 /** pino's levels (https://getpino.io/#/docs/api?id=level-string). */
-export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+type LogLevel = (typeof LOG_LEVELS)[number];
 
-export interface StartProblem {
+interface StartProblem {
   setting: (typeof START_SETTING_NAMES)[number];
   message: string;
 }
 
-export interface StartSettings {
+interface StartSettings {
   port: number;
   host: string;
   logLevel: LogLevel;

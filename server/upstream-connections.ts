@@ -17,9 +17,9 @@ import { Agent, buildConnector } from "undici";
 // waits is dropped; the request that would have taken it opens its own, as without this.
 
 /** An unclaimed warm connection is closed after this long (undici's own keep-alive default). */
-export const WARM_IDLE_MS = 4_000;
+const WARM_IDLE_MS = 4_000;
 /** Never more than this many warm connections per origin (GitHub allows 100 concurrent requests). */
-export const MAX_WARM = 64;
+const MAX_WARM = 64;
 
 interface Warm {
   /** The socket once connected; null when it failed or was closed before anyone took it. */

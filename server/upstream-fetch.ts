@@ -79,7 +79,7 @@ function sendableBody(body: RequestInit["body"]): string | Uint8Array | undefine
  * 1 MiB (median of 7, `node /tmp/h28-gunzip.mjs`, issue 28). 256 KiB: most of the gain, and fewer,
  * larger pieces for the readers (streamed-json.ts scans each one).
  */
-export const GUNZIP_CHUNK_BYTES = 256 * 1024;
+const GUNZIP_CHUNK_BYTES = 256 * 1024;
 
 /** Whether the answer's body came gzip-compressed (none does for HEAD, 204, 304: fetch's null-body statuses). */
 function isGzipped(answer: Dispatcher.ResponseData, method: string): boolean {

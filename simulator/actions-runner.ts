@@ -4,7 +4,7 @@ import { randomBytes } from "node:crypto";
 import type { Router } from "./router.js";
 import type { ActionsRunner, Claims, OidcIssuer } from "./types.js";
 
-export const ID_TOKEN_PATH = "/_actions/idtoken";
+const ID_TOKEN_PATH = "/_actions/idtoken";
 
 export function createActionsRunner(url: string, router: Router, oidc: OidcIssuer): ActionsRunner {
   const runner: ActionsRunner = {

@@ -6,9 +6,7 @@ import { DOCS_ROOT } from "./router.js";
 import type { RecordedRequest, RouteResult } from "./types.js";
 
 /** Newest first, as GitHub lists them in the 400. */
-export const SUPPORTED_API_VERSIONS = ["2026-03-10", "2022-11-28"] as const;
-/** What GitHub answers as when a request names no version. */
-export const DEFAULT_API_VERSION = "2022-11-28";
+const SUPPORTED_API_VERSIONS = ["2026-03-10", "2022-11-28"] as const;
 
 /**
  * Notes on `record` the version a REST request named (`apiVersion`: its header, null when absent:

@@ -16,7 +16,7 @@ export interface TagObject {
 }
 
 /** One entry of a tree as the API lists it. */
-export interface TreeEntry {
+interface TreeEntry {
   path: string;
   mode: string;
   type: "blob" | "tree";
@@ -65,7 +65,7 @@ export class GitObjects {
 }
 
 /** The files under `dir`, with paths relative to it. */
-export function below(files: ReadonlyMap<string, string>, dir: string): Map<string, string> {
+function below(files: ReadonlyMap<string, string>, dir: string): Map<string, string> {
   const prefix = `${dir}/`;
   return new Map([...files].filter(([path]) => path.startsWith(prefix)).map(([path, b64]) => [path.slice(prefix.length), b64] as const));
 }

@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { buildClientSchema, buildSchema, type GraphQLSchema, type IntrospectionQuery } from "graphql";
 import { packageFile } from "./package-file.js";
 
-export const GITHUB_SDL = /* GraphQL */ `
+const GITHUB_SDL = /* GraphQL */ `
   scalar GitObjectID
   scalar DateTime
   scalar URI

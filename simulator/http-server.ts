@@ -14,7 +14,7 @@ import type { RecordedRequest, RequestAuth, RouteResult, Simulator } from "./typ
 export const GARBAGE_BODY = "<<not json";
 const JSON_TYPE = "application/json; charset=utf-8";
 
-export interface HttpServerDeps {
+interface HttpServerDeps {
   router: Router;
   faults: FaultTable;
   requests: RecordedRequest[];
@@ -27,7 +27,7 @@ export interface HttpServerDeps {
   answered?(record: RecordedRequest): void;
 }
 
-export interface RunningServer {
+interface RunningServer {
   url: string;
   close(): Promise<void>;
   /** Bytes written to clients' sockets for every answer so far (status line, headers, body as sent). */

@@ -4,7 +4,7 @@
 import { KeyObject, createHmac, constants, sign as cryptoSign, verify as cryptoVerify } from "node:crypto";
 import type { SigningKey } from "./types.js";
 
-export const b64url = (value: unknown): string =>
+const b64url = (value: unknown): string =>
   Buffer.from(typeof value === "string" ? value : JSON.stringify(value)).toString("base64url");
 
 function toKeyObject(key: SigningKey): KeyObject | string | Buffer {
@@ -50,7 +50,7 @@ export function signCompact(header: Record<string, unknown>, payload: Record<str
   return `${input}.${signature.toString("base64url")}`;
 }
 
-export interface DecodedJwt {
+interface DecodedJwt {
   header: Record<string, unknown>;
   payload: Record<string, unknown>;
   signingInput: string;
@@ -58,7 +58,7 @@ export interface DecodedJwt {
 }
 
 /** Split and JSON-decode a compact JWT without verifying anything; undefined if malformed. */
-export function decodeJwt(token: string): DecodedJwt | undefined {
+function decodeJwt(token: string): DecodedJwt | undefined {
   const parts = token.split(".");
   if (parts.length !== 3) return undefined;
   try {

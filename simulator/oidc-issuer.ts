@@ -69,7 +69,7 @@ export function defaultClaims(issuer: string, nowSeconds: number): Claims {
 }
 
 /** Merge overrides; a key explicitly set to undefined removes the claim. */
-export function mergeClaims(base: object, ...overrides: ReadonlyArray<Record<string, unknown> | undefined>): Record<string, unknown> {
+function mergeClaims(base: object, ...overrides: ReadonlyArray<Record<string, unknown> | undefined>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...base };
   for (const override of overrides) {
     for (const [key, value] of Object.entries(override ?? {})) {
@@ -112,7 +112,7 @@ function followingClaims(claims: Record<string, unknown> | undefined): Record<st
  * `@`: `repo:octo-org@654321/app@123456:ref:refs/heads/main`
  * (https://docs.github.com/actions/concepts/security/openid-connect#immutable-subject-claims).
  */
-export function defaultSubject(claims: Record<string, unknown>, format: SubjectFormat): string | undefined {
+function defaultSubject(claims: Record<string, unknown>, format: SubjectFormat): string | undefined {
   const match = typeof claims.repository === "string" ? /^([^/]+)\/([^/]+)$/.exec(claims.repository) : null;
   if (!match) return undefined;
   const repo = format === "immutable" ? `${match[1]}@${String(claims.repository_owner_id)}/${match[2]}@${String(claims.repository_id)}` : `${match[1]}/${match[2]}`;
@@ -121,7 +121,7 @@ export function defaultSubject(claims: Record<string, unknown>, format: SubjectF
   return `repo:${repo}:ref:${String(claims.ref)}`;
 }
 
-export interface OidcIssuerDeps {
+interface OidcIssuerDeps {
   issuer: string;
   /** The issuer's path relative to the simulator URL (routes are registered there). */
   issuerPath: string;

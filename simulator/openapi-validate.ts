@@ -125,7 +125,7 @@ function reachableComponents(schema: Json, components: Record<string, Json>, fou
   return found;
 }
 
-export class OpenapiDescription {
+class OpenapiDescription {
   private readonly byShape = new Map<string, { path: string; method: string; raw: RawOperation }>();
   private readonly ajv = new Ajv({ strict: false, validateFormats: false, allErrors: true, validateSchema: false });
   private readonly operations = new Map<string, OpenapiOperation | undefined>();
@@ -220,7 +220,7 @@ export function githubRestDescription(): OpenapiDescription {
   return loaded;
 }
 
-export const OPENAPI_ABSENT_WARNING =
+const OPENAPI_ABSENT_WARNING =
   "the simulator does not check request bodies against GitHub's REST description: @octokit/openapi is not installed (npm install --save-dev @octokit/openapi to check them)";
 
 /**

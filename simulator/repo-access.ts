@@ -5,7 +5,7 @@ import { githubError } from "./router.js";
 import type { GitStore } from "./git-state.js";
 import type { AppState, InstallationState, IssuedToken, RouteContext, Simulator } from "./types.js";
 
-export const NOT_ACCESSIBLE = "Resource not accessible by integration";
+const NOT_ACCESSIBLE = "Resource not accessible by integration";
 const LEVELS: Record<string, number> = { read: 1, write: 2, admin: 3 };
 
 export interface RepositoryAccess {

@@ -12,7 +12,7 @@ import type { InstallationState, IssuedToken, RepositoryState, Simulator } from 
  * `state.covers` per name would be quadratic: 5,000 repositories cost seconds per listing page).
  * Same answer as filtering with `state.covers`: bare names only, case-insensitive.
  */
-export function tokenRepositories(state: GithubState, issued: IssuedToken, inst: InstallationState): RepositoryState[] {
+function tokenRepositories(state: GithubState, issued: IssuedToken, inst: InstallationState): RepositoryState[] {
   const reachable = tokenRepositoryNames(state, issued, inst);
   return Array.isArray(reachable) ? reachable.map((name) => state.repository(inst.account, name)) : reachable.repositories;
 }

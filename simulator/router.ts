@@ -39,14 +39,14 @@ interface Row {
   rest: boolean;
 }
 
-export interface RouteMatch {
+interface RouteMatch {
   handler: RouteHandler;
   params: Record<string, string>;
   row: Row;
 }
 
 /** Which described operation a route pattern implements; the GHES flavor's `/api/v3` prefix aside. */
-export type DescribeOperation = (method: string, pattern: string) => OpenapiOperation | undefined;
+type DescribeOperation = (method: string, pattern: string) => OpenapiOperation | undefined;
 
 // Without @octokit/openapi installed (a production install of the package) no row is described,
 // so no body is checked (see githubRestDescriptionIfInstalled).

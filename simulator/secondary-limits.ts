@@ -9,8 +9,8 @@
 // names a wait). The content-creation limit (80 a minute) lives with the routes that create content.
 import type { RequestAuth, RouteResult } from "./types.js";
 
-export const DOCS_SECONDARY = "https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api#about-secondary-rate-limits";
-export const SECONDARY_MESSAGE = "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID";
+const DOCS_SECONDARY = "https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api#about-secondary-rate-limits";
+const SECONDARY_MESSAGE = "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID";
 
 export interface SecondaryLimitValues {
   /** Requests in flight at once (the one arriving included) before a 403. GitHub: 100. */
@@ -23,7 +23,7 @@ export interface SecondaryLimitValues {
   pointsWindowMs: number;
 }
 
-export const GITHUB_SECONDARY_LIMITS: SecondaryLimitValues = { concurrency: 100, pointsPerMinute: 900, graphqlPointsPerMinute: 2000, pointsWindowMs: 60_000 };
+const GITHUB_SECONDARY_LIMITS: SecondaryLimitValues = { concurrency: 100, pointsPerMinute: 900, graphqlPointsPerMinute: 2000, pointsWindowMs: 60_000 };
 
 export interface SecondaryLimits {
   /** The values in force; a test or the bench may change them (never above GitHub's in a test). */

@@ -1,5 +1,5 @@
 // Model-based tests (fast-check commands) of the two state machines behind issue 24 item 2, under a
-// fake clock: the not-installed cache (server/github/not-installed-cache.ts) and the per-owner
+// fake clock: the not-installed cache (server/installation/not-installed-cache.ts) and the per-owner
 // lookup limiter (server/github/owner-lookup-limiter.ts). The HTTP side is
 // test/hardening-negative-lookups.test.ts.
 // Not-installed cache, against a model keeping every answer with its time:
@@ -16,7 +16,7 @@
 //   nothing, with the time until the oldest of them leaves the window (whole seconds, at least 1).
 import { describe, expect, it } from "@jest/globals";
 import fc from "fast-check";
-import { createNotInstalledCache, type NotInstalledCache } from "../server/github/not-installed-cache.js";
+import { createNotInstalledCache, type NotInstalledCache } from "../server/installation/not-installed-cache.js";
 import { createOwnerLookupLimiter, OWNER_SHARE, TARGET_LOOKUP_SHARE, type LookupSlot, type OwnerLookupLimiter } from "../server/github/owner-lookup-limiter.js";
 
 const START = 1_800_000_000_000;
@@ -46,7 +46,7 @@ class StartLookup implements fc.Command<CacheModel, CacheWorld> {
   toString = () => `start(${this.repository}, ${this.owner})`;
 }
 /** The generations the world handed out, in the order of model.started. */
-let generations: number[] = [];
+let generations: NotInstalledCache["generation"][] = [];
 
 class AnswerNotInstalled implements fc.Command<CacheModel, CacheWorld> {
   constructor(readonly pick: number) {}

@@ -1,5 +1,5 @@
 // Issue 24 item 4, the state machine: the in-process log of push-body digests
-// (server/webhook/body-digests.ts) against a model — a body claimed within 24 h is refused, a
+// (server/webhook/claim-log.ts) against a model — a body claimed within 24 h is refused, a
 // forgotten one may be claimed again, an expired one is new, and past the bound the oldest goes
 // first. test/hardening-webhook-replay.test.ts proves the same over HTTP.
 // Issue 37 item 2: the claims every in-process queue takes of a delivery (push and check run
@@ -9,8 +9,7 @@
 // acting) may be claimed again. test/policy-check-run-share.test.ts proves the same over HTTP.
 import { describe, expect, it } from "@jest/globals";
 import fc from "fast-check";
-import { BODY_DIGEST_TTL_MS, createBodyDigestLog } from "../server/webhook/body-digests.js";
-import { DELIVERY_TTL_MS } from "../server/webhook/deliveries.js";
+import { BODY_DIGEST_TTL_MS, createBodyDigestLog, DELIVERY_TTL_MS } from "../server/webhook/claim-log.js";
 import { createMemoryClaims, type ClaimOutcome } from "../server/webhook/memory-claims.js";
 
 const LIMIT = 4;

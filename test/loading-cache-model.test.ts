@@ -2,7 +2,8 @@
 // gets, loads that resolve or fail in any order, invalidations of one key, of a set of keys and of
 // all (also while loads are in flight), and clock moves. The rule under test: a load that started
 // before an invalidation does not store its result; its callers still get it; a get after the
-// invalidation does not share it. Besides: a fresh value costs no load, simultaneous misses share
+// invalidation does not share it; a value set with a stamp taken before an invalidation is not
+// kept (set, peek and stamp: for values worked out outside a load). Besides: a fresh value costs no load, simultaneous misses share
 // one load, a failure is not kept, a value is kept for its own lifetime.
 import { describe, expect, it } from "@jest/globals";
 import fc from "fast-check";
@@ -18,7 +19,10 @@ type Op =
   | { kind: "invalidateInstallation"; prefix: "i1/" | "i2/" }
   | { kind: "invalidateIf"; key: Key }
   | { kind: "clear" }
-  | { kind: "tick"; ms: number };
+  | { kind: "tick"; ms: number }
+  | { kind: "peek"; key: Key }
+  | { kind: "stamp" }
+  | { kind: "set"; key: Key; lifetime: number; since: number | null };
 
 const key = fc.constantFrom(...KEYS);
 const op: fc.Arbitrary<Op> = fc.oneof(
@@ -29,6 +33,9 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("invalidateIf" as const), key }) },
   { weight: 1, arbitrary: fc.constant<Op>({ kind: "clear" }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant("tick" as const), ms: fc.integer({ min: 0, max: 1500 }) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("peek" as const), key }) },
+  { weight: 1, arbitrary: fc.constant<Op>({ kind: "stamp" }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant("set" as const), key, lifetime: fc.integer({ min: 0, max: 2000 }), since: fc.option(fc.nat(), { nil: null }) }) },
 );
 
 interface Value {
@@ -41,6 +48,8 @@ interface Load {
   id: number;
   key: Key;
   settle: (outcome: { value: Value } | { error: Error }) => void;
+  /** What the cache tells the load: whether its result would still be kept. */
+  current: () => boolean;
 }
 
 /** What a caller of `get` got, once its promise settled. */
@@ -67,6 +76,10 @@ describe("loading cache (model)", () => {
         /** Per load: the generation it started under, and what each of its callers must get. */
         const loads = new Map<number, { key: Key; generation: number; epoch: number; callers: Outcome[] }>();
         const callers: Array<{ got: Outcome; expected: () => Outcome }> = [];
+        /** Invalidations so far (any key), and the stamps taken: what `set(…, since)` is checked against. */
+        let invalidations = 0;
+        const stamps: Array<{ real: ReturnType<typeof cache.stamp>; model: number }> = [];
+        let sets = 0;
 
         const invalidate = (k: Key) => {
           kept.delete(k);
@@ -82,9 +95,9 @@ describe("loading cache (model)", () => {
             cache
               .get(
                 step.key,
-                () =>
+                (current) =>
                   new Promise<Value>((resolve, reject) => {
-                    const load: Load = { id: started.length + 1, key: step.key, settle: (o) => ("value" in o ? resolve(o.value) : reject(o.error)) };
+                    const load: Load = { id: started.length + 1, key: step.key, settle: (o) => ("value" in o ? resolve(o.value) : reject(o.error)), current };
                     started.push(load);
                     pending.push(load);
                   }),
@@ -117,6 +130,7 @@ describe("loading cache (model)", () => {
             if (pending.length === 0) continue;
             const load = pending.splice(step.pick % pending.length, 1)[0]!;
             const record = loads.get(load.id)!;
+            expect(load.current()).toBe((generation.get(record.key) ?? 0) === record.generation && epoch === record.epoch);
             if (step.fail) {
               load.settle({ error: new Error(`load ${load.id} failed`) });
               record.callers.push({ error: `load ${load.id} failed` });
@@ -132,9 +146,24 @@ describe("loading cache (model)", () => {
           } else if (step.kind === "invalidate") {
             cache.invalidate(step.key);
             invalidate(step.key);
+            invalidations += 1;
           } else if (step.kind === "invalidateInstallation") {
             cache.invalidateWhere((k) => k.startsWith(step.prefix));
             for (const k of KEYS) if (k.startsWith(step.prefix)) invalidate(k);
+            invalidations += 1;
+          } else if (step.kind === "peek") {
+            const fresh = kept.get(step.key);
+            expect(cache.peek(step.key)).toEqual(fresh && clock < fresh.freshUntil ? fresh.value : undefined);
+          } else if (step.kind === "stamp") {
+            stamps.push({ real: cache.stamp(), model: invalidations });
+          } else if (step.kind === "set") {
+            sets += 1;
+            const value = { load: 10_000 + sets, lifetime: step.lifetime };
+            const since = step.since === null || stamps.length === 0 ? undefined : stamps[step.since % stamps.length]!;
+            const stored = cache.set(step.key, value, step.lifetime, since?.real);
+            const expected = (since === undefined || since.model === invalidations) && step.lifetime > 0;
+            expect(stored).toBe(expected);
+            if (expected) kept.set(step.key, { value, freshUntil: clock + step.lifetime });
           } else if (step.kind === "invalidateIf") {
             // A 401 on the value this caller holds: forgets it only if it is still the one kept.
             const held = kept.get(step.key)?.value.load ?? -1;
@@ -145,6 +174,7 @@ describe("loading cache (model)", () => {
             kept.clear();
             shared.clear();
             epoch += 1;
+            invalidations += 1;
           } else {
             clock += step.ms;
           }

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { RequestError } from "@octokit/request-error";
 import { BrokerError } from "../shared/broker-error.js";
-import type { Installation } from "../server/github/find-installation.js";
+import type { Installation } from "../server/installation/find-installation.js";
 import type { MintedRepository } from "../server/installation/mint-installation-token.js";
 import { installationServes, mintedForScope, mintedForScopes, type RepositoryScope } from "../server/installation/repository-scope.js";
 import { transientRetryAfter } from "../server/github/transient-failure.js";

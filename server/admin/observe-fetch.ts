@@ -1,7 +1,7 @@
 import type { Metrics, UpstreamCall } from "../metrics.js";
 
 /** Which platform an upstream URL belongs to (by origin), or null for an OIDC issuer or anything else. */
-export type PlatformOf = (url: URL) => "main" | "enterprise" | null;
+type PlatformOf = (url: URL) => "main" | "enterprise" | null;
 
 /**
  * Wraps the broker's injected fetch (every platform and issuer call goes through it) to count each
@@ -42,7 +42,7 @@ const PLATFORM_CALLS: Array<[method: string, path: RegExp, call: UpstreamCall]> 
 ];
 
 /** The bounded label of one upstream call. */
-export function upstreamCall(method: string, path: string, accept: string): UpstreamCall {
+function upstreamCall(method: string, path: string, accept: string): UpstreamCall {
   if (path.endsWith("/.well-known/openid-configuration")) return "oidc_discovery";
   for (const [m, pattern, call] of PLATFORM_CALLS) if (m === method && pattern.test(path)) return call;
   if (/\/repos\/[^/]+\/[^/]+\/git\//.test(path)) return "git";
@@ -57,7 +57,7 @@ export function upstreamCall(method: string, path: string, accept: string): Upst
  * case-insensitive, repeated values joined with ", "), without building a Headers object for the
  * plain records the broker's own clients pass (one per upstream call on the /token path).
  */
-export function acceptOf(input: string | URL | Request, init: RequestInit | undefined): string {
+function acceptOf(input: string | URL | Request, init: RequestInit | undefined): string {
   const headers = init?.headers ?? (input instanceof Request ? input.headers : undefined);
   if (headers === undefined) return "";
   if (headers instanceof Headers) return headers.get("accept") ?? "";

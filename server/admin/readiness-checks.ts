@@ -21,7 +21,7 @@ export function isDegradation(reason: NotReadyReason): boolean {
 }
 
 /** Upper bound on a key-set fetch a probe waits for: under a Kubernetes probe's default 1 s timeout. The fetch goes on after it. */
-export const PROBE_WAIT_MS = 800;
+const PROBE_WAIT_MS = 800;
 
 /**
  * The checks behind /readyz, read per probe like every setting (docs/settings.md): each configured App is

@@ -1,5 +1,5 @@
 /** Whether the broker takes traffic: starting until it listens, draining from SIGTERM on. */
-export type ReadinessState = "starting" | "ready" | "draining";
+type ReadinessState = "starting" | "ready" | "draining";
 
 export function createReadiness() {
   let state: ReadinessState = "starting";

@@ -28,21 +28,44 @@ export interface LoadingCache<V> {
   /**
    * The value kept for `key` if it is still fresh; otherwise `load()`, run once for every caller
    * asking at the same time, and kept for `lifetimeMs(value)` (≤ 0: not kept) unless an
-   * invalidation of `key` came while it ran. A failed load is not kept.
+   * invalidation of `key` came while it ran. A failed load is not kept. `load` may ask `current()`
+   * whether its result would still be kept (no invalidation yet), to skip a side effect of its own
+   * (a write to a shared store) that the rule would refuse.
    */
-  get(key: string, load: () => Promise<V>, lifetimeMs: (value: V) => number): Promise<V>;
+  get(key: string, load: (current: () => boolean) => Promise<V>, lifetimeMs: (value: V) => number): Promise<V>;
   /** Forget `key`, and let no load under way for it store its result. */
   invalidate(key: string): void;
-  /** `invalidate` every key (kept or being loaded) that `match` accepts. */
-  invalidateWhere(match: (key: string) => boolean): void;
   /**
-   * Forget the value kept for `key` if `matches` accepts it (a 401 on a token that another caller
-   * may already have replaced). A load under way is left alone: it is the replacement.
+   * `invalidate` every key (kept or being loaded) that `match` accepts; `value` is the value kept
+   * for it (fresh or not), undefined for a key only being loaded.
+   */
+  invalidateWhere(match: (key: string, value: V | undefined) => boolean): void;
+  /**
+   * Forget the value kept for `key` (fresh or past its lifetime) if `matches` accepts it (a 401 on
+   * a token that another caller may already have replaced; a claim handed back by its own holder).
+   * A load under way is left alone: it is the replacement.
    */
   invalidateIf(key: string, matches: (value: V) => boolean): void;
   /** `invalidate` every key. */
   clear(): void;
+  /** The fresh value kept for `key`, or undefined; never loads, and does not count as a use for `max`. */
+  peek(key: string): V | undefined;
+  /**
+   * For a value worked out outside `get` (a claim, a note, an answer learnt elsewhere): a mark of
+   * the invalidations so far, taken before the work starts and given to `set`.
+   */
+  stamp(): Stamp;
+  /**
+   * Keep `value` for `key` for `lifetimeMs` (≤ 0: not kept). With `since`: only if no invalidation
+   * (of any key: coarser than `get`'s rule per key, never looser) came after that stamp. Whether it was kept.
+   */
+  set(key: string, value: V, lifetimeMs: number, since?: Stamp): boolean;
+  /** How many values are kept (fresh or not yet pushed out). */
+  readonly size: number;
 }
+
+/** What `stamp()` returns: opaque to the callers. */
+export type Stamp = number & { readonly __stamp: unique symbol };
 
 interface Kept<V> {
   value: V;
@@ -67,8 +90,15 @@ export function createLoadingCache<V>(options: LoadingCacheOptions): LoadingCach
   // Only keys with a load under way have an entry here, so it is bounded by the loads running.
   const loading = new Map<string, Loading<V>>();
   let epoch = 0;
+  /** Every invalidation (of a key, by a predicate, of all) moves it on: what `set(…, since)` compares. */
+  let invalidations = 0;
+
+  const keep = (key: string, value: V, lifetime: number) => {
+    if (lifetime > 0) kept.set(key, { value, freshUntil: options.now() + lifetime }, { ttl: Math.ceil(lifetime) });
+  };
 
   const invalidate = (key: string) => {
+    invalidations += 1;
     kept.delete(key);
     const under = loading.get(key);
     if (under) {
@@ -89,14 +119,14 @@ export function createLoadingCache<V>(options: LoadingCacheOptions): LoadingCach
       }
       const slot = under;
       const started = { generation: slot.generation, epoch };
+      const current = () => slot.generation === started.generation && epoch === started.epoch;
       slot.running += 1;
       // Started on the next tick of the promise chain, so that `shared` exists when it settles.
       const shared: Promise<V> = Promise.resolve()
-        .then(load)
+        .then(() => load(current))
         .then((value) => {
-          if (slot.generation === started.generation && epoch === started.epoch) {
-            const lifetime = lifetimeMs(value);
-            if (lifetime > 0) kept.set(key, { value, freshUntil: options.now() + lifetime }, { ttl: Math.ceil(lifetime) });
+          if (current()) {
+            keep(key, value, lifetimeMs(value));
           }
           return value;
         })
@@ -110,16 +140,34 @@ export function createLoadingCache<V>(options: LoadingCacheOptions): LoadingCach
     },
     invalidate,
     invalidateWhere(match) {
-      for (const key of [...kept.keys(), ...loading.keys()]) if (match(key)) invalidate(key);
+      invalidations += 1;
+      for (const key of new Set([...kept.keys(), ...loading.keys()])) if (match(key, kept.peek(key, { allowStale: true })?.value)) invalidate(key);
     },
     invalidateIf(key, matches) {
-      const hit = kept.peek(key);
+      // Fresh or not: a value past its lifetime still holds its place under `max` until it goes.
+      const hit = kept.peek(key, { allowStale: true });
       if (hit && matches(hit.value)) kept.delete(key);
     },
     clear() {
       epoch += 1;
+      invalidations += 1;
       kept.clear();
       for (const under of loading.values()) under.shared = undefined;
+    },
+    peek(key) {
+      // Not a use: the values a cache only peeks at (a note, a claim) go out oldest set first.
+      const hit = kept.peek(key);
+      return hit && options.now() < hit.freshUntil ? hit.value : undefined;
+    },
+    stamp: () => invalidations as Stamp,
+    set(key, value, lifetimeMs, since) {
+      if (since !== undefined && since !== invalidations) return false;
+      if (lifetimeMs <= 0) return false;
+      keep(key, value, lifetimeMs);
+      return true;
+    },
+    get size() {
+      return kept.size;
     },
   };
 }

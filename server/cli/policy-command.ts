@@ -15,7 +15,7 @@ import { grantPermissions } from "../token/grant-permissions.js";
 import { CEILING_TOKEN_PERMISSIONS } from "../token/permissions-to-mint.js";
 import type { CommandIo } from "./releases-command.js";
 
-export const POLICY_USAGE = `Usage: tokensmith policy check [FILE] [--owner]
+const POLICY_USAGE = `Usage: tokensmith policy check [FILE] [--owner]
        tokensmith policy explain --claims FILE [--repo owner/name] [--policy FILE] [--owner-policy FILE] [--rule NAME]
        tokensmith policy explain --claims FILE --consent NAME [--policy FILE] [--owner-policy FILE]
 

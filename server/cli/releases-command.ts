@@ -14,7 +14,7 @@ export interface CommandIo {
   stopped?(): Promise<unknown>;
 }
 
-export interface ReleasesOptions {
+interface ReleasesOptions {
   url: string;
   json: boolean;
   /** A crawl of a large fleet takes a while; a cached answer is instant. */

@@ -9,7 +9,7 @@ export interface DashboardDeps extends BrokerSource {
 }
 
 /** Every response: nothing from elsewhere, nothing inline, no framing, no referrer. */
-export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   "content-security-policy":
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
   "x-content-type-options": "nosniff",

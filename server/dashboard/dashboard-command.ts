@@ -3,7 +3,7 @@ import type { CommandIo } from "../cli/releases-command.js";
 import { isLoopbackHost } from "../../shared/loopback-address.js";
 import { startDashboard } from "./start-dashboard.js";
 
-export const DASHBOARD_USAGE = `Usage: tokensmith dashboard --broker URL [--port 8081] [--host 127.0.0.1]
+const DASHBOARD_USAGE = `Usage: tokensmith dashboard --broker URL [--port 8081] [--host 127.0.0.1]
 
   dashboard  Serves a page listing the latest release of every repository the broker's App is
              installed on. The bearer secret is read from TOKENSMITH_SECRET and only ever sent
@@ -15,7 +15,7 @@ export const DASHBOARD_USAGE = `Usage: tokensmith dashboard --broker URL [--port
   --timeout  Seconds to wait for the broker (default 60).
 `;
 
-export interface DashboardCommandIo extends CommandIo {
+interface DashboardCommandIo extends CommandIo {
   /** Aborted to stop serving; the process's SIGINT/SIGTERM when not given. */
   stop?: AbortSignal;
 }

@@ -11,7 +11,7 @@ export interface BrokerSource {
   timeoutMs: number;
 }
 
-export type BrokerAnswer = { status: 200; body: ReleasesResponse } | { status: number; body: DashboardErrorBody };
+type BrokerAnswer = { status: 200; body: ReleasesResponse } | { status: number; body: DashboardErrorBody };
 
 /** GET {broker}/releases with the bearer, server-side; whatever happens, an answer fit for the browser. */
 export async function fetchBrokerReleases(source: BrokerSource): Promise<BrokerAnswer> {

@@ -16,7 +16,7 @@ const FILES: Record<string, { name: string; contentType: string }> = {
  * next to this module when it runs from source, and found from build/server/dashboard/ back in
  * the source tree when it runs built.
  */
-export function staticDir(): URL {
+function staticDir(): URL {
   const candidates = [new URL("./static/", import.meta.url), new URL("../../../server/dashboard/static/", import.meta.url)];
   const found = candidates.find((dir) => existsSync(new URL("index.html", dir)));
   if (!found) throw new Error(`dashboard: static files not found (looked in ${candidates.map((dir) => dir.pathname).join(", ")})`);

@@ -4,8 +4,8 @@ import { SignJWT } from "jose";
 import type { AppCredentials } from "../app-credentials.js";
 
 /** Back-dating of `iat` against clock drift, and the JWT's lifetime: GitHub allows at most 10 minutes. */
-export const APP_JWT_BACKDATE_SECONDS = 30;
-export const APP_JWT_LIFETIME_SECONDS = 600;
+const APP_JWT_BACKDATE_SECONDS = 30;
+const APP_JWT_LIFETIME_SECONDS = 600;
 
 /**
  * App JWTs (RS256; `iss` = the App ID, `iat` = now − 30 s, `exp` = iat + 600 s, the claims

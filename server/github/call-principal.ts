@@ -1,13 +1,23 @@
 import { hash } from "node:crypto";
+import { createLoadingCache } from "../cache/loading-cache.js";
 
 // Whose points budget a platform call spends (GitHub's secondary limits are "per App or
 // installation"): a call made with the App JWT spends the App's; a call made with an installation
 // token spends that installation's. The broker knows which installation a token belongs to because
 // it minted the token: every mint answer (the lean platform client's, which makes every mint) is
-// noted here (by the token's SHA-256, never the token itself) until the token expires.
+// noted here (by the token's SHA-256, never the token itself) until the token expires, on the cache
+// primitive (docs/design.md#caches).
 
 /** Notes kept at most; past it the oldest go (a token the broker no longer uses needs none). */
-export const MAX_NOTED_TOKENS = 20_000;
+const MAX_NOTED_TOKENS = 20_000;
+/**
+ * A token's note outlives its `expires_at` by this much: read on the broker's clock, which may be
+ * behind the platform's, a call the platform still takes stays on its installation's budget.
+ */
+const CLOCK_SKEW_GRACE_MS = 60 * 60_000;
+/** An App JWT lives at most 10 minutes (the platform's limit). */
+const APP_JWT_LIFETIME_MS = 10 * 60_000;
+const DAY_MS = 24 * 60 * 60_000;
 
 export interface PrincipalRegistry {
   /** The principal of a call sent with this Authorization header; null: no budget (unauthenticated). */
@@ -26,20 +36,12 @@ export interface PrincipalRegistry {
 }
 
 export function createPrincipalRegistry(now: () => number): PrincipalRegistry {
-  /** SHA-256 of a token → its installation and expiry (epoch ms). Insertion order ≈ expiry order. */
-  const tokens = new Map<string, { installationId: string; expiresAt: number }>();
+  /** SHA-256 of a token → its installation. */
+  const tokens = createLoadingCache<string>({ max: MAX_NOTED_TOKENS, now });
   /** App JWT → its App (the JWT is reused for ~9 minutes, so this stays tiny). */
-  const jwts = new Map<string, string>();
+  const jwts = createLoadingCache<string>({ max: 16, now });
   /** `installation:<id>` → its App, from the mints (one entry per installation the broker minted for). */
-  const apps = new Map<string, string>();
-
-  const forgetExpired = () => {
-    const at = now();
-    for (const [hash, note] of tokens) {
-      if (note.expiresAt > at && tokens.size <= MAX_NOTED_TOKENS) break;
-      tokens.delete(hash);
-    }
-  };
+  const apps = createLoadingCache<string>({ max: MAX_NOTED_TOKENS, now });
 
   return {
     get noted() {
@@ -49,33 +51,30 @@ export function createPrincipalRegistry(now: () => number): PrincipalRegistry {
       const credential = credentialOf(authorization);
       if (credential === null) return null;
       if (isJwt(credential)) {
-        let app = jwts.get(credential);
+        let app = jwts.peek(credential);
         if (app === undefined) {
-          if (jwts.size >= 16) jwts.clear();
           app = `app:${issuerOf(credential)}`;
-          jwts.set(credential, app);
+          jwts.set(credential, app, APP_JWT_LIFETIME_MS);
         }
         return app;
       }
       const hash = sha256(credential);
-      const note = tokens.get(hash);
+      const installationId = tokens.peek(hash);
       // A token the broker did not mint (none today) is a budget of its own.
-      return note ? `installation:${note.installationId}` : `token:${hash}`;
+      return installationId !== undefined ? `installation:${installationId}` : `token:${hash}`;
     },
     appOf(principal) {
       if (principal.startsWith("app:")) return principal;
-      return apps.get(principal) ?? principal;
+      return apps.peek(principal) ?? principal;
     },
     noteMint(installationId, answer, app) {
       const { token, expires_at } = (answer ?? {}) as { token?: unknown; expires_at?: unknown };
       if (typeof token !== "string" || token === "") return;
-      if (app?.startsWith("app:")) {
-        if (apps.size >= MAX_NOTED_TOKENS) apps.clear(); // only past 20,000 installations: they are noted again at their next mint
-        apps.set(`installation:${installationId}`, app);
-      }
-      const expiresAt = typeof expires_at === "string" ? Date.parse(expires_at) : NaN;
-      tokens.set(sha256(token), { installationId: String(installationId), expiresAt: Number.isFinite(expiresAt) ? expiresAt : now() + 3_600_000 });
-      forgetExpired();
+      // Noted again at each mint: a day is longer than any token of the installation lives.
+      if (app?.startsWith("app:")) apps.set(`installation:${installationId}`, app, DAY_MS);
+      const parsed = typeof expires_at === "string" ? Date.parse(expires_at) : NaN;
+      const expiresAt = Number.isFinite(parsed) ? parsed : now() + 3_600_000;
+      tokens.set(sha256(token), String(installationId), expiresAt - now() + CLOCK_SKEW_GRACE_MS);
     },
   };
 }

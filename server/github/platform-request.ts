@@ -7,7 +7,7 @@ import type { LocalRefusal, UpstreamGate } from "./upstream-gate.js";
 
 export type OctokitRequest = typeof octokitRequest;
 
-export interface PlatformRequestOptions {
+interface PlatformRequestOptions {
   apiBase: string;
   fetch: typeof fetch;
   /** Per attempt. */
@@ -25,7 +25,7 @@ export const API_VERSION = "2022-11-28";
  * platform's API answers what the broker asks without redirecting (docs/design.md#decisions-where-the-contract-was-open).
  * Never retried: the same request would be redirected again.
  */
-export class RedirectRefusedError extends Error {
+class RedirectRefusedError extends Error {
   /** The redirect's status; null when fetch itself refused it (a request with a body, see fetchText). */
   constructor(readonly status: number | null) {
     super(`upstream answered a redirect${status === null ? "" : ` (HTTP ${status})`}: not followed`);
@@ -144,7 +144,7 @@ export async function fetchText(
 }
 
 /** fetchText's options: the deadline, and how to read a success's body. */
-export interface FetchTextOptions extends Deadline {
+interface FetchTextOptions extends Deadline {
   /**
    * Read a 2xx answer's body as it arrives with this reader (streamed-json.ts), under the same
    * timer, instead of as one text: the answer comes back as `json`, and `text` is "" unless the
@@ -255,7 +255,7 @@ export interface RetryInfo {
 export const DEFAULT_RETRY: RetryPolicy = { attempts: 3, baseDelayMs: 200, maxWaitMs: 5000 };
 
 /** A time by which a platform call must be answered, retries and waits included. */
-export interface Deadline {
+interface Deadline {
   /** Epoch milliseconds; undefined = no deadline (each attempt has its own timeout only). */
   deadlineAt?: number;
   /** Milliseconds since the epoch. Default: Date.now. */
@@ -269,7 +269,7 @@ export interface Deadline {
 }
 
 /** What one attempt is given: abort at `signal` (the deadline), and the deadline itself. */
-export interface Attempt {
+interface Attempt {
   signal?: AbortSignal;
   deadlineAt?: number;
 }

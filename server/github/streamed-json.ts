@@ -51,7 +51,7 @@ export interface StreamListener {
 }
 
 /** Deeper than this in the envelope, the scan stops following and the whole text goes to JSON.parse. */
-export const MAX_DEPTH = 64;
+const MAX_DEPTH = 64;
 /** Element ends guessed wrong (each costs a parse of the element so far) before giving up. */
 export const MAX_MISSES = 64;
 

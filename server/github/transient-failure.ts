@@ -2,7 +2,7 @@ import { RequestError } from "@octokit/request-error";
 import { platformWait } from "./upstream-gate.js";
 
 /** What a client is told to wait after a platform outage (5xx, network error, timeout): the broker already retried. */
-export const TRANSIENT_RETRY_AFTER_SECONDS = 5;
+const TRANSIENT_RETRY_AFTER_SECONDS = 5;
 
 /**
  * Seconds after which the same platform call may succeed, or undefined when it will not (a

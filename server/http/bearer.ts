@@ -2,14 +2,14 @@ import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { RequestHandler } from "express";
 import { BrokerError } from "../../shared/broker-error.js";
 import type { ErrorCode } from "../../shared/error-codes.js";
-import type { BrokerContext } from "../context.js";
+import type { Settings } from "../settings.js";
 import { markAuthenticated } from "./body-budget.js";
 
 // Both sides are hashed with a per-process key before comparing, so the comparison takes the same
 // time whatever the lengths of the two strings and wherever they first differ.
 const comparisonKey = randomBytes(32);
 
-export function constantTimeEqual(a: string, b: string): boolean {
+function constantTimeEqual(a: string, b: string): boolean {
   const left = createHmac("sha256", comparisonKey).update(a).digest();
   const right = createHmac("sha256", comparisonKey).update(b).digest();
   return timingSafeEqual(left, right);
@@ -19,7 +19,7 @@ export function constantTimeEqual(a: string, b: string): boolean {
  * `Authorization: Bearer <PROCESS_TRIGGER_SECRET>` for /sign and /releases. Unset secret → 503 with
  * the route's own code; missing or wrong bearer → 401 unauthorized. Runs before the body is read.
  */
-export function requireTriggerSecret(ctx: BrokerContext, disabledCode: ErrorCode): RequestHandler {
+export function requireTriggerSecret(ctx: { settings: () => Settings }, disabledCode: ErrorCode): RequestHandler {
   return (req, res, next) => {
     const secret = ctx.settings().processTriggerSecret;
     if (!secret) return next(new BrokerError(disabledCode));

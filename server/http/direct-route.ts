@@ -1,7 +1,7 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from "node:http";
 import type { ErrorRequestHandler, Express, NextFunction, Request, RequestHandler, Response } from "express";
 
-export interface DirectRoute {
+interface DirectRoute {
   /** The exact request target, e.g. "/token" (no query string: anything else goes to Express). */
   path: string;
   /** The route's whole chain, request log first, as it is also mounted in Express. */

@@ -8,7 +8,7 @@ import { closeAfterAnswer } from "./lingering-close.js";
 export const KIB = 1024;
 export const MIB = 1024 * KIB;
 
-export interface ReadOptions {
+interface ReadOptions {
   /** The bytes received count against this budget while the body is held (bodies not yet authenticated). */
   budget?: BodyBudget;
   /** The body must have arrived by then (epoch ms on `now`), or it is refused with 408 request_timeout. */

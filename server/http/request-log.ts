@@ -10,15 +10,15 @@ import type { Metrics } from "../metrics.js";
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/;
 
 /** The caller's request id when it is a safe one, else a fresh UUID. */
-export function requestIdOf(req: Request): string {
+function requestIdOf(req: Request): string {
   const incoming = req.headers["x-request-id"];
   return typeof incoming === "string" && SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
 }
 
 /** Logged as the status of a request whose caller went away before its answer was sent (nginx's 499). */
-export const ABANDONED_STATUS = 499;
+const ABANDONED_STATUS = 499;
 
-export interface RequestLogOptions {
+interface RequestLogOptions {
   log: Logger;
   now: () => number;
   /** Every request is answered within this (REQUEST_DEADLINE_MS): `res.locals.deadlineAt` is now + this. */

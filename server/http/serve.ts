@@ -5,7 +5,7 @@ import type { Logger } from "../log.js";
 import { DEFAULT_MAX_CONNECTIONS, SERVER_TIMEOUTS } from "./limits.js";
 import { closeAfterResponse, endWithLinger, isLingering } from "./lingering-close.js";
 
-export interface ServeOptions {
+interface ServeOptions {
   /** Open client connections at most (MAX_CONNECTIONS); one more is closed at once, without an answer. */
   maxConnections?: number;
   /** The listen itself failed (EADDRINUSE, EADDRNOTAVAIL, ENOTFOUND); without it the error is thrown. */

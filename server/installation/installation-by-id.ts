@@ -1,10 +1,10 @@
 import type { AppCredentials } from "../app-credentials.js";
 import type { PlatformSettings } from "../settings.js";
-import { findInstallation, type Installation } from "../github/find-installation.js";
+import { findInstallation, type Installation } from "./find-installation.js";
 import type { InstallationDeps } from "./repository-installation.js";
 
 /** What a webhook delivery names: its installation (`installation.id`) and the repository it is about. */
-export interface DeliveredInstallation {
+interface DeliveredInstallation {
   installationId: number;
   owner: string;
   repo: string;
@@ -30,10 +30,8 @@ export async function installationById(
   const key = installationByIdKey(deps, platform, app, target.installationId);
   const cached = deps.installations.get(key);
   if (cached) return cached;
-  return deps.installations.shared(key, async () => {
+  return deps.installations.load(key, async () => {
     const appJwt = await deps.appJwt.jwtFor(app);
-    const found = await lookup(() => findInstallation({ client: deps.clientFor(platform), appJwt, retry: deps.retry, installationId: target.installationId, owner: target.owner, repo: target.repo, now: deps.now }));
-    deps.installations.set(key, found);
-    return found;
+    return lookup(() => findInstallation({ client: deps.clientFor(platform), appJwt, retry: deps.retry, installationId: target.installationId, owner: target.owner, repo: target.repo, now: deps.now }));
   });
 }

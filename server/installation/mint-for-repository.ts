@@ -1,6 +1,6 @@
 import { BrokerError } from "../../shared/broker-error.js";
 import type { Permissions } from "../../shared/token-permissions.js";
-import type { Installation } from "../github/find-installation.js";
+import type { Installation } from "./find-installation.js";
 import { mintInstallationToken, type MintedToken } from "./mint-installation-token.js";
 import type { FoundInstallation, InstallationDeps, MintTarget } from "./repository-installation.js";
 import { mintedForScope, mintedForScopes, type OtherRepository } from "./repository-scope.js";

@@ -1,18 +1,18 @@
 import { BrokerError } from "../../shared/broker-error.js";
 import type { AppCredentials } from "../app-credentials.js";
 import type { AppJwtSigner } from "../github/app-jwt.js";
-import type { InstallationCache } from "../github/installation-cache.js";
+import type { InstallationCache } from "./installation-cache.js";
 import type { LookupSlot, OwnerLookupLimiter } from "../github/owner-lookup-limiter.js";
 import type { PlatformClient } from "../github/platform-client.js";
 import type { RetryPolicy } from "../github/platform-request.js";
 import type { Logger } from "../log.js";
 import type { PlatformSettings } from "../settings.js";
-import { findInstallation, type Installation } from "../github/find-installation.js";
-import { checkNotInstalled, type NotInstalledDeps } from "../github/not-installed-check.js";
+import { findInstallation, type Installation } from "./find-installation.js";
+import { checkNotInstalled, type NotInstalledDeps } from "./not-installed-check.js";
 import { installationServes, installationSubject, type RepositoryScope } from "./repository-scope.js";
 
 /** Time kept back from the request's deadline to map a platform failure and send the answer. */
-export const ANSWER_RESERVE_MS = 150;
+const ANSWER_RESERVE_MS = 150;
 
 /**
  * What the token operations use of the broker's context, passed in (a lower layer never imports
@@ -80,8 +80,9 @@ export async function repositoryInstallation(deps: InstallationDeps, target: Min
   const ids = scope.ids;
   const memo = ids ? await checkNotInstalled(deps, cacheKey, ids.ownerId) : undefined;
   if (memo === "not-installed") throw new BrokerError("app_not_installed", { detail: "not installed (answered less than a minute ago)" });
-  // Concurrent misses for one key share one lookup (docs/operations.md#caches); a failure is not cached.
-  const installation = await deps.installations.shared(cacheKey, async () => {
+  // Concurrent misses for one key share one lookup (docs/design.md#caches); a failure is not kept,
+  // nor is a lookup that a drop (a refused mint) overtook.
+  const installation = await deps.installations.load(cacheKey, async () => {
     // One owner's lookups that find nothing stay within its share of the App's budget
     // (owner-lookup-limiter.ts); one that finds the App installed is not counted.
     let slot: LookupSlot | undefined;
@@ -105,7 +106,6 @@ export async function repositoryInstallation(deps: InstallationDeps, target: Min
       await memo?.remember();
       throw new BrokerError("app_not_installed", { detail: "installation is on another account" });
     }
-    deps.installations.set(cacheKey, found);
     return found;
   });
   return { installation, cached: false, cacheKey };

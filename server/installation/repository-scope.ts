@@ -1,7 +1,7 @@
 // What a repository token must be scoped to, and the checks of the platform's answers against it,
 // as pure functions (docs/design.md#layers). /token knows the repository and its owner by id (from
 // the OIDC claims); /sign only by name.
-import type { Installation } from "../github/find-installation.js";
+import type { Installation } from "./find-installation.js";
 import type { MintedRepository } from "./mint-installation-token.js";
 
 export interface RepositoryScope {

@@ -21,7 +21,7 @@ export interface KeyValueStore {
   close(): Promise<void>;
 }
 
-export interface StoreOptions {
+interface StoreOptions {
   log: Logger;
   /** Upper bound on any one store call. */
   timeoutMs: number;

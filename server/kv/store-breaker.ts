@@ -14,7 +14,7 @@ export interface StoreBreaker {
 }
 
 /** How long a failed store is skipped: a few seconds, short against a Redis restart's impact on /token. */
-export const STORE_BREAKER_OPEN_MS = 3_000;
+const STORE_BREAKER_OPEN_MS = 3_000;
 
 export function createStoreBreaker(options: { openMs?: number; now?: () => number } = {}): StoreBreaker {
   const openMs = options.openMs ?? STORE_BREAKER_OPEN_MS;

@@ -30,7 +30,7 @@ export function sealMatches(sealKey: Buffer, parts: readonly unknown[], tag: unk
 }
 
 /** A value as the store holds it: its JSON text, and the tag over the label, the store key and that text. */
-export interface SealedValue {
+interface SealedValue {
   v: 1;
   data: string;
   tag: string;

@@ -11,7 +11,7 @@ export const MAX_TOKEN_AGE_SECONDS = 60 * 60;
 
 const REPOSITORY = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/;
 
-export interface ClaimRules {
+interface ClaimRules {
   /** The pinned issuer: the raw `iss` claim must be exactly this string (no trimming, no slashes stripped). */
   issuer: string;
   /** Accepted audiences: `aud` (a string, or an array of strings) must name one of them. */
@@ -20,7 +20,7 @@ export interface ClaimRules {
   nowSeconds: number;
 }
 
-export interface BrokenRule {
+interface BrokenRule {
   reason: OidcReason;
   /** The claim that broke it (for the log, never the answer). */
   claim: string;

@@ -17,7 +17,7 @@ import { openSnapshot, sealSnapshot, type SealedSnapshot, type SnapshotBinding }
  * token arrived. If that refetch failed or the cooldown held it back, no verdict was reached (the
  * key may have been published a moment ago): 503, retryable, with the wait in `retryAfter`.
  */
-export interface KeySetSourceOptions {
+interface KeySetSourceOptions {
   issuer: string;
   fetch: typeof fetch;
   now: () => number;
@@ -32,7 +32,7 @@ export interface KeySetSourceOptions {
   onSnapshotUsed?: () => void;
 }
 
-export const SNAPSHOT_MAX_AGE_MS = 24 * 60 * 60 * 1000;
+const SNAPSHOT_MAX_AGE_MS = 24 * 60 * 60 * 1000;
 
 export function createKeySetSource(options: KeySetSourceOptions) {
   const { issuer, log, now } = options;

@@ -17,14 +17,14 @@ export interface OidcClaims extends JWTPayload {
   actor?: string;
 }
 
-export interface TrustedIssuer<P> {
+interface TrustedIssuer<P> {
   issuer: string;
   keys: KeySetSource;
   /** What the issuer maps to (the platform to mint on). */
   platform: P;
 }
 
-export interface VerifyInput<P> {
+interface VerifyInput<P> {
   token: string;
   issuers: ReadonlyArray<TrustedIssuer<P>>;
   audiences: readonly string[];

@@ -6,8 +6,11 @@
 // 503 policy_unavailable with Retry-After (never "no policy"); no rule → 403 policy_denied.
 import { BrokerError } from "../../shared/broker-error.js";
 import type { AppCredentials } from "../app-credentials.js";
-import type { BrokerContext } from "../context.js";
-import type { Installation } from "../github/find-installation.js";
+import type { OwnerLookupLimiter } from "../github/owner-lookup-limiter.js";
+import type { InstallationDeps } from "../installation/repository-installation.js";
+import type { StoreRegistry } from "../kv/key-value-store.js";
+import type { PolicyService } from "./policy-service.js";
+import type { Installation } from "../installation/find-installation.js";
 import { mintInstallationToken } from "../installation/mint-installation-token.js";
 import { transientRetryAfter } from "../github/transient-failure.js";
 import type { PlatformSettings, Settings } from "../settings.js";
@@ -20,10 +23,17 @@ import { fetchTargetRepository, type TargetRepository } from "./target-repositor
 import { policyFileKey, type FileState } from "./policy-files.js";
 import { POLICY_FILES, type CompiledPolicy, type PolicyKind } from "./policy-types.js";
 
-/** Retry-After of a policy_unavailable whose failure named no wait of its own. */
-export const POLICY_RETRY_AFTER_SECONDS = 5;
+/** What the trust policies use of the broker's context (passed in: docs/design.md#layers). */
+export type PolicyDeps = Pick<InstallationDeps, "appJwt" | "clientFor" | "log" | "now" | "retry"> & {
+  policies: PolicyService;
+  stores: Pick<StoreRegistry, "get">;
+  targetLookups: OwnerLookupLimiter;
+};
 
-export interface PolicyStep {
+/** Retry-After of a policy_unavailable whose failure named no wait of its own. */
+const POLICY_RETRY_AFTER_SECONDS = 5;
+
+interface PolicyStep {
   settings: Settings;
   platform: PlatformSettings;
   app: AppCredentials;
@@ -60,7 +70,7 @@ export interface PolicyOutcome {
 }
 
 
-export async function applyPolicies(ctx: BrokerContext, step: PolicyStep): Promise<PolicyOutcome | null> {
+export async function applyPolicies(ctx: PolicyDeps, step: PolicyStep): Promise<PolicyOutcome | null> {
   const mode = step.settings.tokenPolicy;
   const targets = step.targets ?? [];
   if (mode === "off") {
@@ -132,7 +142,7 @@ export async function applyPolicies(ctx: BrokerContext, step: PolicyStep): Promi
   };
 }
 
-function deny(ctx: BrokerContext, step: PolicyStep, detail: string, logged: Record<string, unknown>): never {
+function deny(ctx: PolicyDeps, step: PolicyStep, detail: string, logged: Record<string, unknown>): never {
   ctx.log.info({ audit: "token_denied", code: "policy_denied", repository: `${step.owner}/${step.repo}`, repository_id: step.ids.repositoryId, detail, ...logged }, "policy denied the token");
   throw new BrokerError("policy_denied", { detail, answerDetail: detail });
 }
@@ -144,7 +154,7 @@ function deny(ctx: BrokerContext, step: PolicyStep, detail: string, logged: Reco
  * to read: it is a denial (`problem`, logged), never policy_invalid. The platform not answering is
  * 503 policy_unavailable, as for the caller's own file.
  */
-async function loadTarget(ctx: BrokerContext, step: PolicyStep, name: string, ignore: boolean): Promise<{ target: TargetRepository | null; policy?: { policy: CompiledPolicy; sha: string } | null; problem?: string }> {
+async function loadTarget(ctx: PolicyDeps, step: PolicyStep, name: string, ignore: boolean): Promise<{ target: TargetRepository | null; policy?: { policy: CompiledPolicy; sha: string } | null; problem?: string }> {
   const key = ctx.policies.targets.key(step.platform.apiBase, step.installation.id, step.owner, name);
   let target: TargetRepository | null;
   try {
@@ -184,7 +194,7 @@ async function loadTarget(ctx: BrokerContext, step: PolicyStep, name: string, ig
  * `repository`: the repository read, when a 404 there would mean "no policy" (docs/security.md "A
  * stale reader token never reads ...").
  */
-async function withReader<T>(ctx: BrokerContext, step: PolicyStep, read: (token: string) => Promise<T>, repository?: ReaderScope): Promise<T> {
+async function withReader<T>(ctx: PolicyDeps, step: PolicyStep, read: (token: string) => Promise<T>, repository?: ReaderScope): Promise<T> {
   const readerKey = ctx.policies.readers.key(step.platform.apiBase, step.app.appId, step.installation.id);
   for (let attempt = 1; ; attempt += 1) {
     let reader = await ctx.policies.readers.get(readerKey, () => mintReader(ctx, step));
@@ -213,7 +223,7 @@ interface ReaderScope {
 }
 
 /** A read that failed on the platform's side → 503 policy_unavailable (fail closed, retryable). */
-function unavailable(ctx: BrokerContext, error: unknown, what: string): BrokerError {
+function unavailable(ctx: PolicyDeps, error: unknown, what: string): BrokerError {
   if (error instanceof BrokerError && error.code === "policy_unavailable") return error;
   const status = error instanceof PolicyReadFailure ? error.status : undefined;
   return new BrokerError("policy_unavailable", {
@@ -224,7 +234,7 @@ function unavailable(ctx: BrokerContext, error: unknown, what: string): BrokerEr
 }
 
 /** One policy file, compiled; null when there is none. `other`: another repository's (a target of `repositories`), not the caller's. */
-async function load(ctx: BrokerContext, step: PolicyStep, kind: PolicyKind, other?: { repo: string; repositoryId: number }): Promise<{ policy: CompiledPolicy; sha: string } | null> {
+async function load(ctx: PolicyDeps, step: PolicyStep, kind: PolicyKind, other?: { repo: string; repositoryId: number }): Promise<{ policy: CompiledPolicy; sha: string } | null> {
   const path = POLICY_FILES[kind];
   const where = kind === "repository" ? { owner: step.owner, repo: other?.repo ?? step.repo } : { owner: step.owner, repo: ".github" };
   const key = policyFileKey(step.platform.apiBase, kind === "repository" ? { repositoryId: other?.repositoryId ?? step.ids.repositoryId } : { ownerId: step.ids.ownerId });
@@ -254,7 +264,7 @@ function invalid(detail: string): BrokerError {
 }
 
 /** The broker's own token: contents read over the whole installation (its policy files and the owner's .github). */
-async function mintReader(ctx: BrokerContext, step: PolicyStep): Promise<ReaderToken> {
+async function mintReader(ctx: PolicyDeps, step: PolicyStep): Promise<ReaderToken> {
   try {
     const minted = await mintInstallationToken({
       client: ctx.clientFor(step.platform),

@@ -5,14 +5,15 @@
 // these reads spend the installation's budget, not the App's.
 // https://docs.github.com/rest/repos/contents#get-repository-content
 import type { AppCredentials } from "../app-credentials.js";
-import type { BrokerContext } from "../context.js";
+import type { PolicyService } from "./policy-service.js";
+import type { InstallationDeps } from "../installation/repository-installation.js";
 import { mintInstallationToken } from "../installation/mint-installation-token.js";
 import type { PlatformSettings } from "../settings.js";
 import { fetchPolicyFile, PolicyReadFailure, type FileRead } from "./fetch-policy-file.js";
 import { POLICY_FILES, type PolicyKind } from "./policy-types.js";
 import { readerCovers, readerFromMint } from "./reader-tokens.js";
 
-export interface PullRequestSides {
+interface PullRequestSides {
   owner: string;
   repo: string;
   installationId: number;
@@ -32,7 +33,7 @@ export interface ChangedPolicyFile {
 /** Mints App tokens (5 points of the App's budget): the caller decides within what share. */
 export type AppCall = <T>(points: number, call: () => Promise<T>) => Promise<T>;
 
-export async function changedPolicyFiles(ctx: BrokerContext, where: { platform: PlatformSettings; app: AppCredentials; appCall: AppCall }, pr: PullRequestSides): Promise<ChangedPolicyFile[]> {
+export async function changedPolicyFiles(ctx: Pick<InstallationDeps, "appJwt" | "clientFor" | "retry" | "now"> & { policies: Pick<PolicyService, "readers"> }, where: { platform: PlatformSettings; app: AppCredentials; appCall: AppCall }, pr: PullRequestSides): Promise<ChangedPolicyFile[]> {
   const paths: Array<[PolicyKind, string]> = [["repository", POLICY_FILES.repository], ...(pr.repo === ".github" ? [["owner", POLICY_FILES.owner] as [PolicyKind, string]] : [])];
   const client = ctx.clientFor(where.platform);
   const readerKey = ctx.policies.readers.key(where.platform.apiBase, where.app.appId, pr.installationId);

@@ -6,9 +6,9 @@ import type { CompiledCondition, CompiledPolicy, CompiledRule } from "./policy-t
 /** How many rules a denial's detail describes; the rest are counted. */
 export const DENIAL_RULES_SHOWN = 5;
 
-export type PolicyCheck = { ok: true; rule: CompiledRule } | { ok: false; detail: string };
+type PolicyCheck = { ok: true; rule: CompiledRule } | { ok: false; detail: string };
 
-export interface CheckOptions {
+interface CheckOptions {
   /** The rule the request names (`rule` field); only it is tried. */
   rule?: string;
   /** The repository's name without its owner (owner policy rules' `repositories`). */

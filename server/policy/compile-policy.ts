@@ -3,7 +3,7 @@
 // compiled. Every problem is one line naming the file's line (policy_invalid's detail).
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import { isMap, isSeq, type Document } from "yaml";
-import { checkCatalogue, type PermissionLevel, type Permissions } from "../../shared/token-permissions.js";
+import { checkCatalogue, type PermissionLevel } from "../../shared/token-permissions.js";
 import { compileGlobs } from "./policy-glob.js";
 import { CONDITION_CLAIMS, stringClaim } from "./policy-claims.js";
 import { parsePolicyYaml } from "./parse-policy-yaml.js";
@@ -121,5 +121,3 @@ function schemaProblem(error: ErrorObject): string {
       return `${where}: ${error.message ?? "is not valid"}`;
   }
 }
-
-export type { Permissions };

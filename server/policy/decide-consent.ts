@@ -14,7 +14,7 @@ import { grantPermissions } from "../token/grant-permissions.js";
 import { checkPolicy, ruleFails } from "./check-policy.js";
 import type { CompiledPolicy, CompiledRule } from "./policy-types.js";
 
-export interface ConsentInputs {
+interface ConsentInputs {
   /** The target's `.github/tokensmith.yml`; null: none (or it cannot be read). */
   repository: CompiledPolicy | null;
   owner: CompiledPolicy | null;
@@ -23,7 +23,7 @@ export interface ConsentInputs {
   targetName: string;
 }
 
-export type ConsentDecision =
+type ConsentDecision =
   /** `permissions`: what the target lends (its consenting rule ∩ the owner rule that holds for it). */
   | { ok: true; permissions: PermissionCeiling["permissions"]; rule?: string; ownerRule?: string }
   /** `why`: for the broker's log only; the caller is told the target's name and nothing of its rules. */
@@ -41,7 +41,7 @@ export const consents = (rule: CompiledRule): boolean => rule.conditions.some((c
 const OWNER_POLICY_REPOSITORY = ".github";
 
 /** An owner rule names the target: its `repositories` covers it (`.github` only when listed literally). */
-export function ownerRuleLends(rule: CompiledRule, targetName: string): boolean {
+function ownerRuleLends(rule: CompiledRule, targetName: string): boolean {
   if (!rule.repositories || !rule.repositories.test(targetName)) return false;
   if (targetName.toLowerCase() !== OWNER_POLICY_REPOSITORY) return true;
   return rule.repositories.patterns.some((pattern) => pattern.toLowerCase() === OWNER_POLICY_REPOSITORY);

@@ -7,7 +7,7 @@ import type { CompiledPolicy } from "./policy-types.js";
 
 export type PolicyMode = "optional" | "required" | "off";
 
-export interface PolicyInputs {
+interface PolicyInputs {
   mode: Exclude<PolicyMode, "off">;
   /** null: no file (404). */
   repository: CompiledPolicy | null;

@@ -2,15 +2,26 @@
 // read at once (docs/policies.md#cost-and-cache): the next /token reads the new policy. Internal only: the
 // webhook's answer stays the API's, and nothing here can fail the delivery.
 // https://docs.github.com/webhooks/webhook-events-and-payloads#push
-import type { BrokerContext } from "../context.js";
+import type { StoreRegistry } from "../kv/key-value-store.js";
+import type { Logger } from "../log.js";
+import type { Settings } from "../settings.js";
 import { isObject, own } from "../http/fields.js";
 import { policyFileKey } from "./policy-files.js";
+import type { PolicyService } from "./policy-service.js";
 import { POLICY_FILES } from "./policy-types.js";
+
+/** What the drops use of the broker's context (passed in: docs/design.md#layers). */
+export interface PolicyDropDeps {
+  settings: () => Settings;
+  stores: Pick<StoreRegistry, "get">;
+  policies: PolicyService;
+  log: Logger;
+}
 
 /** GitHub lists at most 20 commits in a push payload: a longer push may touch a file it does not list. */
 const LISTED_COMMITS = 20;
 
-export interface PolicyPush {
+interface PolicyPush {
   repositoryId: number;
   ownerId: number;
   /** The repository is the owner's `.github`, whose tokensmith-org.yml is the owner policy. */
@@ -48,7 +59,7 @@ export function policyFilesPushed(payload: Record<string, unknown>): PolicyPush 
 }
 
 /** Drops what a verified push invalidates (main platform: the only one that sends webhooks here). */
-export async function dropPoliciesOnPush(ctx: BrokerContext, payload: unknown): Promise<void> {
+export async function dropPoliciesOnPush(ctx: PolicyDropDeps, payload: unknown): Promise<void> {
   try {
     if (!isObject(payload)) return;
     const pushed = policyFilesPushed(payload);
@@ -70,7 +81,7 @@ export async function dropPoliciesOnPush(ctx: BrokerContext, payload: unknown): 
  * tokens (and the names of other repositories it looked up) are forgotten, so the next policy read sees its repositories and permissions as they are now.
  * https://docs.github.com/webhooks/webhook-events-and-payloads#installation_repositories
  */
-export function dropReadersOnInstallationChange(ctx: BrokerContext, event: string, payload: unknown): void {
+export function dropReadersOnInstallationChange(ctx: Pick<PolicyDropDeps, "policies" | "log">, event: string, payload: unknown): void {
   if (event !== "installation" && event !== "installation_repositories") return;
   const installation = isObject(payload) ? own(payload, "installation") : undefined;
   const id = isObject(installation) ? own(installation, "id") : undefined;

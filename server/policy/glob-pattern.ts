@@ -23,7 +23,7 @@ export type GlobToken =
   // pattern "**/README.md" matches `README.md`).
   | { kind: "globstar-slash" };
 
-export type GlobParse = { ok: true; tokens: GlobToken[] } | { ok: false; problem: string };
+type GlobParse = { ok: true; tokens: GlobToken[] } | { ok: false; problem: string };
 
 /** Why a pattern is refused, or undefined when it compiles. */
 export function globProblem(pattern: string): string | undefined {

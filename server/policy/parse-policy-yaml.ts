@@ -16,7 +16,7 @@ export const MAX_POLICY_YAML_DEPTH = 12;
 /** YAML aliases (`*name`) and anchors (`&name`) each: a few are handy, a billion laughs is not. */
 export const MAX_POLICY_ALIASES = 20;
 
-export type PolicyYaml =
+type PolicyYaml =
   | { ok: true; doc: Document.Parsed; data: unknown; lineAt(offset: number | undefined): number | undefined }
   | { ok: false; line?: number; what: string };
 

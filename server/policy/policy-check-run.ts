@@ -6,7 +6,9 @@
 // that does costs the installation lookup (cached) and a token with `checks: write` alone, revoked
 // after; both App calls are spent within the check runs' share of the App's budget.
 // https://docs.github.com/rest/checks/runs#create-a-check-run
-import type { BrokerContext } from "../context.js";
+import type { InstallationDeps } from "../installation/repository-installation.js";
+import type { Settings } from "../settings.js";
+import type { PolicyService } from "./policy-service.js";
 import { installationById } from "../installation/installation-by-id.js";
 import { intersectPermissions } from "../installation/intersect-permissions.js";
 import { mintInstallationToken } from "../installation/mint-installation-token.js";
@@ -16,7 +18,10 @@ import { requireApp } from "../token/trust.js";
 import { changedPolicyFiles, type AppCall, type ChangedPolicyFile } from "./changed-policy-files.js";
 import type { PolicyKind } from "./policy-types.js";
 
-export const CHECK_RUN_NAME = "tokensmith policy";
+/** What a policy check uses of the broker's context (passed in: docs/design.md#layers). */
+export type PolicyCheckDeps = InstallationDeps & { settings: () => Settings; policies: PolicyService };
+
+const CHECK_RUN_NAME = "tokensmith policy";
 const CHECKED_ACTIONS = new Set(["opened", "synchronize", "reopened"]);
 
 export interface PolicyPullRequest {
@@ -59,7 +64,7 @@ export function readPolicyPullRequest(payload: Record<string, unknown>): PolicyP
 export type CheckEnd = "done" | "failed";
 
 /** The check: never throws (a failure is one log line: the delivery was answered already). */
-export async function runPolicyCheck(ctx: BrokerContext, pr: PolicyPullRequest, deps: { appCall: AppCall }): Promise<CheckEnd> {
+export async function runPolicyCheck(ctx: PolicyCheckDeps, pr: PolicyPullRequest, deps: { appCall: AppCall }): Promise<CheckEnd> {
   const where = { repository: `${pr.owner}/${pr.repo}`, pull_request: pr.number, head_sha: pr.headSha };
   try {
     const platform = ctx.settings().main;
@@ -104,7 +109,7 @@ export async function runPolicyCheck(ctx: BrokerContext, pr: PolicyPullRequest, 
 }
 
 /** The check run's lines: each changed file's validation as the head has it. */
-function validate(ctx: BrokerContext, changed: ChangedPolicyFile[]): { lines: string[]; failed: boolean } {
+function validate(ctx: PolicyCheckDeps, changed: ChangedPolicyFile[]): { lines: string[]; failed: boolean } {
   const lines: string[] = [];
   let failed = false;
   for (const { kind, path, head } of changed) {
@@ -128,6 +133,6 @@ function validate(ctx: BrokerContext, changed: ChangedPolicyFile[]): { lines: st
   return { lines, failed };
 }
 
-function createCompiled(ctx: BrokerContext, kind: PolicyKind, text: string, sha: string, file: string) {
+function createCompiled(ctx: PolicyCheckDeps, kind: PolicyKind, text: string, sha: string, file: string) {
   return ctx.policies.compiled(sha, kind, text, file);
 }

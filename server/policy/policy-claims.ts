@@ -9,7 +9,7 @@ export function stringClaim(claims: Readonly<Record<string, unknown>>, name: str
   return typeof value === "string" ? value : undefined;
 }
 
-export interface ConditionClaim {
+interface ConditionClaim {
   read(claims: Readonly<Record<string, unknown>>): string | undefined;
   caseInsensitive: boolean;
 }
@@ -33,7 +33,7 @@ export const CONDITION_CLAIMS: Readonly<Record<string, ConditionClaim>> = {
  * (`octo-org/app/.github/workflows/release.yml@refs/heads/main` → `.github/workflows/release.yml`).
  * A workflow_ref naming another repository has no path here: absent.
  */
-export function workflowPath(claims: Readonly<Record<string, unknown>>): string | undefined {
+function workflowPath(claims: Readonly<Record<string, unknown>>): string | undefined {
   const ref = stringClaim(claims, "workflow_ref");
   const repository = stringClaim(claims, "repository");
   if (ref === undefined || repository === undefined) return undefined;

@@ -4,10 +4,13 @@
 // conditional GET (a 304 renews it: the file's ETag, or for "no file" the ETag of the directory
 // listing that showed it absent); dropped at once by a verified push that touches a policy file.
 // In the shared store (SERVICE_JWKS_CACHE) when configured, so every instance sees one read and one
-// drop; in process otherwise. Concurrent misses for one key share one read; a failure is not kept.
+// drop; in process otherwise. Concurrent misses for one key share one read; a failure is not kept;
+// a read under way when a push drops the file is not kept (the cache primitive's rule,
+// docs/design.md#caches).
 // In the shared store each state is sealed (server/kv/store-seal.ts): whoever can write the store
 // cannot turn a policy into "no file" (the whole grant); a state whose seal does not check is a
 // miss, read again from the platform.
+import { createLoadingCache } from "../cache/loading-cache.js";
 import type { KeyValueStore } from "../kv/key-value-store.js";
 import { deriveSealKey, openValue, sealValue } from "../kv/store-seal.js";
 import type { DirectoryEtag, FileRead } from "./fetch-policy-file.js";
@@ -46,18 +49,18 @@ export function policyFileKey(apiBase: string, subject: { repositoryId: number }
   return "repositoryId" in subject ? `${apiBase}\u0000repo:${subject.repositoryId}` : `${apiBase}\u0000owner:${subject.ownerId}`;
 }
 
-export function createPolicyFiles(options: { now: () => number; maxEntries?: number; onLookup?: (hit: boolean) => void }) {
-  const local = new Map<string, FileState>();
-  const inFlight = new Map<string, Promise<FileState>>();
-  // Bumped by each drop: a read that was already under way when a push arrived is not kept (it may
-  // be the old file), nor shared with a request that comes after the push.
-  const drops = new Map<string, number>();
-  const max = options.maxEntries ?? 10_000;
+/** How long a state read in process is kept past its freshness, for the conditional re-read (bounded by `maxEntries` too). */
+const LOCAL_STATE_LIFETIME_MS = 24 * 60 * 60_000;
 
-  const keep = (key: string, state: FileState) => {
-    if (local.size >= max && !local.has(key)) local.delete(local.keys().next().value as string);
-    local.set(key, state);
-  };
+export function createPolicyFiles(options: { now: () => number; maxEntries?: number; onLookup?: (hit: boolean) => void }) {
+  const max = options.maxEntries ?? 10_000;
+  // The states as last read, in process (without a shared store): kept past their freshness, which
+  // each read judges by its own POLICY_CACHE_SECONDS, so that a stale one is re-read conditionally.
+  const local = createLoadingCache<FileState>({ max, now: options.now });
+  // The reads under way: one per key for concurrent misses, nothing kept here. A drop invalidates
+  // both: a read that was already under way when a push arrived is not kept (it may be the old
+  // file), in process or in the shared store, nor shared with a request that comes after the push.
+  const reads = createLoadingCache<FileState>({ max, now: options.now });
 
   return {
     /**
@@ -71,15 +74,14 @@ export function createPolicyFiles(options: { now: () => number; maxEntries?: num
         // A drop's marker, an unsealed or a tampered entry: nothing known, the file is read afresh.
         known = openValue<FileState>(shared.sealKey, SEAL_LABEL, key, await shared.store.get<unknown>(key));
       } else {
-        known = local.get(key);
+        known = local.peek(key);
       }
       const fresh = known !== undefined && now - known.at < ttlMs;
       options.onLookup?.(fresh); // a miss joining a read under way is a miss too: it waits for the platform
       if (fresh) return known!;
-      let running = inFlight.get(key);
-      if (!running) {
-        const generation = drops.get(key) ?? 0;
-        running = (async () => {
+      return reads.get(
+        key,
+        async (current) => {
           const read = await fetch(known?.etag, known);
           const at = options.now();
           const state: FileState =
@@ -87,26 +89,20 @@ export function createPolicyFiles(options: { now: () => number; maxEntries?: num
             : read.kind === "file" ? { at, sha: read.sha, text: read.text, ...(read.etag ? { etag: read.etag } : {}) }
             : read.kind === "unreadable" ? { at, problem: read.problem, ...(read.sha ? { sha: read.sha } : {}), ...(read.etag ? { etag: read.etag } : {}) }
             : { at, absent: true, ...(read.kind === "absent" && read.listing ? { listing: read.listing } : {}) };
-          if ((drops.get(key) ?? 0) !== generation) return state; // used once by its own callers, never kept
+          if (!current()) return state; // used once by its own callers, never kept
           if (shared) await shared.store.set(key, sealValue(shared.sealKey, SEAL_LABEL, key, state), Math.max(ttlMs * 10, 60_000));
-          else keep(key, state);
+          else local.set(key, state, LOCAL_STATE_LIFETIME_MS);
           return state;
-        })().finally(() => {
-          if (inFlight.get(key) === running) inFlight.delete(key);
-        });
-        inFlight.set(key, running);
-      }
-      return running;
+        },
+        () => 0,
+      );
     },
     /** A push touched the file: forget it here and in the shared store. */
     async drop(key: string, ttlMs: number, store: KeyValueStore | null): Promise<void> {
-      local.delete(key);
-      inFlight.delete(key);
-      if (drops.size >= max && !drops.has(key)) drops.delete(drops.keys().next().value as string);
-      drops.set(key, (drops.get(key) ?? 0) + 1);
+      local.invalidate(key);
+      reads.invalidate(key);
       if (store) await store.set<Dropped>(key, { dropped: true }, Math.max(ttlMs * 10, 60_000));
     },
   };
 }
 
-export type PolicyFiles = ReturnType<typeof createPolicyFiles>;

@@ -5,7 +5,7 @@
 // states being at most twice the pattern's length, whatever the pattern.
 import { parseGlob, type GlobToken } from "./glob-pattern.js";
 
-export { globProblem, MAX_GLOB_LENGTH } from "./glob-pattern.js";
+export { globProblem } from "./glob-pattern.js";
 
 export type GlobTest = (value: string) => boolean;
 

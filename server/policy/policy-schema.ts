@@ -5,7 +5,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-export const POLICY_SCHEMA_FILE = "schema/tokensmith-policy.schema.json";
+const POLICY_SCHEMA_FILE = "schema/tokensmith-policy.schema.json";
 
 export function readPolicySchema(): Record<string, unknown> {
   let dir = dirname(fileURLToPath(import.meta.url));

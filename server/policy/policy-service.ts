@@ -2,15 +2,20 @@
 // caches): the schema compiled once, reader tokens per installation, the files as last read (and
 // the key that seals them in the shared store), and each file version compiled once (by blob SHA:
 // the same text compiles the same).
+import { createLoadingCache } from "../cache/loading-cache.js";
 import { createPolicyCompiler, type PolicyCompile } from "./compile-policy.js";
 import { createPolicyFiles, derivePolicySealKey } from "./policy-files.js";
 import type { PolicyKind } from "./policy-types.js";
 import { createReaderTokens } from "./reader-tokens.js";
 import { createTargetRepositories } from "./target-repositories.js";
 
+/** A compiled file version is kept a day (its text never changes under its SHA; at most 1 000 kept). */
+const COMPILED_LIFETIME_MS = 24 * 60 * 60_000;
+
 export function createPolicyService(options: { now: () => number; onFileLookup?: (hit: boolean) => void }) {
   let compiler: ReturnType<typeof createPolicyCompiler> | undefined;
-  const compiledBySha = new Map<string, PolicyCompile>();
+  // On the cache primitive (docs/design.md#caches); nothing invalidates it: the SHA names the text.
+  const compiledBySha = createLoadingCache<PolicyCompile>({ max: 1000, now: options.now });
   let sealKeyFor: { pem: string; key: Buffer } | undefined;
   return {
     readers: createReaderTokens({ now: options.now }),
@@ -24,13 +29,12 @@ export function createPolicyService(options: { now: () => number; onFileLookup?:
     },
     compiled(sha: string, kind: PolicyKind, text: string, file: string): PolicyCompile {
       const key = `${kind}\u0000${sha}\u0000${file}`;
-      let result = compiledBySha.get(key);
+      let result = compiledBySha.peek(key);
       if (!result) {
         // The schema is compiled on the first policy read, not at start: a broker with TOKEN_POLICY=off never pays for it.
         compiler ??= createPolicyCompiler();
         result = compiler.compile(text, kind, file);
-        if (compiledBySha.size >= 1000) compiledBySha.delete(compiledBySha.keys().next().value as string);
-        compiledBySha.set(key, result);
+        compiledBySha.set(key, result, COMPILED_LIFETIME_MS);
       }
       return result;
     },

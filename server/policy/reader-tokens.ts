@@ -75,4 +75,3 @@ export function readerCovers(reader: ReaderToken, name: string): boolean {
   return reader.covers === "all" || reader.covers.has(name.toLowerCase());
 }
 
-export type ReaderTokens = ReturnType<typeof createReaderTokens>;

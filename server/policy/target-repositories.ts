@@ -42,7 +42,6 @@ export function createTargetRepositories(options: { now: () => number; maxEntrie
   };
 }
 
-export type TargetRepositories = ReturnType<typeof createTargetRepositories>;
 
 /** `GET /repos/{owner}/{repo}`: the repository's id, name and owner id; null on 404. */
 export async function fetchTargetRepository(input: { client: PlatformClient; token: string; owner: string; repo: string; deadlineAt?: number }): Promise<TargetRepository | null> {

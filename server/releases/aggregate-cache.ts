@@ -5,7 +5,7 @@ import type { KeyValueStore } from "../kv/key-value-store.js";
 export const AGGREGATE_NAMESPACE = "tokensmith-releases";
 
 /** An aggregate missing an installation is kept this long at most, so a passing failure heals soon. */
-export const PARTIAL_TTL_SECONDS = 60;
+const PARTIAL_TTL_SECONDS = 60;
 
 export interface StoredAggregate {
   generated_at: string;
@@ -23,7 +23,7 @@ export function aggregateKey(input: { apiBase: string; appId: string; maxInstall
   return `releases:v1:${input.apiBase}:${input.appId}:${input.maxInstallations}:${input.maxRepositories}`;
 }
 
-export function lifetimeSeconds(entry: Pick<StoredAggregate, "partial">, ttlSeconds: number): number {
+function lifetimeSeconds(entry: Pick<StoredAggregate, "partial">, ttlSeconds: number): number {
   return entry.partial ? Math.min(ttlSeconds, PARTIAL_TTL_SECONDS) : ttlSeconds;
 }
 
@@ -37,7 +37,7 @@ export async function readAggregate(store: KeyValueStore, key: string, now: numb
 }
 
 /** The last aggregate stored, fresh or stale, and its age. */
-export interface LastAggregate {
+interface LastAggregate {
   entry: StoredAggregate;
   /** Within its lifetime (RELEASES_CACHE_TTL_SECONDS, 60 s for a partial one). */
   fresh: boolean;

@@ -13,7 +13,7 @@ export const PAGE_CONCURRENCY = 16;
 /** Runs `run` when a slot is free (a p-limit function). */
 export type PageLimit = <R>(run: () => Promise<R>) => Promise<R>;
 
-export interface Page<T> {
+interface Page<T> {
   items: T[];
   /** The Link header, if any: the platform sends `rel="next"` while more pages follow. */
   link: string | undefined;

@@ -1,7 +1,7 @@
 import { BrokerError } from "../../shared/broker-error.js";
 import type { RepoReleases } from "../../shared/types.js";
 import type { AppCredentials } from "../app-credentials.js";
-import type { BrokerContext } from "../context.js";
+import type { InstallationDeps } from "../installation/repository-installation.js";
 import { intersectPermissions } from "../installation/intersect-permissions.js";
 import { mintInstallationToken, type MintedRepository } from "../installation/mint-installation-token.js";
 import { statusOf } from "../github/platform-request.js";
@@ -10,19 +10,22 @@ import { PER_PAGE, type PageLimit } from "./collect-pages.js";
 import { fetchLatestReleases } from "./fetch-latest-releases.js";
 import { REPOSITORIES_PER_QUERY } from "./latest-releases-query.js";
 import type { CrawlInstallation } from "./list-installations.js";
-import type { CrawlToken } from "./crawl-token-cache.js";
+import type { CrawlToken, CrawlTokenCache } from "./crawl-token-cache.js";
 import { countRepositories, listRepositories, mintedRepositories, mintedRepository, type CrawlRepository } from "./list-repositories.js";
 
 /** The crawl reads releases and repository names: read access, nothing more. */
-export const CRAWL_PERMISSIONS = { contents: "read", metadata: "read" } as const;
+const CRAWL_PERMISSIONS = { contents: "read", metadata: "read" } as const;
 
-export type InstallationCrawl =
+type InstallationCrawl =
   | { status: "ok"; repos: RepoReleases[]; more: boolean }
   | { status: "failed" }
   | { status: "skipped" };
 
-export interface InstallationCrawlInput {
-  ctx: BrokerContext;
+/** What a crawl uses of the broker's context (passed in: docs/design.md#layers). */
+export type CrawlDeps = Pick<InstallationDeps, "appJwt" | "clientFor" | "log" | "retry" | "now"> & { crawlTokens: CrawlTokenCache };
+
+interface InstallationCrawlInput {
+  ctx: CrawlDeps;
   platform: PlatformSettings;
   app: AppCredentials;
   appJwt: string;

@@ -1,11 +1,10 @@
 import pLimit from "p-limit";
 import type { RepoReleases } from "../../shared/types.js";
 import type { AppCredentials } from "../app-credentials.js";
-import type { BrokerContext } from "../context.js";
 import type { PlatformSettings } from "../settings.js";
 import { idleConnections, preconnect } from "../upstream-connections.js";
 import { PAGE_CONCURRENCY } from "./collect-pages.js";
-import { crawlInstallation } from "./crawl-installation.js";
+import { crawlInstallation, type CrawlDeps } from "./crawl-installation.js";
 import { listInstallations } from "./list-installations.js";
 import { createRepositoryBudget, takeFirst } from "./repository-budget.js";
 
@@ -21,7 +20,7 @@ import { createRepositoryBudget, takeFirst } from "./repository-budget.js";
  * with 12, 0.397 / 0.374 / 0.365 s with 24 (about -18%).
  */
 export const INSTALLATION_CONCURRENCY = 24;
-export const QUERY_CONCURRENCY = 20;
+const QUERY_CONCURRENCY = 20;
 
 /**
  * Connections a crawl opens ahead (upstream-connections.ts): as many as the last crawl to the same
@@ -30,7 +29,7 @@ export const QUERY_CONCURRENCY = 20;
 const lastConnections = new Map<string, number>();
 const FIRST_CRAWL_CONNECTIONS = INSTALLATION_CONCURRENCY + QUERY_CONCURRENCY;
 
-export interface CrawlResult {
+interface CrawlResult {
   repos: RepoReleases[];
   /** A cap was reached, or an installation failed: the list is incomplete. */
   truncated: boolean;
@@ -43,8 +42,8 @@ export interface CrawlResult {
   nothingCrawled: boolean;
 }
 
-export interface CrawlInput {
-  ctx: BrokerContext;
+interface CrawlInput {
+  ctx: CrawlDeps;
   platform: PlatformSettings;
   app: AppCredentials;
   maxInstallations: number;

@@ -11,11 +11,13 @@
 // (API base), App, installation and the permissions asked for (a change in what the installation
 // grants asks for another token). Evicted when less than REUSE_MARGIN_MS is left, when a call made
 // with the token is refused as unauthenticated (401: revoked, or the installation is gone), and
-// when the process ends. Concurrent crawls share one mint per key.
+// when the process ends. Concurrent crawls share one mint per key. On the cache primitive
+// (docs/design.md#caches), apart from the policy reader tokens: see there why.
 
+import { createLoadingCache } from "../cache/loading-cache.js";
 import type { MintedRepository } from "../installation/mint-installation-token.js";
 
-export const REUSE_MARGIN_MS = 10 * 60_000;
+const REUSE_MARGIN_MS = 10 * 60_000;
 
 export interface CrawlToken {
   token: string;
@@ -30,6 +32,8 @@ export interface CrawlToken {
 }
 
 type Minted = { token: string; expires_at: string; repositories?: readonly MintedRepository[] | null };
+/** A mint's answer as kept: what a new token's first users get (`repositories`), and its expiry (epoch ms; NaN: none read, not kept). */
+type Kept = { token: string; expiresAt: number; repositories: readonly MintedRepository[] | null };
 
 export interface CrawlTokenCache {
   key(input: { apiBase: string; appId: string; installationId: number; permissions: Record<string, string> }): string;
@@ -40,40 +44,28 @@ export interface CrawlTokenCache {
   readonly size: number;
 }
 
-export function createCrawlTokenCache(now: () => number): CrawlTokenCache {
-  const kept = new Map<string, { token: string; expiresAt: number }>();
-  const minting = new Map<string, Promise<CrawlToken>>();
-  const usable = (entry: { expiresAt: number }) => entry.expiresAt - now() > REUSE_MARGIN_MS;
-  const forgetStale = () => {
-    for (const [key, entry] of kept) if (!usable(entry)) kept.delete(key);
-  };
-
+export function createCrawlTokenCache(now: () => number, maxEntries = 10_000): CrawlTokenCache {
+  const tokens = createLoadingCache<Kept>({ max: maxEntries, now });
+  const keepFor = (kept: Kept) => (Number.isFinite(kept.expiresAt) ? kept.expiresAt - now() - REUSE_MARGIN_MS : 0);
   return {
     get size() {
-      return kept.size;
+      return tokens.size;
     },
     key({ apiBase, appId, installationId, permissions }) {
       const asked = Object.keys(permissions).sort().map((name) => `${name}=${permissions[name]}`).join(",");
       return JSON.stringify([apiBase, appId, installationId, asked]);
     },
-    tokenFor(key, mint) {
-      const hit = kept.get(key);
-      if (hit && usable(hit)) return Promise.resolve({ token: hit.token, reused: true });
-      let pending = minting.get(key);
-      if (!pending) {
-        pending = (async () => {
-          const minted = await mint();
-          forgetStale();
-          const expiresAt = Date.parse(minted.expires_at);
-          if (Number.isFinite(expiresAt) && expiresAt - now() > REUSE_MARGIN_MS) kept.set(key, { token: minted.token, expiresAt });
-          return { token: minted.token, reused: false, repositories: minted.repositories ?? null };
-        })().finally(() => minting.delete(key));
-        minting.set(key, pending);
-      }
-      return pending;
+    async tokenFor(key, mint) {
+      const hit = tokens.peek(key);
+      if (hit) return { token: hit.token, reused: true };
+      const minted = await tokens.get(key, async () => {
+        const answer = await mint();
+        return { token: answer.token, expiresAt: Date.parse(answer.expires_at), repositories: answer.repositories ?? null };
+      }, keepFor);
+      return { token: minted.token, reused: false, repositories: minted.repositories };
     },
     drop(key, token) {
-      if (kept.get(key)?.token === token) kept.delete(key);
+      tokens.invalidateIf(key, (kept) => kept.token === token);
     },
   };
 }

@@ -9,14 +9,14 @@ import type { Logger } from "../log.js";
 export const WAIT_BUDGET_MS = 15_000;
 
 /** A waiter looks at the lock this often (one EXISTS; the aggregate is read once the lock is gone). */
-export const POLL_MS = 100;
+const POLL_MS = 100;
 
 /** The lock key of an aggregate key (same namespace as the aggregate, a prefix of its own). */
 export function lockKey(aggregateKey: string): string {
   return `tokensmith-releases:lock:${aggregateKey}`;
 }
 
-export interface FleetCrawlInput<T> {
+interface FleetCrawlInput<T> {
   lock: LeaseLock;
   key: string;
   leaseMs: number;

@@ -125,14 +125,13 @@ export function createReleasesService(ctx: BrokerContext) {
   };
 }
 
-export type ReleasesService = ReturnType<typeof createReleasesService>;
 
 /**
  * The platform's wait when a crawl failed on its rate limit (a 403/429 the platform sent, or the
  * gate's local refusal while a limit it announced is in force), found through the failure's
  * causes; undefined for any other failure (an outage stays 500 internal_error, as before).
  */
-export function rateLimitSecondsOf(error: unknown, nowMs: number): number | undefined {
+function rateLimitSecondsOf(error: unknown, nowMs: number): number | undefined {
   for (let cause = error, depth = 0; cause !== undefined && cause !== null && depth < 5; cause = (cause as { cause?: unknown }).cause, depth += 1) {
     if (cause instanceof RequestError) {
       if (!cause.response || (cause.status !== 403 && cause.status !== 429)) return undefined;

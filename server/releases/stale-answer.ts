@@ -51,7 +51,7 @@ export interface StaleAnswer<T> {
   staleAgeMs?: number;
 }
 
-export interface StaleAnswererOptions {
+interface StaleAnswererOptions {
   now: () => number;
   graceMs: number;
   log: Logger;
@@ -143,7 +143,6 @@ export function createStaleAnswerer(options: StaleAnswererOptions) {
   };
 }
 
-export type StaleAnswerer = ReturnType<typeof createStaleAnswerer>;
 
 function rateLimited(retryAfterSeconds: number, cause?: unknown): BrokerError {
   return new BrokerError("platform_rate_limited", { retryAfter: Math.max(1, retryAfterSeconds), cause, detail: `platform budget spent for ${retryAfterSeconds} s and no aggregate stored` });

@@ -1,7 +1,7 @@
 import type { RequestHandler } from "express";
 import type { TokenResponse } from "../../shared/types.js";
 import type { BrokerContext } from "../context.js";
-import type { Installation } from "../github/find-installation.js";
+import type { Installation } from "../installation/find-installation.js";
 import { mintForRepository } from "../installation/mint-for-repository.js";
 import type { MintedToken } from "../installation/mint-installation-token.js";
 import { mintTarget, repositoryInstallation } from "../installation/repository-installation.js";

@@ -8,7 +8,7 @@ import { isObject } from "../http/fields.js";
 import { dropPoliciesOnPush, dropReadersOnInstallationChange, policyFilesPushed } from "../policy/drop-on-push.js";
 import { readPolicyPullRequest } from "../policy/policy-check-run.js";
 import { requireApp } from "../token/trust.js";
-import { bodyDigest } from "../webhook/body-digests.js";
+import { bodyDigest } from "../webhook/claim-log.js";
 import { createMemoryCheckRunQueue, type CheckRunQueue } from "../webhook/check-run-queue.js";
 import { createCheckRunShare } from "../webhook/check-run-share.js";
 import { createMemoryClaims } from "../webhook/memory-claims.js";
@@ -18,7 +18,7 @@ import { createDurableQueues } from "../webhook/durable-queues.js";
 import { verifySignature } from "../webhook/verify-signature.js";
 
 /** The platform's cap on a webhook payload (docs/operations.md#running-it). */
-export const WEBHOOK_BODY_LIMIT = 25 * MIB;
+const WEBHOOK_BODY_LIMIT = 25 * MIB;
 
 /**
  * POST /webhook, top to bottom (docs/design.md#order-of-checks): secret configured → raw body (413 over

@@ -17,7 +17,7 @@ function packageRoot(): string {
 /** action.yml's defaults, as the runner fills them in for inputs a workflow does not give (test/action-metadata.test.ts holds them to action.yml). */
 export const ACTION_INPUT_DEFAULTS: Readonly<Record<string, string>> = { "broker-fallback-url": "", "oidc-audience": "tokensmith", "skip-token-revoke": "false", "timeout-seconds": "90", "policy-rule": "", repositories: "", "github-api-url": "" };
 
-export interface StepRun {
+interface StepRun {
   exitCode: number | null;
   /** True when the step was still running after `killAfterMs` and was killed (SIGKILL). */
   killed: boolean;

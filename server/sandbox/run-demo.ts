@@ -19,7 +19,7 @@ export const DEMO_POLICY = `rules:
 `;
 
 /** `ghs_…(520 chars, masked)`: enough to see that a token came back, and in which format, never the token. */
-export function maskToken(token: string | undefined): string {
+function maskToken(token: string | undefined): string {
   return token ? `${token.slice(0, 4)}…(${token.length} chars, masked)` : "(none)";
 }
 

@@ -9,7 +9,7 @@ import { FAKE_NOTICE, parseLink, startSandbox, type Sandbox } from "./start-sand
 import type { LinkOptions } from "../../simulator/index.js";
 import { parseWorld, type World } from "./world.js";
 
-export const SANDBOX_USAGE = `Usage: tokensmith sandbox [--json] [--demo] [--port N] [--world FILE] [--link RTT/MBIT]
+const SANDBOX_USAGE = `Usage: tokensmith sandbox [--json] [--demo] [--port N] [--world FILE] [--link RTT/MBIT]
 
   Starts a fake CI platform (OIDC issuer, GitHub REST and GraphQL, the runner's ID-token endpoint)
   and a broker pointed at it, on 127.0.0.1 only; every token and secret it prints is fake.
@@ -86,7 +86,7 @@ export async function sandboxCommand(argv: readonly string[], io: CommandIo, sto
 }
 
 /** What `--json` prints: one object, one line. */
-export function describe(sandbox: Sandbox) {
+function describe(sandbox: Sandbox) {
   return {
     fake: true,
     notice: FAKE_NOTICE,

@@ -23,7 +23,7 @@ export const CREATE_COMMIT_MUTATION = /* GraphQL */ `
   }
 `;
 
-export interface CreateCommitInput {
+interface CreateCommitInput {
   /** The platform's REST request (injected fetch, timeout); GraphQL goes through it. */
   request: OctokitRequest;
   graphqlUrl: string;
@@ -34,7 +34,7 @@ export interface CreateCommitInput {
 }
 
 /** The mutation's `input`, exactly as the platform documents it (docs/design.md#platform-facts-we-rely-on). */
-export function mutationInput(command: SignCommand): Record<string, unknown> {
+function mutationInput(command: SignCommand): Record<string, unknown> {
   const fileChanges: Record<string, unknown> = {};
   if (command.additions.length > 0) fileChanges.additions = command.additions.map(({ path, contents }) => ({ path, contents }));
   if (command.deletions.length > 0) fileChanges.deletions = command.deletions.map(({ path }) => ({ path }));

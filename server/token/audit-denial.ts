@@ -3,7 +3,7 @@ import type { BrokerError } from "../../shared/broker-error.js";
 import type { Logger } from "../log.js";
 
 /** What /token knows of the caller once its OIDC token verified (set by the route, read here). */
-export interface VerifiedCaller {
+interface VerifiedCaller {
   repository: string | undefined;
   rule: string | undefined;
   issuer: string;

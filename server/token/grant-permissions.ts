@@ -13,19 +13,19 @@ export interface PermissionCeiling {
 }
 
 /** One requested permission a ceiling withheld, and what that ceiling allows for it (undefined: nothing). */
-export interface Withholding {
+interface Withholding {
   source: string;
   allows?: PermissionLevel;
 }
 
-export interface WithheldPermission {
+interface WithheldPermission {
   permission: string;
   requested: PermissionLevel;
   /** Every ceiling that withheld it, in the order the ceilings were given (never empty). */
   withheldBy: Withholding[];
 }
 
-export type PermissionGrant =
+type PermissionGrant =
   /** The token's permissions: exactly the request when there is one; else the ceilings' intersection (possibly empty). */
   | { ok: true; permissions: Permissions }
   /** The request asked for more than the ceilings allow: each such permission, in request order. */

@@ -1,4 +1,5 @@
 import { hash } from "node:crypto";
+import { createLoadingCache } from "../cache/loading-cache.js";
 import type { LeaseLock } from "../kv/lease-lock.js";
 import { CLOCK_TOLERANCE_SECONDS } from "../oidc/check-claims.js";
 
@@ -10,7 +11,7 @@ import { CLOCK_TOLERANCE_SECONDS } from "../oidc/check-claims.js";
 // budget: 32 connections replaying one token for 10 s minted 176 tokens (issue 37).
 
 /** Claims remembered in memory at most: beyond it the oldest are dropped first (Redis, when bound, still holds them). */
-export const MEMORY_CLAIMS_LIMIT = 100_000;
+const MEMORY_CLAIMS_LIMIT = 100_000;
 
 /** A claim this request holds: handed back when the request failed before a mint was sent. */
 export interface HeldClaim {
@@ -45,17 +46,12 @@ export function claimUntilMs(exp: number): number {
 
 export function createOidcTokenClaims(options: { now: () => number; limit?: number }): OidcTokenClaims {
   const limit = options.limit ?? MEMORY_CLAIMS_LIMIT;
-  // id → the claim's expiry and its holder (so a late release never ends a newer holder's claim).
-  const held = new Map<string, { untilMs: number; holder: object }>();
+  // id → the claim's holder (so a late release never ends a newer holder's claim), kept until the
+  // claim may end, on the cache primitive (docs/design.md#caches): full, the oldest claim goes first.
+  const held = createLoadingCache<object>({ max: limit, now: options.now });
   const redisKey = (id: string) => `tokensmith-oidc-jti:${id}`;
 
-  const heldNow = (id: string): boolean => {
-    const entry = held.get(id);
-    if (entry === undefined) return false;
-    if (entry.untilMs > options.now()) return true;
-    held.delete(id);
-    return false;
-  };
+  const heldNow = (id: string): boolean => held.peek(id) !== undefined;
 
   return {
     async claim(id, untilMs, lock) {
@@ -63,13 +59,12 @@ export function createOidcTokenClaims(options: { now: () => number; limit?: numb
       const ttlMs = Math.max(1, Math.ceil(untilMs - options.now()));
       // Taken in memory before Redis is asked: concurrent replays in this process wait for nothing.
       const holder = {};
-      held.set(id, { untilMs, holder });
-      while (held.size > limit) held.delete(held.keys().next().value as string);
+      held.set(id, holder, untilMs - options.now());
       const lease = lock ? await lock.acquire(redisKey(id), ttlMs) : "unavailable";
       if (lease === "taken") return "replayed"; // another instance holds it; the memory entry keeps later replays here local
       return {
         async release() {
-          if (held.get(id)?.holder === holder) held.delete(id);
+          held.invalidateIf(id, (kept) => kept === holder);
           if (lease !== "unavailable") await lease.release();
         },
       };

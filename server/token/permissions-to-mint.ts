@@ -7,7 +7,7 @@ import { describeWithheld, grantPermissions, type PermissionCeiling } from "./gr
 
 /** The ceilings' names as the denial's detail shows them (docs/design.md#decisions-where-the-contract-was-open: TOKEN_PERMISSIONS, the installation, or the rule). */
 export const CEILING_TOKEN_PERMISSIONS = "TOKEN_PERMISSIONS";
-export const CEILING_INSTALLATION = "installation";
+const CEILING_INSTALLATION = "installation";
 
 /**
  * The permissions to mint with. A request beyond the grant → 403 permissions_not_granted whose

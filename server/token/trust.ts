@@ -42,7 +42,7 @@ export function requireApp(platform: PlatformSettings): AppCredentials {
 }
 
 /** The repository and its owner by id: what a mint is scoped to and checked against (ids survive renames and re-creations; names do not). */
-export interface RepositoryIdentity {
+interface RepositoryIdentity {
   repositoryId: number;
   ownerId: number;
 }

@@ -1,9 +1,8 @@
 import { BrokerError } from "../../shared/broker-error.js";
-import type { BrokerContext } from "../context.js";
 import type { KeyValueStore } from "../kv/key-value-store.js";
 import type { LeaseLock } from "../kv/lease-lock.js";
-import { runPolicyCheck, type CheckEnd, type PolicyPullRequest } from "../policy/policy-check-run.js";
-import { createBodyDigestLog } from "./body-digests.js";
+import { runPolicyCheck, type CheckEnd, type PolicyCheckDeps, type PolicyPullRequest } from "../policy/policy-check-run.js";
+import { createBodyDigestLog } from "./claim-log.js";
 import type { CheckRunShare } from "./check-run-share.js";
 import { createMemoryClaims, type ClaimOutcome, type DeliveryMark } from "./memory-claims.js";
 
@@ -36,7 +35,7 @@ export interface HeadClaims {
  * One job: the head claimed first (a head already checked, or being checked, costs nothing more),
  * then the check; a check that failed before acting hands the head back.
  */
-export async function runCheckRunJob(ctx: BrokerContext, pr: PolicyPullRequest, deps: { heads: HeadClaims; share: CheckRunShare; signal: AbortSignal }): Promise<CheckEnd> {
+export async function runCheckRunJob(ctx: PolicyCheckDeps, pr: PolicyPullRequest, deps: { heads: HeadClaims; share: CheckRunShare; signal: AbortSignal }): Promise<CheckEnd> {
   if (!(await deps.heads.claim(pr))) {
     ctx.log.info({ repository: `${pr.owner}/${pr.repo}`, pull_request: pr.number, head_sha: pr.headSha }, "policy check run skipped: this head was checked already");
     return "done";
@@ -52,7 +51,7 @@ export async function runCheckRunJob(ctx: BrokerContext, pr: PolicyPullRequest, 
  * claimed in this process and, when `LEGACY_QUOTA_KV` is a Redis, by a lease there. Waiting checks
  * are lost when the process stops (logged).
  */
-export function createMemoryCheckRunQueue(ctx: BrokerContext, share: CheckRunShare): CheckRunQueue {
+export function createMemoryCheckRunQueue(ctx: PolicyCheckDeps, share: CheckRunShare): CheckRunQueue {
   const claims = createMemoryClaims({ now: ctx.now });
   const heads = createBodyDigestLog({ now: ctx.now, claimPrefix: "tokensmith-check-runs:head:" });
   const waiting: Array<{ pr: PolicyPullRequest; delivery: DeliveryMark; store: KeyValueStore | null; lock: LeaseLock | null }> = [];

@@ -8,7 +8,7 @@ import { createPointsPacer, MAX_CALL_POINTS } from "../github/points-pacer.js";
  * opened and pushed to by anyone who can fork a public repository, so their work must never take
  * the budget every owner's /token lives on (docs/operations.md, "Policy check runs").
  */
-export const CHECK_RUN_SHARE = 0.1;
+const CHECK_RUN_SHARE = 0.1;
 
 /** Points of App calls, spent within the share: a call waits (first in, first out) until its points fit. */
 export interface CheckRunShare {

@@ -1,7 +1,6 @@
 import type { KeyValueStore } from "../kv/key-value-store.js";
 import type { LeaseLock } from "../kv/lease-lock.js";
-import { createBodyDigestLog } from "./body-digests.js";
-import { createDeliveryLog } from "./deliveries.js";
+import { createBodyDigestLog, createDeliveryLog } from "./claim-log.js";
 
 /** One verified delivery: its `X-GitHub-Delivery` (unsigned) and the SHA-256 of its signed raw body. */
 export interface DeliveryMark {
@@ -38,4 +37,3 @@ export function createMemoryClaims(options: { now: () => number }) {
   };
 }
 
-export type MemoryClaims = ReturnType<typeof createMemoryClaims>;

@@ -1,11 +1,13 @@
 import { randomUUID } from "node:crypto";
-import type { BrokerContext } from "../context.js";
 import type { KeyValueStore } from "../kv/key-value-store.js";
 import type { LeaseLock } from "../kv/lease-lock.js";
 import { createMemoryClaims, type DeliveryMark } from "./memory-claims.js";
 import { createPacer, memoryPaceStore } from "./pacer.js";
-import { memoryProgress, runPushJob, type PushJob } from "./push-job.js";
+import { memoryProgress, runPushJob, type PushJob, type PushJobDeps } from "./push-job.js";
 import type { BranchPush } from "./read-push.js";
+
+/** What the in-process queue uses of the broker's context (passed in: docs/design.md#layers). */
+export type QueueDeps = PushJobDeps & { sleep: (ms: number) => Promise<void> };
 
 export type { DeliveryMark } from "./memory-claims.js";
 
@@ -35,7 +37,7 @@ export function coalesceKey(push: BranchPush): string {
  * arriving while one is pending joins it; one running job per (repository, branch) at a time.
  * Pending and unfinished work is lost when the process stops (logged).
  */
-export function createMemoryQueue(ctx: BrokerContext): PushQueue {
+export function createMemoryQueue(ctx: QueueDeps): PushQueue {
   const claims = createMemoryClaims({ now: ctx.now });
   /** The body digests of each job's pushes, handed back when the job fails before acting. */
   const jobBodies = new Map<PushJob, string[]>();

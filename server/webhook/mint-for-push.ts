@@ -1,12 +1,15 @@
 import { BrokerError } from "../../shared/broker-error.js";
 import type { Permissions } from "../../shared/token-permissions.js";
 import type { AppCredentials } from "../app-credentials.js";
-import type { BrokerContext } from "../context.js";
+import type { InstallationDeps } from "../installation/repository-installation.js";
 import { installationById, installationByIdKey } from "../installation/installation-by-id.js";
 import { intersectPermissions } from "../installation/intersect-permissions.js";
 import { mintInstallationToken, type MintedToken } from "../installation/mint-installation-token.js";
 import type { PlatformSettings } from "../settings.js";
 import type { BranchPush } from "./read-push.js";
+
+/** What a push's mint uses of the broker's context (passed in: docs/design.md#layers). */
+export type PushMintDeps = InstallationDeps;
 
 /**
  * What update-branch needs: `pull_requests: write` (the documented permission), and
@@ -31,7 +34,7 @@ export function pushPermissions(granted: Record<string, string>): Permissions {
  * "Caches") to learn whether it holds `workflows: write`, then the mint. Any failure is 502
  * installation_token_failed; a 401 drops the App JWT so the next job signs afresh.
  */
-export async function mintForPush(ctx: BrokerContext, platform: PlatformSettings, app: AppCredentials, push: BranchPush): Promise<MintedToken> {
+export async function mintForPush(ctx: PushMintDeps, platform: PlatformSettings, app: AppCredentials, push: BranchPush): Promise<MintedToken> {
   const cacheKey = installationByIdKey(ctx, platform, app, push.installationId);
   try {
     const installation = await installationById(ctx, platform, app, { installationId: push.installationId, owner: push.owner, repo: push.name });

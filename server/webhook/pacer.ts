@@ -32,7 +32,7 @@ export interface PaceStore {
 }
 
 /** Slots kept per installation at most (a budget above it is not held to the hour). */
-export const MAX_KEPT_SLOTS = 10_000;
+const MAX_KEPT_SLOTS = 10_000;
 
 /** The pure rule both stores apply; `recent` is newest first. */
 export function nextSlot(recent: readonly number[], intervalMs: number, perHour: number, notBefore: number, now: number): number {

@@ -1,14 +1,19 @@
 import { BrokerError } from "../../shared/broker-error.js";
-import type { BrokerContext } from "../context.js";
+import type { OctokitRequest } from "../github/platform-request.js";
+import type { Metrics } from "../metrics.js";
+import type { PlatformSettings, Settings } from "../settings.js";
 import { requireApp } from "../token/trust.js";
 import type { MintedToken } from "../installation/mint-installation-token.js";
-import { mintForPush } from "./mint-for-push.js";
+import { mintForPush, type PushMintDeps } from "./mint-for-push.js";
 import type { Pacer } from "./pacer.js";
 import type { BranchPush } from "./read-push.js";
 import { listingFailed, listOpenPullRequests, updatePullRequests, type OpenPullRequest, type UpdateResult } from "./update-pull-requests.js";
 
+/** What a push job uses of the broker's context (passed in: docs/design.md#layers). */
+export type PushJobDeps = PushMintDeps & { metrics: Metrics; requestFor: (platform: PlatformSettings) => OctokitRequest; settings: () => Settings };
+
 /** A job's token is replaced once it has less than this left (platform tokens last an hour). */
-export const TOKEN_REFRESH_MARGIN_MS = 5 * 60_000;
+const TOKEN_REFRESH_MARGIN_MS = 5 * 60_000;
 
 /** One unit of queued work: bring the open pull requests on one (repository, branch) up to date. */
 export interface PushJob {
@@ -30,7 +35,7 @@ export interface JobProgress {
   record(number: number, result: UpdateResult): Promise<void>;
 }
 
-export type JobEnd = { end: "done" } | { end: "failed"; error: string } | { end: "interrupted"; remaining: number };
+type JobEnd = { end: "done" } | { end: "failed"; error: string } | { end: "interrupted"; remaining: number };
 
 /** Progress in this process's memory (the in-process queue: nothing to take over). */
 export function memoryProgress(): JobProgress {
@@ -55,7 +60,7 @@ export function memoryProgress(): JobProgress {
  * (`pull_requests_updated`) unless stopped part-way (the rest is someone else's to finish).
  * A failure before any update (no App, no token, no listing) ends the job with its error code.
  */
-export async function runPushJob(ctx: BrokerContext, deps: { pacer: Pacer; stopped?: () => boolean }, job: PushJob, progress: JobProgress): Promise<JobEnd> {
+export async function runPushJob(ctx: PushJobDeps, deps: { pacer: Pacer; stopped?: () => boolean }, job: PushJob, progress: JobProgress): Promise<JobEnd> {
   const { push } = job;
   const audit = { audit: "pull_requests_updated", job: job.id, repository: push.repository, branch: push.branch, installation_id: push.installationId, deliveries: job.deliveries };
   try {

@@ -12,7 +12,7 @@ export interface BranchPush {
 }
 
 /** Pushes the broker does not act on, each with its own word (docs/design.md#decisions-where-the-contract-was-open). */
-export type SkippedPush = "tag_push" | "branch_deleted" | "not_a_branch";
+type SkippedPush = "tag_push" | "branch_deleted" | "not_a_branch";
 
 /**
  * The fields of a `push` delivery the broker needs. A tag (created or deleted), a deleted branch

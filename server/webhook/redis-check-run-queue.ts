@@ -1,9 +1,8 @@
 import { Queue, WaitingError, Worker, type Job } from "bullmq";
 import { Redis } from "ioredis";
 import { BrokerError } from "../../shared/broker-error.js";
-import type { BrokerContext } from "../context.js";
-import type { PolicyPullRequest } from "../policy/policy-check-run.js";
-import { BODY_DIGEST_TTL_MS } from "./body-digests.js";
+import type { PolicyCheckDeps, PolicyPullRequest } from "../policy/policy-check-run.js";
+import { BODY_DIGEST_TTL_MS } from "./claim-log.js";
 import { CHECK_RUN_CONCURRENCY, CHECK_RUN_QUEUE_LIMIT, headSubject, runCheckRunJob, type CheckRunQueue, type HeadClaims } from "./check-run-queue.js";
 import type { CheckRunShare } from "./check-run-share.js";
 import type { DeliveryMark } from "./memory-claims.js";
@@ -26,7 +25,7 @@ interface JobData {
  * `SET <prefix>:check-run-head:<repository id>:<sha> NX PX 24h`, each atomic across instances; a
  * check that failed before acting hands all three back.
  */
-export function createRedisCheckRunQueue(ctx: BrokerContext, redis: QueueRedis, share: CheckRunShare): CheckRunQueue {
+export function createRedisCheckRunQueue(ctx: PolicyCheckDeps, redis: QueueRedis, share: CheckRunShare): CheckRunQueue {
   const { address, commands, bounded } = redis;
   const { prefix } = address;
   const keys = claimKeys(prefix);

@@ -1,6 +1,5 @@
 import type { Redis } from "ioredis";
-import { BODY_DIGEST_TTL_MS } from "./body-digests.js";
-import { DELIVERY_TTL_MS } from "./deliveries.js";
+import { BODY_DIGEST_TTL_MS, DELIVERY_TTL_MS } from "./claim-log.js";
 import type { ClaimOutcome, DeliveryMark } from "./memory-claims.js";
 
 const DELIVERY_ID = /^[A-Za-z0-9-]{1,100}$/;

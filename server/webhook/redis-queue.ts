@@ -1,8 +1,7 @@
 import { Queue, WaitingError, Worker, type Job } from "bullmq";
 import { Redis } from "ioredis";
 import { BrokerError } from "../../shared/broker-error.js";
-import type { BrokerContext } from "../context.js";
-import { coalesceKey, JOB_CONCURRENCY, type PushQueue } from "./memory-queue.js";
+import { coalesceKey, JOB_CONCURRENCY, type PushQueue, type QueueDeps } from "./memory-queue.js";
 import { createPacer, redisPaceStore } from "./pacer.js";
 import { parseQueueAddress, type QueueAddress } from "./queue-address.js";
 import { claimInRedis, claimKeys } from "./redis-claims.js";
@@ -50,7 +49,7 @@ interface JobData {
  *   first listed, so a pull request is updated at most once per job (see docs/api.md#post-webhook).
  * - Pacing: one slot schedule per installation in Redis, shared by every instance.
  */
-export function createRedisQueue(ctx: BrokerContext, raw: string): PushQueue & { redis: QueueRedis } {
+export function createRedisQueue(ctx: QueueDeps, raw: string): PushQueue & { redis: QueueRedis } {
   const address = parseQueueAddress(raw);
   const { prefix } = address;
   const commands = new Redis(address.redisUrl, { maxRetriesPerRequest: 1, lazyConnect: false });

@@ -1,8 +1,8 @@
 import { RequestError } from "@octokit/request-error";
 import { BrokerError } from "../../shared/broker-error.js";
-import type { PlatformClient } from "./platform-client.js";
-import { DEFAULT_RETRY, statusOf, withRetry, type RetryPolicy } from "./platform-request.js";
-import { transientRetryAfter } from "./transient-failure.js";
+import type { PlatformClient } from "../github/platform-client.js";
+import { DEFAULT_RETRY, statusOf, withRetry, type RetryPolicy } from "../github/platform-request.js";
+import { transientRetryAfter } from "../github/transient-failure.js";
 
 export interface Installation {
   id: number;
@@ -14,7 +14,7 @@ export interface Installation {
   appSlug?: string;
 }
 
-export interface InstallationLookup {
+interface InstallationLookup {
   client: PlatformClient;
   appJwt: string;
   retry?: RetryPolicy;

@@ -8,7 +8,7 @@ export interface NotInstalledDeps {
 }
 
 /** A lookup may follow: tell it how it ended. */
-export interface NotInstalledMemo {
+interface NotInstalledMemo {
   /** The lookup answered "not installed": remembered in process, and in the shared store when there is one. */
   remember(): Promise<void>;
 }
