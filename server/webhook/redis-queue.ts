@@ -4,7 +4,7 @@ import { BrokerError } from "../../shared/broker-error.js";
 import type { BrokerContext } from "../context.js";
 import { coalesceKey, JOB_CONCURRENCY, type PushQueue } from "./memory-queue.js";
 import { createPacer, redisPaceStore } from "./pacer.js";
-import { parseQueueAddress, type QueueAddress } from "./queue-address.js";
+import { parseQueueAddress, workerTimings, type QueueAddress } from "./queue-address.js";
 import { claimInRedis, claimKeys } from "./redis-claims.js";
 import { runPushJob, type JobProgress } from "./push-job.js";
 import type { BranchPush } from "./read-push.js";
@@ -64,6 +64,7 @@ export function createRedisQueue(ctx: BrokerContext, raw: string): PushQueue & {
   const { delivery: deliveryKey, body: bodyKey } = claimKeys(prefix);
   const joinedKey = (key: string) => `${prefix}:push-deliveries:${encodeURIComponent(key)}`;
   const resultsKey = (jobId: string) => `${prefix}:push-results:${jobId}`;
+  const sentKey = (jobId: string) => `${prefix}:push-sent:${jobId}`;
 
   const progressOf = (job: Job<JobData>): JobProgress => ({
     listing: async () => job.data.pulls,
@@ -76,6 +77,13 @@ export function createRedisQueue(ctx: BrokerContext, raw: string): PushQueue & {
     },
     record: async (number, result) => {
       await commands.multi().hset(resultsKey(job.id!), String(number), JSON.stringify(result)).expire(resultsKey(job.id!), PROGRESS_TTL_S).exec();
+    },
+    markSent: async (number, instance) => {
+      await commands.multi().hset(sentKey(job.id!), String(number), instance).expire(sentKey(job.id!), PROGRESS_TTL_S).exec();
+    },
+    sent: async () => {
+      const stored = await commands.hgetall(sentKey(job.id!));
+      return new Map(Object.entries(stored).map(([number, instance]) => [Number(number), instance]));
     },
   });
 
@@ -102,7 +110,7 @@ export function createRedisQueue(ctx: BrokerContext, raw: string): PushQueue & {
         await commands.del(...ids.map(deliveryKey), ...digests.map(bodyKey));
       }
     }
-    await commands.del(resultsKey(job.id!));
+    await commands.del(resultsKey(job.id!), sentKey(job.id!));
   };
 
   const workerConnection = new Redis(address.redisUrl, { maxRetriesPerRequest: null });
@@ -111,9 +119,7 @@ export function createRedisQueue(ctx: BrokerContext, raw: string): PushQueue & {
     connection: workerConnection,
     prefix,
     concurrency: JOB_CONCURRENCY,
-    lockDuration: address.leaseMs,
-    stalledInterval: address.leaseMs,
-    maxStalledCount: 10,
+    ...workerTimings(address.leaseMs),
   });
   worker.on("error", (error: Error) => ctx.log.warn({ err: error.message }, "webhook queue worker error"));
   worker.on("stalled", (jobId: string) => ctx.log.warn({ job: jobId }, "push job's lease expired: taken over"));
