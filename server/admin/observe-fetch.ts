@@ -2,13 +2,15 @@ import type { Metrics, UpstreamCall } from "../metrics.js";
 
 /** Which platform an upstream URL belongs to (by origin), or null for an OIDC issuer or anything else. */
 export type PlatformOf = (url: URL) => "main" | "enterprise" | null;
+/** Whose budget a call spent, from its Authorization header (`installation:<id>`, `app:<id>`, or anything else, not kept). */
+export type PrincipalOf = (authorization: string | undefined) => string | null;
 
 /**
  * Wraps the broker's injected fetch (every platform and issuer call goes through it) to count each
  * call, time it to its response headers, and note the platform's x-ratelimit-remaining. The call's
  * label comes from the method and path, never the path itself (it names repositories).
  */
-export function observeFetch(fetchImpl: typeof fetch, metrics: Metrics, platformOf: PlatformOf, now: () => number = performance.now.bind(performance)): typeof fetch {
+export function observeFetch(fetchImpl: typeof fetch, metrics: Metrics, platformOf: PlatformOf, now: () => number = performance.now.bind(performance), principalOf?: PrincipalOf): typeof fetch {
   return async (input, init) => {
     const url = new URL(input instanceof Request ? input.url : String(input));
     const method = (init?.method ?? (input instanceof Request ? input.method : "GET")).toUpperCase();
@@ -19,7 +21,12 @@ export function observeFetch(fetchImpl: typeof fetch, metrics: Metrics, platform
       metrics.observeUpstream({ call, status: response.status, seconds: (now() - started) / 1000 });
       const remaining = response.headers.get("x-ratelimit-remaining");
       const platform = remaining !== null && /^[0-9]+$/.test(remaining) ? platformOf(url) : null;
-      if (platform) metrics.rateLimitRemaining.set({ platform }, Number(remaining));
+      if (platform) {
+        metrics.rateLimitRemaining.set({ platform }, Number(remaining));
+        const principal = principalOf?.(headerOf(input, init, "authorization") || undefined);
+        const reset = Number(response.headers.get("x-ratelimit-reset"));
+        if (principal) metrics.noteRemaining(platform, principal, Number(remaining), Number.isFinite(reset) && reset > 0 ? reset * 1000 : Date.now() + 3_600_000);
+      }
       return response;
     } catch (error) {
       metrics.observeUpstream({ call, status: "error", seconds: (now() - started) / 1000 });
@@ -38,6 +45,9 @@ const PLATFORM_CALLS: Array<[method: string, path: RegExp, call: UpstreamCall]> 
   ["DELETE", /\/installation\/token$/, "revoke"],
   ["POST", /\/graphql$/, "graphql"],
   ["GET", /\/repos\/[^/]+\/[^/]+\/pulls$/, "list_pulls"],
+  ["GET", /\/repos\/[^/]+\/[^/]+\/pulls\/\d+$/, "get_pull"],
+  // Policy files (and the listings of their directories): the only contents the broker reads.
+  ["GET", /\/repos\/[^/]+\/[^/]+\/contents(?:\/.*)?$/, "policy_read"],
   ["PUT", /\/repos\/[^/]+\/[^/]+\/pulls\/\d+\/update-branch$/, "update_branch"],
 ];
 
@@ -58,11 +68,16 @@ export function upstreamCall(method: string, path: string, accept: string): Upst
  * plain records the broker's own clients pass (one per upstream call on the /token path).
  */
 export function acceptOf(input: string | URL | Request, init: RequestInit | undefined): string {
+  return headerOf(input, init, "accept");
+}
+
+/** One request header (lower-case `name`), read as acceptOf reads `accept`. */
+function headerOf(input: string | URL | Request, init: RequestInit | undefined, name: string): string {
   const headers = init?.headers ?? (input instanceof Request ? input.headers : undefined);
   if (headers === undefined) return "";
-  if (headers instanceof Headers) return headers.get("accept") ?? "";
+  if (headers instanceof Headers) return headers.get(name) ?? "";
   const values: string[] = [];
   const entries: Iterable<readonly [string, string]> = Array.isArray(headers) ? (headers as Array<[string, string]>) : Object.entries(headers as Record<string, string>);
-  for (const [name, value] of entries) if (name.toLowerCase() === "accept") values.push(String(value).trim());
+  for (const [key, value] of entries) if (key.toLowerCase() === name) values.push(String(value).trim());
   return values.join(", ");
 }
