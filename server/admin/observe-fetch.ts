@@ -1,4 +1,5 @@
 import type { Metrics, UpstreamCall } from "../metrics.js";
+import { inUpstreamSpan } from "../tracing.js";
 
 /** Which platform an upstream URL belongs to (by origin), or null for an OIDC issuer or anything else. */
 export type PlatformOf = (url: URL) => "main" | "enterprise" | null;
@@ -7,7 +8,7 @@ export type PrincipalOf = (authorization: string | undefined) => string | null;
 
 /**
  * Wraps the broker's injected fetch (every platform and issuer call goes through it) to count each
- * call, time it to its response headers, and note the platform's x-ratelimit-remaining. The call's
+ * call, time it to its response headers, trace it (when tracing is on), and note the platform's x-ratelimit-remaining. The call's
  * label comes from the method and path, never the path itself (it names repositories).
  */
 export function observeFetch(fetchImpl: typeof fetch, metrics: Metrics, platformOf: PlatformOf, now: () => number = performance.now.bind(performance), principalOf?: PrincipalOf): typeof fetch {
@@ -17,7 +18,7 @@ export function observeFetch(fetchImpl: typeof fetch, metrics: Metrics, platform
     const call = upstreamCall(method, url.pathname, acceptOf(input, init));
     const started = now();
     try {
-      const response = await fetchImpl(input, init);
+      const response = await inUpstreamSpan(call, method, url, () => fetchImpl(input, init));
       metrics.observeUpstream({ call, status: response.status, seconds: (now() - started) / 1000 });
       const remaining = response.headers.get("x-ratelimit-remaining");
       const platform = remaining !== null && /^[0-9]+$/.test(remaining) ? platformOf(url) : null;
