@@ -91,7 +91,16 @@ export function createContext(deps: BrokerDeps = {}) {
   // The rate-limit gauge's platform, by the settings the latest request read (as the gates do):
   // re-reading the environment here cost every upstream answer a second read of every setting.
   const origins = createOriginMemo();
-  const fetchImpl = observeFetch(deps.fetch ?? upstreamFetch, metrics, (url) => platformOf(latest ?? settings(), url, origins));
+  // The per-installation gauge's principal: the gates know which installation a token is (they saw its mint).
+  const principalOf = (authorization: string | undefined): string | null => {
+    for (const gate of gates.values()) {
+      const principal = gate.principals.principalOf(authorization);
+      if (principal === null || principal.startsWith("app:")) return principal;
+      if (principal.startsWith("installation:")) return principal;
+    }
+    return null;
+  };
+  const fetchImpl = observeFetch(deps.fetch ?? upstreamFetch, metrics, (url) => platformOf(latest ?? settings(), url, origins), undefined, principalOf);
   // A wrong LOG_LEVEL stops server/main.ts before this; any other caller logs at info rather than throw.
   const log = deps.logger ?? createLogger({ level: parseLogLevel((deps.env ?? (() => process.env))().LOG_LEVEL) ?? "info" });
   const timing: Timing = { ...DEFAULT_TIMING, ...deps.timing };

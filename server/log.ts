@@ -1,5 +1,5 @@
 import { hash } from "node:crypto";
-import { pino, stdSerializers, type Logger, type DestinationStream } from "pino";
+import { pino, stdSerializers, stdTimeFunctions, type Logger, type DestinationStream } from "pino";
 import { createTurnWriter } from "./log-destination.js";
 import { redactUrlCredentials } from "../shared/redact-url.js";
 
@@ -72,6 +72,10 @@ export function createLogger(options: { level?: string; destination?: Destinatio
     {
       level: options.level || "info",
       base: { service: "tokensmith" },
+      // `"time":"2026-11-27T10:44:47.123Z"` and `"level":"info"`: what a person and a log
+      // pipeline read without pino's numbers (docs/operations.md#running-it).
+      timestamp: stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
       serializers,
       redact: {
         // Top-level names only: wildcard paths cost on every line, and nothing nested is logged.

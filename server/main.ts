@@ -6,6 +6,7 @@ import { createLogger } from "./log.js";
 import { settingsProblems } from "./settings-problems.js";
 import { parseSettings } from "./settings.js";
 import { parseStartSettings } from "./start-settings.js";
+import { startTracing, stopTracing } from "./tracing.js";
 
 // The server entry: read the start-up settings, listen, stop gracefully. Everything else is in createApp.
 const start = parseStartSettings(process.env);
@@ -16,8 +17,13 @@ if (start.problems.length > 0) {
   for (const { setting, message } of start.problems) early.fatal({ setting }, message);
   process.exit(1);
 }
+// OpenTelemetry traces, only when the OTEL_* environment asks (docs/operations.md#traces): the SDK
+// is loaded then, and never otherwise.
+const tracing = await startTracing(process.env).catch((error: unknown) => error as Error);
 const app = createApp();
 const log = app.broker.log;
+if (tracing instanceof Error) log.error({ err: tracing.message }, "OpenTelemetry tracing could not start: running without traces");
+else if (tracing) log.info({ url: process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_ENDPOINT || "http://localhost:4318" }, "OpenTelemetry traces exported over OTLP");
 const { port, host } = start;
 
 // One clear line per missing required setting; the broker still starts and answers per docs/api.md.
@@ -63,7 +69,11 @@ function shutdown(signal: string) {
   sweep.unref();
   server.close(() => {
     clearInterval(sweep);
-    void app.close().finally(() => process.exit(0));
+    // Spans still batched are sent (bounded: an unreachable collector does not hold the exit).
+    void app
+      .close()
+      .then(() => Promise.race([stopTracing(), new Promise((resolve) => setTimeout(resolve, 2_000).unref())]))
+      .finally(() => process.exit(0));
   });
   server.closeIdleConnections();
 }

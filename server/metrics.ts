@@ -14,15 +14,18 @@ const ROUTES = ["/token", "/sign", "/releases", "/webhook"] as const;
 /** What an upstream call was for (see server/admin/observe-fetch.ts for how a URL maps to one). */
 export const UPSTREAM_CALLS = [
   "app", "installation_lookup", "installation_get", "list_installations", "list_repositories", "mint", "revoke",
-  "graphql", "list_pulls", "update_branch", "git", "oidc_discovery", "jwks", "other",
+  "graphql", "list_pulls", "get_pull", "update_branch", "policy_read", "git", "oidc_discovery", "jwks", "other",
 ] as const;
 export type UpstreamCall = (typeof UPSTREAM_CALLS)[number];
 
 const MISNAMED_DEFAULTS = ["nodejs_active_handles_total", "nodejs_active_requests_total", "nodejs_active_resources_total"];
 
+/** Series of tokensmith_installation_rate_limit_remaining kept (platform × installation or App), least recently answered dropped first. */
+export const MAX_RATE_LIMIT_SERIES = 100;
+
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
-function routeLabel(path: string): string {
+export function routeLabel(path: string): string {
   return (ROUTES as readonly string[]).includes(path) ? path : "other";
 }
 
@@ -78,6 +81,22 @@ export function createMetrics() {
     help: "The platform's x-ratelimit-remaining on its latest answer, by platform (main or enterprise).",
     labelNames: ["platform"] as const,
     registers,
+  });
+  /** Per principal (installation id, or `app`), its latest remaining and when the platform resets it (epoch ms). Most recently answered last. */
+  const remainingBy = new Map<string, { platform: string; installation: string; remaining: number; resetAt: number }>();
+  new Gauge({
+    name: "tokensmith_installation_rate_limit_remaining",
+    help: `The platform's x-ratelimit-remaining on its latest answer to a call of one installation (installation: its id; app: the App's own JWT calls), by platform. At most ${MAX_RATE_LIMIT_SERIES} series per process (the most recently answered); a value whose x-ratelimit-reset has passed is dropped (the hour's budget is whole again).`,
+    labelNames: ["platform", "installation"] as const,
+    registers,
+    collect() {
+      this.reset();
+      const at = Date.now();
+      for (const [key, entry] of remainingBy) {
+        if (entry.resetAt <= at) remainingBy.delete(key);
+        else this.set({ platform: entry.platform, installation: entry.installation }, entry.remaining);
+      }
+    },
   });
   let queueDepth: (() => number | Promise<number>) | undefined;
   const webhookQueueDepth = new Gauge({
@@ -149,6 +168,23 @@ export function createMetrics() {
     webhookJobs,
     storeReachable,
     cacheRequests,
+
+    /**
+     * One platform answer's x-ratelimit-remaining for a principal (`installation:<id>` or `app:<id>`;
+     * anything else is not kept). Bounded: past MAX_RATE_LIMIT_SERIES series the least recently
+     * answered one goes.
+     */
+    noteRemaining(platform: string, principal: string, remaining: number, resetAt: number): void {
+      const installation = principal.startsWith("installation:") ? principal.slice("installation:".length) : principal.startsWith("app:") ? "app" : null;
+      if (installation === null || !/^(?:app|[0-9]{1,20})$/.test(installation)) return;
+      const key = `${platform}/${installation}`;
+      remainingBy.delete(key);
+      remainingBy.set(key, { platform, installation, remaining, resetAt });
+      if (remainingBy.size > MAX_RATE_LIMIT_SERIES) {
+        const oldest = remainingBy.keys().next().value;
+        if (oldest !== undefined) remainingBy.delete(oldest);
+      }
+    },
 
     /** The webhook queue tells where its depth is read from at scrape time (the latest queue made wins). */
     webhookQueueDepthFrom(read: () => number | Promise<number>): void {

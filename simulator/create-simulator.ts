@@ -16,6 +16,7 @@ import { registerInstallationRoutes } from "./rest-installation-routes.js";
 import { registerUserRoutes } from "./rest-user-routes.js";
 import { Router } from "./router.js";
 import { createSecondaryLimits, type SecondaryLimitValues } from "./secondary-limits.js";
+import { INSTALLATION_LIMIT as INSTALLATION_RATE_LIMIT } from "./rest-user-routes.js";
 import type { Flavor, RecordedRequest, RouteHandler, Simulator, SubjectFormat, TokenFormat } from "./types.js";
 
 export interface SimulatorOptions {
@@ -62,6 +63,7 @@ export async function createSimulator(opts: SimulatorOptions = {}): Promise<Simu
   const now = () => Date.now() + clockOffsetMs;
   const state = new GithubState(now);
   let latencyMs = opts.latencyMs ?? 0;
+  let rateLimitHeaders = false;
   let tokenFormat: TokenFormat = opts.tokenFormat ?? "stateless";
   let subjectFormat: SubjectFormat = opts.subjectFormat ?? "classic";
   // Assigned once the server knows its port; handlers only read it after that.
@@ -88,6 +90,22 @@ export async function createSimulator(opts: SimulatorOptions = {}): Promise<Simu
       const installationId = state.tokens.get(record.auth.token)?.installationId;
       if (installationId !== undefined) primaryUsed.set(installationId, (primaryUsed.get(installationId) ?? 0) + 1);
     },
+    // GitHub's primary-limit headers on every answer to an installation token, this one counted
+    // (the count is the simulator's: it does not refuse past the limit).
+    // https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api#checking-the-status-of-your-rate-limit
+    extraHeaders: (record, status) => {
+      if (!rateLimitHeaders || record.auth.kind !== "installation") return undefined;
+      const installationId = state.tokens.get(record.auth.token)?.installationId;
+      if (installationId === undefined) return undefined;
+      const used = (primaryUsed.get(installationId) ?? 0) + (status === 304 ? 0 : 1);
+      return {
+        "x-ratelimit-limit": String(INSTALLATION_RATE_LIMIT),
+        "x-ratelimit-remaining": String(Math.max(0, INSTALLATION_RATE_LIMIT - used)),
+        "x-ratelimit-used": String(used),
+        "x-ratelimit-reset": String(Math.floor(now() / 3_600_000 + 1) * 3600),
+        "x-ratelimit-resource": "core",
+      };
+    },
     router,
     faults,
     requests,
@@ -110,6 +128,12 @@ export async function createSimulator(opts: SimulatorOptions = {}): Promise<Simu
     url,
     apiBase,
     graphqlUrl: `${url}${layout.graphql}`,
+    get rateLimitHeaders() {
+      return rateLimitHeaders;
+    },
+    set rateLimitHeaders(on: boolean) {
+      rateLimitHeaders = on;
+    },
     get latencyMs() {
       return latencyMs;
     },

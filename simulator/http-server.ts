@@ -25,6 +25,8 @@ interface HttpServerDeps {
   limits: SecondaryLimits;
   /** Told of every answer sent (its record has `response`): the primary rate limit's accounting. */
   answered?(record: RecordedRequest): void;
+  /** Headers every answer to this request carries unless its route set them (GitHub's x-ratelimit-*). */
+  extraHeaders?(record: RecordedRequest, status: number): Record<string, string> | undefined;
 }
 
 interface RunningServer {
@@ -72,6 +74,7 @@ function readBody(req: IncomingMessage): Promise<unknown> {
 /** Told of each answer: `answered` once it is recorded, `count` its bytes on the wire once they are all written. */
 interface Outlets {
   answered?: (record: RecordedRequest) => void;
+  extraHeaders?: (record: RecordedRequest, status: number) => Record<string, string> | undefined;
   count: (bytes: number) => void;
 }
 
@@ -98,6 +101,7 @@ function send(res: ServerResponse, record: RecordedRequest, result: RouteResult,
     headers["content-type"] = JSON_TYPE;
     json = true;
   }
+  for (const [name, value] of Object.entries(out.extraHeaders?.(record, result.status) ?? {})) headers[name] = value;
   for (const [name, value] of Object.entries(result.headers ?? {})) headers[name.toLowerCase()] = value;
   const socket = res.socket;
   const before = socket?.bytesWritten ?? 0;
@@ -192,6 +196,7 @@ export async function startHttpServer(deps: HttpServerDeps): Promise<RunningServ
   let wireBytes = 0;
   const outlets: Outlets = {
     answered: deps.answered,
+    extraHeaders: deps.extraHeaders,
     count: (bytes) => {
       wireBytes += bytes;
     },

@@ -1,6 +1,7 @@
 // Pull request routes on an installation token: list (filtered, paginated with a Link header) and
 // update-branch, with GitHub's status codes and messages.
 // https://docs.github.com/rest/pulls/pulls#list-pull-requests
+// https://docs.github.com/rest/pulls/pulls#get-a-pull-request
 // https://docs.github.com/rest/pulls/pulls#update-a-pull-request-branch
 import { DOCS_ROOT, githubError, SimulatorHttpError } from "./router.js";
 import { isoSeconds, repositoryJson } from "./github-state.js";
@@ -10,6 +11,7 @@ import type { GitStore, PullRequestState } from "./git-state.js";
 import type { RouteContext, Simulator } from "./types.js";
 
 const DOC_LIST = `${DOCS_ROOT}/pulls/pulls#list-pull-requests`;
+const DOC_GET = `${DOCS_ROOT}/pulls/pulls#get-a-pull-request`;
 const DOC_UPDATE = `${DOCS_ROOT}/pulls/pulls#update-a-pull-request-branch`;
 const NOT_ACCESSIBLE = "Resource not accessible by integration";
 const LEVELS: Record<string, number> = { read: 1, write: 2 };
@@ -106,6 +108,13 @@ export function registerPullRoutes(sim: Simulator, store: GitStore): void {
     for (const [name, value] of Object.entries(ctx.query)) if (name !== "page" && name !== "per_page") self.searchParams.set(name, value);
     const link = linkHeader(self.toString(), page.page, page.perPage, page.total);
     return { status: 200, headers: link ? { link } : undefined, body: page.items.map(pullJson) };
+  });
+
+  sim.route("GET", "/repos/:owner/:repo/pulls/:number", (ctx) => {
+    const { repository } = authorise(ctx, "read", DOC_GET);
+    const pull = store.pullsOf(repository).get(Number(ctx.params.number));
+    if (!pull) throw githubError(404, "Not Found", DOC_GET);
+    return { status: 200, body: pullJson(pull) };
   });
 
   sim.route("PUT", "/repos/:owner/:repo/pulls/:number/update-branch", (ctx) => {

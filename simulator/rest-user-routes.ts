@@ -9,7 +9,7 @@ import type { Simulator } from "./types.js";
 
 const DOC_USER = `${DOCS_ROOT}/users/users#get-a-user`;
 /** An installation's hourly REST limit (GitHub's floor for an installation on a non-Enterprise account). */
-const INSTALLATION_LIMIT = 5000;
+export const INSTALLATION_LIMIT = 5000;
 
 export function registerUserRoutes(sim: Simulator): void {
   sim.route("GET", "/users/:username", (ctx) => {

@@ -256,6 +256,13 @@ export interface Simulator {
   readonly apiBase: string;
   readonly graphqlUrl: string;
   latencyMs: number;
+  /**
+   * Whether answers to installation tokens carry GitHub's `x-ratelimit-*` headers (limit 5,000 an
+   * hour, the simulator's count). GitHub always sends them; off by default here, since the
+   * simulator does not refuse past the limit and a long bench run's `remaining: 0` would pause the
+   * broker for the rest of the hour.
+   */
+  rateLimitHeaders: boolean;
   /** The emulated link in front of the simulator (`link` option): its settings and byte counts. */
   readonly link: Link | undefined;
   /** The format of the installation tokens it mints from now on (the `tokenFormat` option's value at first). */

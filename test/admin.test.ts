@@ -116,7 +116,7 @@ describe("admin settings", () => {
     const { code, lines } = await spawnBrokerToExit({ ...fx.env, ADMIN_PORT: "eighty" });
     expect(code).toBe(1);
     expect(lines.map((l) => JSON.parse(l) as Record<string, unknown>)).toEqual([
-      expect.objectContaining({ level: 60, setting: "ADMIN_PORT", msg: "ADMIN_PORT is not a port number (0-65535): the broker does not start" }),
+      expect.objectContaining({ level: "fatal", setting: "ADMIN_PORT", msg: "ADMIN_PORT is not a port number (0-65535): the broker does not start" }),
     ]);
   });
 });

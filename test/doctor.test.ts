@@ -1,5 +1,6 @@
 // `tokensmith doctor` (bin/tokensmith.js → build/server/cli) as a child process against the
-// platform simulator: a good configuration passes; a wrong App key, an unreachable issuer, Redis
+// platform simulator: a good configuration passes; a wrong App key, an unknown App id, an API host
+// refusing connections or not resolving, an unreachable issuer, Redis
 // down and TOKEN_PERMISSIONS beyond the installation's grant each fail with their own line; with
 // trust policies on, each installation says whether the App can read its owner's `.github`.
 import { execFile } from "node:child_process";
@@ -24,6 +25,7 @@ const runs: Record<string, Promise<Run>> = {};
 const other = generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey.export({ type: "pkcs1", format: "pem" }).toString();
 let deadIssuer: string;
 let deadRedisPort: number;
+let deadApiPort: number;
 // A second App for the owner-policy checks: one installation per case.
 const OWNER_POLICY = "rules:\n  - name: everyone\n    permissions: {contents: read}\n";
 let policyApp: { id: number; privateKeyPem: string };
@@ -38,6 +40,11 @@ beforeAll(async () => {
   await new Promise((resolve, reject) => execFile(process.execPath, [BUILD_IF_STALE], { timeout: 120_000 }, (error) => (error ? reject(error) : resolve(undefined))));
   runs.good = doctor(good);
   runs.otherKey = doctor({ ...good, HOST_APP_PRIVATE_KEY: other });
+  deadApiPort = await freePort();
+  runs.apiRefused = doctor({ ...good, HOST_API_BASE: `http://127.0.0.1:${deadApiPort}` });
+  // `.invalid` never resolves (RFC 2606): a DNS failure on any machine, offline included.
+  runs.apiUnresolved = doctor({ ...good, HOST_API_BASE: "http://api.tokensmith-doctor.invalid" });
+  runs.unknownApp = doctor({ ...good, HOST_APP_ID: "987654321" });
   runs.deadIssuer = doctor({ ...good, HOST_OIDC_ISSUER: deadIssuer });
   runs.redisDown = doctor({ ...good, LEGACY_QUOTA_KV: `redis://:hunter2@127.0.0.1:${deadRedisPort}` });
   runs.beyondGrant = doctor({ ...good, TOKEN_PERMISSIONS: "contents:write,issues:write", AUTO_UPDATE_BRANCHES: "true" });
@@ -103,6 +110,28 @@ describe("tokensmith doctor", () => {
     expect(code).toBe(1);
     expect(stdout).toContain("1 check failed.");
     expectNoSecrets([stdout], [other, fx.app.privateKeyPem]);
+  });
+
+  it("the platform refusing connections: FAIL naming the host and HOST_API_BASE, not the key", async () => {
+    const { code, stdout } = await runs.apiRefused!;
+    expect(linesOf(stdout)).toContain(`FAIL App ${fx.app.id}: cannot reach 127.0.0.1:${deadApiPort}: connection refused (ECONNREFUSED): is HOST_API_BASE right, and is the platform reachable from here?`);
+    expect(stdout).not.toContain("private key");
+    expect(code).toBe(1);
+  });
+
+  it("an API host whose name does not resolve: FAIL naming DNS and the host, not the key", async () => {
+    const { code, stdout } = await runs.apiUnresolved!;
+    const line = linesOf(stdout).find((l) => l.startsWith(`FAIL App ${fx.app.id}:`));
+    expect(line).toMatch(new RegExp(`^FAIL App ${fx.app.id}: cannot reach api\\.tokensmith-doctor\\.invalid: its name does not resolve \\(DNS: (ENOTFOUND|EAI_AGAIN|EAI_NONAME|EAI_FAIL)\\): is HOST_API_BASE right, and does this machine's DNS know it\\?$`));
+    expect(stdout).not.toContain("private key");
+    expect(code).toBe(1);
+  });
+
+  it("an App id the platform does not know (a valid JWT for no App): FAIL naming HOST_APP_ID, not the key", async () => {
+    const { code, stdout } = await runs.unknownApp!;
+    expect(linesOf(stdout)).toContain(`FAIL App 987654321 on ${fx.sim.apiBase}: GET /app: no App with that id (HTTP 401 Integration not found): is HOST_APP_ID this App's id (the App's settings, "App ID")?`);
+    expect(stdout).not.toContain("private key");
+    expect(code).toBe(1);
   });
 
   it("an issuer nothing answers for: FAIL for its discovery document, exit 1", async () => {

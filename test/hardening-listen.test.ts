@@ -98,7 +98,7 @@ describe("a wrong start-up setting: one line naming it, exit 1", () => {
     expect(code).toBe(1);
     expect(lines).toHaveLength(1);
     const line = JSON.parse(lines[0]!) as { level: number; setting: string; msg: string };
-    expect(line).toMatchObject({ level: 60, setting });
+    expect(line).toMatchObject({ level: "fatal", setting });
     expect(line.msg).toMatch(new RegExp(`^${setting} .*: the broker does not start$`));
     expect(lines[0]).not.toMatch(/\n\s+at |Error:/);
   });
@@ -113,7 +113,7 @@ describe("a wrong start-up setting: one line naming it, exit 1", () => {
     const { broker, port } = await start({ HOST: "127.0.0.1" });
     const { code, lines } = await spawnBrokerToExit({ ...fx.env, HOST: "127.0.0.1", PORT: String(port) });
     expect(code).toBe(1);
-    const fatal = lines.map((l) => JSON.parse(l) as { level: number; setting?: string; code?: string; msg: string }).filter((e) => e.level === 60);
+    const fatal = lines.map((l) => JSON.parse(l) as { level: string; setting?: string; code?: string; msg: string }).filter((e) => e.level === "fatal");
     expect(fatal).toEqual([expect.objectContaining({ setting: "PORT", code: "EADDRINUSE", msg: `cannot listen on 127.0.0.1:${port} (EADDRINUSE): the broker does not start` })]);
     expect(lines.join("\n")).not.toMatch(/\n\s+at /);
     expect(await reach("127.0.0.1", port, "/token")).toBe(405); // the first broker is untouched

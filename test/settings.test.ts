@@ -284,7 +284,7 @@ describe("the built broker warns at start-up about a trimmed secret", () => {
     await broker.stop();
     const warnings = broker.lines.filter((line) => line.includes("trimmed before use"));
     expect(warnings).toHaveLength(1);
-    expect(JSON.parse(warnings[0]!)).toMatchObject({ level: 40, setting: "PROCESS_TRIGGER_SECRET" });
+    expect(JSON.parse(warnings[0]!)).toMatchObject({ level: "warn", setting: "PROCESS_TRIGGER_SECRET" });
     expect(broker.lines.join("\n")).not.toContain(value);
     expect(broker.lines.join("\n")).not.toContain("untouched-hook-secret");
   });
@@ -320,7 +320,7 @@ describe("weak secrets, over HTTP", () => {
     const spawned = await spawnBroker({ PROCESS_TRIGGER_SECRET: TRIGGER, HOST_WEBHOOK_SECRET: HOOK });
     await spawned.stop();
     const lines = spawned.lines.map((l) => JSON.parse(l) as { level: number; setting?: string; msg: string }).filter((e) => e.setting === "PROCESS_TRIGGER_SECRET" || e.setting === "HOST_WEBHOOK_SECRET");
-    expect(lines.map((e) => [e.level, e.setting])).toEqual([[50, "PROCESS_TRIGGER_SECRET"], [50, "HOST_WEBHOOK_SECRET"]]);
+    expect(lines.map((e) => [e.level, e.setting])).toEqual([["error", "PROCESS_TRIGGER_SECRET"], ["error", "HOST_WEBHOOK_SECRET"]]);
     for (const line of lines) expect(line.msg).toContain("at least 32 random characters");
     expectNoSecrets(spawned.lines, [HOOK]);
     expect(spawned.lines.join("\n")).not.toContain(TRIGGER);

@@ -130,7 +130,7 @@ describe("/webhook while WEBHOOK_QUEUE's Redis is down", () => {
       const refused = await push(broker, lost);
       expect(refused).toEqual({ status: 503, retryAfter: "30", body: expect.objectContaining({ error: "webhook_queue_unavailable" }) });
       // The log is written asynchronously: the line is awaited, not expected at once.
-      const reportedLine = () => broker.lines.map((line) => JSON.parse(line) as Record<string, unknown>).find((entry) => entry.delivery === lost && entry.level === 50);
+      const reportedLine = () => broker.lines.map((line) => JSON.parse(line) as Record<string, unknown>).find((entry) => entry.delivery === lost && entry.level === "error");
       for (let attempt = 0; attempt < 40 && !reportedLine(); attempt += 1) await new Promise((resolve) => setTimeout(resolve, 100));
       const reported = reportedLine();
       expect(reported).toMatchObject({ event: "push", repository: "outage-org/app", code: "webhook_queue_unavailable", msg: expect.stringContaining("redeliver") });

@@ -93,7 +93,9 @@ interface AuditLine {
   branch: string;
   deliveries: string[];
   updated: number[];
+  up_to_date: number[];
   failed: Array<{ number: number; status: number; error: string }>;
+  updated_before_takeover: Array<{ number: number; by: string }>;
   error?: string;
 }
 
@@ -243,28 +245,34 @@ describe("push with AUTO_UPDATE_BRANCHES on", () => {
     expect(audit).toMatchObject({ msg: "push handled", repository, branch: "main", deliveries: [deliveryId], updated: [number], failed: [] });
   });
 
-  it("updates every open pull request on the pushed branch across pages; three 422s fail alone", async () => {
+  it("updates every open pull request on the pushed branch across pages; two 422s fail alone, one already up to date is not a failure", async () => {
     const { name, repository } = freshRepo();
     t.fx.sim.git.createBranch(repository, "develop", { from: "main" });
     const onMain: number[] = [];
     for (let i = 0; i < 120; i += 1) onMain.push(t.fx.sim.git.addPullRequest(repository, { base: "main" }));
     const onDevelop = t.fx.sim.git.addPullRequest(repository, { base: "develop" });
     const closed = t.fx.sim.git.addPullRequest(repository, { base: "main", state: "closed" });
-    const [conflict, stale, behind] = [onMain[5]!, onMain[64]!, onMain[119]!];
+    const [conflict, stale] = [onMain[5]!, onMain[64]!];
     t.fx.sim.git.failUpdateBranch(repository, conflict);
     t.fx.sim.git.failUpdateBranch(repository, stale, "expected head sha didn't match current head ref.");
-    t.fx.sim.git.failUpdateBranch(repository, behind, "There are no new commits on the base branch.");
-    const headsBefore = new Map(onMain.map((n) => [n, t.fx.sim.git.pullRequest(repository, n).headSha]));
     const newBase = t.fx.sim.git.push(repository, "main");
+    // Opened after the push: its head already holds the base's head (the platform answers 422
+    // "There are no new commits on the base branch.").
+    const current = t.fx.sim.git.addPullRequest(repository, { base: "main" });
+    onMain.push(current);
+    const headsBefore = new Map(onMain.map((n) => [n, t.fx.sim.git.pullRequest(repository, n).headSha]));
 
     expect(await deliver(pushPayload(repository))).toEqual({ status: 202, body: queued(repository) });
     const [audit] = await jobsEnded(repository);
-    const failedNumbers = [conflict, stale, behind].sort((a, b) => a - b);
+    const failedNumbers = [conflict, stale].sort((a, b) => a - b);
+    expect(t.fx.sim.git.updateBranchCalls.find((c) => c.repository === repository && c.number === current)).toMatchObject({ status: 422 });
     expect(audit).toMatchObject({
       repository,
       branch: "main",
-      updated: onMain.filter((n) => !failedNumbers.includes(n)),
+      updated: onMain.filter((n) => !failedNumbers.includes(n) && n !== current),
+      up_to_date: [current],
       failed: failedNumbers.map((number) => ({ number, status: 422, error: "update_rejected" })),
+      updated_before_takeover: [],
     });
 
     // One token from the delivery's installation, for that repository only, with what update-branch needs.
@@ -277,7 +285,7 @@ describe("push with AUTO_UPDATE_BRANCHES on", () => {
       { state: "open", base: "main", per_page: "100", page: "2" },
     ]);
     // Each update asked with the head the listing showed; nothing else was touched.
-    expect(updates()).toHaveLength(120);
+    expect(updates()).toHaveLength(121);
     for (const call of updates()) {
       const number = Number(/pulls\/(\d+)\/update-branch$/.exec(call.path)![1]);
       expect(call.body).toEqual({ expected_head_sha: headsBefore.get(number) });
@@ -507,7 +515,10 @@ describe("push queue (in process)", () => {
     expect(audits[1]!.deliveries).toEqual(joined);
     expect(listings()).toHaveLength(2);
     // Each job updated each pull request at most once.
-    for (const audit of all) expect([...audit.updated, ...audit.failed.map((f) => f.number)].sort((a, b) => a - b)).toEqual(numbers);
+    for (const audit of all) {
+      expect([...audit.updated, ...audit.up_to_date].sort((a, b) => a - b)).toEqual(numbers);
+      expect(audit.failed).toEqual([]);
+    }
   });
 });
 

@@ -1,25 +1,33 @@
 import type { Metrics, UpstreamCall } from "../metrics.js";
+import { inUpstreamSpan } from "../tracing.js";
 
 /** Which platform an upstream URL belongs to (by origin), or null for an OIDC issuer or anything else. */
 type PlatformOf = (url: URL) => "main" | "enterprise" | null;
+/** Whose budget a call spent, from its Authorization header (`installation:<id>`, `app:<id>`, or anything else, not kept). */
+export type PrincipalOf = (authorization: string | undefined) => string | null;
 
 /**
  * Wraps the broker's injected fetch (every platform and issuer call goes through it) to count each
- * call, time it to its response headers, and note the platform's x-ratelimit-remaining. The call's
+ * call, time it to its response headers, trace it (when tracing is on), and note the platform's x-ratelimit-remaining. The call's
  * label comes from the method and path, never the path itself (it names repositories).
  */
-export function observeFetch(fetchImpl: typeof fetch, metrics: Metrics, platformOf: PlatformOf, now: () => number = performance.now.bind(performance)): typeof fetch {
+export function observeFetch(fetchImpl: typeof fetch, metrics: Metrics, platformOf: PlatformOf, now: () => number = performance.now.bind(performance), principalOf?: PrincipalOf): typeof fetch {
   return async (input, init) => {
     const url = new URL(input instanceof Request ? input.url : String(input));
     const method = (init?.method ?? (input instanceof Request ? input.method : "GET")).toUpperCase();
     const call = upstreamCall(method, url.pathname, acceptOf(input, init));
     const started = now();
     try {
-      const response = await fetchImpl(input, init);
+      const response = await inUpstreamSpan(call, method, url, () => fetchImpl(input, init));
       metrics.observeUpstream({ call, status: response.status, seconds: (now() - started) / 1000 });
       const remaining = response.headers.get("x-ratelimit-remaining");
       const platform = remaining !== null && /^[0-9]+$/.test(remaining) ? platformOf(url) : null;
-      if (platform) metrics.rateLimitRemaining.set({ platform }, Number(remaining));
+      if (platform) {
+        metrics.rateLimitRemaining.set({ platform }, Number(remaining));
+        const principal = principalOf?.(headerOf(input, init, "authorization") || undefined);
+        const reset = Number(response.headers.get("x-ratelimit-reset"));
+        if (principal) metrics.noteRemaining(platform, principal, Number(remaining), Number.isFinite(reset) && reset > 0 ? reset * 1000 : Date.now() + 3_600_000);
+      }
       return response;
     } catch (error) {
       metrics.observeUpstream({ call, status: "error", seconds: (now() - started) / 1000 });
@@ -38,6 +46,9 @@ const PLATFORM_CALLS: Array<[method: string, path: RegExp, call: UpstreamCall]> 
   ["DELETE", /\/installation\/token$/, "revoke"],
   ["POST", /\/graphql$/, "graphql"],
   ["GET", /\/repos\/[^/]+\/[^/]+\/pulls$/, "list_pulls"],
+  ["GET", /\/repos\/[^/]+\/[^/]+\/pulls\/\d+$/, "get_pull"],
+  // Policy files (and the listings of their directories): the only contents the broker reads.
+  ["GET", /\/repos\/[^/]+\/[^/]+\/contents(?:\/.*)?$/, "policy_read"],
   ["PUT", /\/repos\/[^/]+\/[^/]+\/pulls\/\d+\/update-branch$/, "update_branch"],
 ];
 
@@ -58,11 +69,16 @@ function upstreamCall(method: string, path: string, accept: string): UpstreamCal
  * plain records the broker's own clients pass (one per upstream call on the /token path).
  */
 function acceptOf(input: string | URL | Request, init: RequestInit | undefined): string {
+  return headerOf(input, init, "accept");
+}
+
+/** One request header (lower-case `name`), read as acceptOf reads `accept`. */
+function headerOf(input: string | URL | Request, init: RequestInit | undefined, name: string): string {
   const headers = init?.headers ?? (input instanceof Request ? input.headers : undefined);
   if (headers === undefined) return "";
-  if (headers instanceof Headers) return headers.get("accept") ?? "";
+  if (headers instanceof Headers) return headers.get(name) ?? "";
   const values: string[] = [];
   const entries: Iterable<readonly [string, string]> = Array.isArray(headers) ? (headers as Array<[string, string]>) : Object.entries(headers as Record<string, string>);
-  for (const [name, value] of entries) if (name.toLowerCase() === "accept") values.push(String(value).trim());
+  for (const [key, value] of entries) if (key.toLowerCase() === name) values.push(String(value).trim());
   return values.join(", ");
 }

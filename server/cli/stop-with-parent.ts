@@ -13,7 +13,7 @@ export function stopWithParent(options: { env?: NodeJS.ProcessEnv; intervalMs?: 
   const timer = setInterval(() => {
     if (process.ppid === parent) return;
     clearInterval(timer);
-    process.stderr.write(`${JSON.stringify({ level: 40, msg: "parent process gone (npx was stopped): stopping as on SIGTERM" })}\n`);
+    process.stderr.write(`${JSON.stringify({ level: "warn", time: new Date().toISOString(), msg: "parent process gone (npx was stopped): stopping as on SIGTERM" })}\n`);
     process.kill(process.pid, "SIGTERM");
   }, options.intervalMs ?? 500);
   timer.unref(); // never what keeps the process alive

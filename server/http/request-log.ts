@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { Request, RequestHandler, Response } from "express";
 import type { Logger } from "../log.js";
-import type { Metrics } from "../metrics.js";
+import { routeLabel, type Metrics } from "../metrics.js";
+import { startRequestSpan } from "../tracing.js";
 
 /**
  * An incoming `X-Request-Id` the broker can carry as it is (a load balancer's or the caller's, so
@@ -44,12 +45,15 @@ export function requestLog(options: RequestLogOptions): RequestHandler {
     res.locals.requestId = requestId;
     res.locals.deadlineAt = started + deadlineMs;
     res.setHeader("X-Request-Id", requestId);
+    // A route's span is named by its bounded label (one of the four routes, or `other`).
+    const span = startRequestSpan(req.method, routeLabel(req.path), requestId);
     let logged = false;
     const write = (status: number) => {
       if (logged) return;
       logged = true;
       clearTimeout(deadline);
       metrics?.observeRequest({ path: req.path, status, code: res.locals.errorCode as string | undefined, seconds: (now() - started) / 1000 });
+      span?.end(status, res.locals.errorCode as string | undefined);
       log.info(
         {
           request_id: requestId,
@@ -70,6 +74,7 @@ export function requestLog(options: RequestLogOptions): RequestHandler {
     res.on("finish", () => write(res.statusCode));
     // 'close' without 'finish': the caller (or the network) went away before the whole answer was sent.
     res.on("close", () => write(res.writableFinished ? res.statusCode : ABANDONED_STATUS));
-    next();
+    if (span) span.run(next);
+    else next();
   };
 }

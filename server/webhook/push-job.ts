@@ -7,7 +7,11 @@ import type { MintedToken } from "../installation/mint-installation-token.js";
 import { mintForPush, type PushMintDeps } from "./mint-for-push.js";
 import type { Pacer } from "./pacer.js";
 import type { BranchPush } from "./read-push.js";
-import { listingFailed, listOpenPullRequests, updatePullRequests, type OpenPullRequest, type UpdateResult } from "./update-pull-requests.js";
+import { hostname } from "node:os";
+import { earlierUpdateLanded, listingFailed, listOpenPullRequests, updatePullRequests, type OpenPullRequest, type UpdateResult } from "./update-pull-requests.js";
+
+/** This process, as named in the audit line and in a job's progress (`host:pid`). */
+export const INSTANCE = `${hostname()}:${process.pid}`;
 
 /** What a push job uses of the broker's context (passed in: docs/design.md#layers). */
 export type PushJobDeps = PushMintDeps & { metrics: Metrics; requestFor: (platform: PlatformSettings) => OctokitRequest; settings: () => Settings };
@@ -33,6 +37,10 @@ export interface JobProgress {
   saveListing(pulls: OpenPullRequest[]): Promise<void>;
   results(): Promise<Map<number, UpdateResult>>;
   record(number: number, result: UpdateResult): Promise<void>;
+  /** Notes that `instance` is sending update-branch for this pull request (before the call). */
+  markSent(number: number, instance: string): Promise<void>;
+  /** The pull requests an update-branch was sent for: number → the instance that sent it. */
+  sent(): Promise<Map<number, string>>;
 }
 
 type JobEnd = { end: "done" } | { end: "failed"; error: string } | { end: "interrupted"; remaining: number };
@@ -41,7 +49,12 @@ type JobEnd = { end: "done" } | { end: "failed"; error: string } | { end: "inter
 export function memoryProgress(): JobProgress {
   let pulls: OpenPullRequest[] | undefined;
   const results = new Map<number, UpdateResult>();
+  const sent = new Map<number, string>();
   return {
+    markSent: async (number, instance) => {
+      sent.set(number, instance);
+    },
+    sent: async () => new Map(sent),
     listing: async () => pulls,
     saveListing: async (found) => {
       pulls = found;
@@ -62,7 +75,7 @@ export function memoryProgress(): JobProgress {
  */
 export async function runPushJob(ctx: PushJobDeps, deps: { pacer: Pacer; stopped?: () => boolean }, job: PushJob, progress: JobProgress): Promise<JobEnd> {
   const { push } = job;
-  const audit = { audit: "pull_requests_updated", job: job.id, repository: push.repository, branch: push.branch, installation_id: push.installationId, deliveries: job.deliveries };
+  const audit = { audit: "pull_requests_updated", instance: INSTANCE, job: job.id, repository: push.repository, branch: push.branch, installation_id: push.installationId, deliveries: job.deliveries };
   try {
     const settings = ctx.settings();
     const platform = settings.main;
@@ -86,8 +99,26 @@ export async function runPushJob(ctx: PushJobDeps, deps: { pacer: Pacer; stopped
       await progress.saveListing(pulls);
     }
     const answered = await progress.results();
-    const todo = pulls.filter((pull) => !answered.has(pull.number));
-    const pacing = { pacer: deps.pacer, rates: { perMinute: settings.updateBranchPerMinute, perHour: settings.updateBranchPerHour }, installationId: push.installationId, now: ctx.now, record: progress.record, stopped: deps.stopped };
+    let todo = pulls.filter((pull) => !answered.has(pull.number));
+    // Sent by an earlier attempt whose process died before the answer was stored (a job taken
+    // over): if the platform carried it out, it is recorded as that instance's update, not sent
+    // again (it would be refused, its head having moved, and reported as a failure).
+    const sentBefore = await progress.sent();
+    for (const pull of todo.filter((p) => sentBefore.has(p.number))) {
+      if (deps.stopped?.()) break;
+      if (!(await earlierUpdateLanded(upstream, push, pull))) continue;
+      await progress.record(pull.number, { updated: true, by: sentBefore.get(pull.number)! });
+      todo = todo.filter((p) => p.number !== pull.number);
+    }
+    const pacing = {
+      pacer: deps.pacer,
+      rates: { perMinute: settings.updateBranchPerMinute, perHour: settings.updateBranchPerHour },
+      installationId: push.installationId,
+      now: ctx.now,
+      record: progress.record,
+      sending: (number: number) => progress.markSent(number, INSTANCE),
+      stopped: deps.stopped,
+    };
     const outcome = await updatePullRequests(upstream, push, todo, pacing);
     if (outcome.unfinished.length > 0) {
       ctx.metrics.webhookJobs.inc({ outcome: "interrupted" });
@@ -95,16 +126,18 @@ export async function runPushJob(ctx: PushJobDeps, deps: { pacer: Pacer; stopped
     }
 
     const all = await progress.results();
-    const updated = [...all].filter(([, r]) => r.updated).map(([n]) => n).sort((a, b) => a - b);
-    const failed = [...all]
-      .flatMap(([number, r]) => (r.updated ? [] : [{ number, status: r.status, error: r.error }]))
-      .sort((a, b) => a.number - b.number);
-    ctx.log.info({ ...audit, updated, failed }, "push handled");
+    const byNumber = [...all].sort(([a], [b]) => a - b);
+    const updated = byNumber.filter(([, r]) => r.updated).map(([n]) => n);
+    const upToDate = byNumber.filter(([, r]) => !r.updated && r.upToDate).map(([n]) => n);
+    const failed = byNumber.flatMap(([number, r]) => (r.updated || r.upToDate ? [] : [{ number, status: r.status, error: r.error }]));
+    // Updated by another instance (an earlier attempt of this job) whose answer was lost with it.
+    const updatedBefore = byNumber.flatMap(([number, r]) => (r.updated && r.by !== undefined && r.by !== INSTANCE ? [{ number, by: r.by }] : []));
+    ctx.log.info({ ...audit, updated, up_to_date: upToDate, failed, updated_before_takeover: updatedBefore }, "push handled");
     ctx.metrics.webhookJobs.inc({ outcome: "done" });
     return { end: "done" };
   } catch (error) {
     const code = error instanceof BrokerError ? error.code : "internal_error";
-    ctx.log.error({ ...audit, updated: [], failed: [], error: code, detail: error instanceof Error ? error.message.slice(0, 300) : undefined }, "push job failed");
+    ctx.log.error({ ...audit, updated: [], up_to_date: [], failed: [], updated_before_takeover: [], error: code, detail: error instanceof Error ? error.message.slice(0, 300) : undefined }, "push job failed");
     ctx.metrics.webhookJobs.inc({ outcome: "failed" });
     return { end: "failed", error: code };
   }

@@ -9,7 +9,7 @@ export interface QueueAddress {
   redisUrl: string;
   /** BullMQ key prefix (and of the broker's own keys): `?prefix=` — separate queues on one Redis. */
   prefix: string;
-  /** `?lease_ms=`: the job lease (BullMQ `lockDuration`, also the stalled-check interval). */
+  /** `?lease_ms=`: the job lease (BullMQ `lockDuration`; the stalled check runs every tenth of it). */
   leaseMs: number;
 }
 
@@ -25,3 +25,16 @@ export function parseQueueAddress(raw: string): QueueAddress {
   return { redisUrl: url.toString(), prefix, leaseMs: Number.isSafeInteger(lease) && lease >= 1000 ? lease : DEFAULT_LEASE_MS };
 }
 
+
+/**
+ * BullMQ's worker timings for a lease. A job's lock lasts the lease and is renewed every half lease;
+ * a job is moved back to waiting by the second stalled check that finds it unlocked-and-active
+ * (the first marks it), and one check runs per interval for all instances together (the check
+ * itself holds a key for an interval, so an interval can be skipped). A job whose instance died
+ * is thus taken over at most lease + 2 × interval after the death: with the interval at a tenth of
+ * the lease (at least 100 ms), within 1.2 leases (36 s at the default 30 s; it was up to 3 leases
+ * with the interval at the lease). The check is one Lua script per interval on the queue's Redis.
+ */
+export function workerTimings(leaseMs: number): { lockDuration: number; stalledInterval: number; maxStalledCount: number } {
+  return { lockDuration: leaseMs, stalledInterval: Math.max(100, Math.floor(leaseMs / 10)), maxStalledCount: 10 };
+}

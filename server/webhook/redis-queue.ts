@@ -3,7 +3,7 @@ import { Redis } from "ioredis";
 import { BrokerError } from "../../shared/broker-error.js";
 import { coalesceKey, JOB_CONCURRENCY, type PushQueue, type QueueDeps } from "./memory-queue.js";
 import { createPacer, redisPaceStore } from "./pacer.js";
-import { parseQueueAddress, type QueueAddress } from "./queue-address.js";
+import { parseQueueAddress, workerTimings, type QueueAddress } from "./queue-address.js";
 import { claimInRedis, claimKeys } from "./redis-claims.js";
 import { runPushJob, type JobProgress } from "./push-job.js";
 import type { BranchPush } from "./read-push.js";
@@ -63,6 +63,7 @@ export function createRedisQueue(ctx: QueueDeps, raw: string): PushQueue & { red
   const { delivery: deliveryKey, body: bodyKey } = claimKeys(prefix);
   const joinedKey = (key: string) => `${prefix}:push-deliveries:${encodeURIComponent(key)}`;
   const resultsKey = (jobId: string) => `${prefix}:push-results:${jobId}`;
+  const sentKey = (jobId: string) => `${prefix}:push-sent:${jobId}`;
 
   const progressOf = (job: Job<JobData>): JobProgress => ({
     listing: async () => job.data.pulls,
@@ -75,6 +76,13 @@ export function createRedisQueue(ctx: QueueDeps, raw: string): PushQueue & { red
     },
     record: async (number, result) => {
       await commands.multi().hset(resultsKey(job.id!), String(number), JSON.stringify(result)).expire(resultsKey(job.id!), PROGRESS_TTL_S).exec();
+    },
+    markSent: async (number, instance) => {
+      await commands.multi().hset(sentKey(job.id!), String(number), instance).expire(sentKey(job.id!), PROGRESS_TTL_S).exec();
+    },
+    sent: async () => {
+      const stored = await commands.hgetall(sentKey(job.id!));
+      return new Map(Object.entries(stored).map(([number, instance]) => [Number(number), instance]));
     },
   });
 
@@ -101,7 +109,7 @@ export function createRedisQueue(ctx: QueueDeps, raw: string): PushQueue & { red
         await commands.del(...ids.map(deliveryKey), ...digests.map(bodyKey));
       }
     }
-    await commands.del(resultsKey(job.id!));
+    await commands.del(resultsKey(job.id!), sentKey(job.id!));
   };
 
   const workerConnection = new Redis(address.redisUrl, { maxRetriesPerRequest: null });
@@ -110,9 +118,7 @@ export function createRedisQueue(ctx: QueueDeps, raw: string): PushQueue & { red
     connection: workerConnection,
     prefix,
     concurrency: JOB_CONCURRENCY,
-    lockDuration: address.leaseMs,
-    stalledInterval: address.leaseMs,
-    maxStalledCount: 10,
+    ...workerTimings(address.leaseMs),
   });
   worker.on("error", (error: Error) => ctx.log.warn({ err: error.message }, "webhook queue worker error"));
   worker.on("stalled", (jobId: string) => ctx.log.warn({ job: jobId }, "push job's lease expired: taken over"));

@@ -18,6 +18,8 @@ export interface OpenPullRequest {
 
 export interface UpdateOutcome {
   updated: number[];
+  /** Answered 422 "There are no new commits on the base branch.": nothing to do, not a failure. */
+  upToDate: number[];
   failed: Array<{ number: number; status: number; error: string }>;
 }
 
@@ -65,8 +67,14 @@ export async function listOpenPullRequests(platform: Platform, push: BranchPush)
   return found;
 }
 
-/** One pull request's answer: updated, or failed with a stable word. */
-export type UpdateResult = { updated: true } | { updated: false; status: number; error: string };
+/**
+ * One pull request's answer: updated (`by`: the instance whose update-branch the platform accepted,
+ * when that was an earlier attempt of a job taken over), already up to date, or failed with a stable word.
+ */
+export type UpdateResult = { updated: true; by?: string } | { updated: false; upToDate: true } | { updated: false; upToDate?: undefined; status: number; error: string };
+
+/** GitHub's 422 message for a pull request whose head already contains its base's head. */
+export const NOTHING_NEW_ON_BASE = "There are no new commits on the base branch.";
 
 export interface UpdatePacing {
   pacer: Pacer;
@@ -77,6 +85,8 @@ export interface UpdatePacing {
   record?: (number: number, result: UpdateResult) => Promise<void>;
   /** True once the process is stopping: no further update is started. */
   stopped?: () => boolean;
+  /** Called just before each update-branch call is sent (the job's progress: an answer may be lost with the process). */
+  sending?: (number: number) => Promise<void>;
 }
 
 /** Tries of one update-branch call that a rate limit refused (the platform said nothing was done). */
@@ -94,7 +104,7 @@ const MAX_PAUSE_MS = 15 * 60_000;
  */
 export async function updatePullRequests(platform: Platform, push: BranchPush, pulls: OpenPullRequest[], pacing: UpdatePacing): Promise<UpdateOutcome & { unfinished: number[] }> {
   const limit = pLimit(UPDATE_CONCURRENCY);
-  const outcome: UpdateOutcome & { unfinished: number[] } = { updated: [], failed: [], unfinished: [] };
+  const outcome: UpdateOutcome & { unfinished: number[] } = { updated: [], upToDate: [], failed: [], unfinished: [] };
   const updateOne = async (pull: OpenPullRequest): Promise<UpdateResult | "stopped"> => {
     let notBefore = 0;
     for (let attempt = 1; ; attempt += 1) {
@@ -114,6 +124,7 @@ export async function updatePullRequests(platform: Platform, push: BranchPush, p
         platform.log.warn({ repository: push.repository, number: pull.number, error: error instanceof BrokerError ? error.code : "internal_error", request_id: platform.requestId }, "update-branch not sent: no fresh token");
         return { updated: false, status: 0, error: "installation_token_failed" };
       }
+      await pacing.sending?.(pull.number);
       try {
         await platform.request("PUT /repos/{owner}/{repo}/pulls/{pull_number}/update-branch", {
           owner: push.owner,
@@ -127,6 +138,9 @@ export async function updatePullRequests(platform: Platform, push: BranchPush, p
         const status = statusOf(error) ?? 0;
         const pause = rateLimitPause(error, pacing.now());
         const data = (error as { response?: { data?: { message?: unknown } } }).response?.data;
+        // The head already holds the base's head (a push that changed nothing for it, or an update
+        // made meanwhile): nothing to do.
+        if (status === 422 && typeof data?.message === "string" && data.message.trim() === NOTHING_NEW_ON_BASE) return { updated: false, upToDate: true };
         platform.log.warn(
           { repository: push.repository, number: pull.number, status, attempt, pause_ms: pause, platform_message: typeof data?.message === "string" ? data.message.slice(0, 300) : undefined, request_id: platform.requestId },
           "update-branch failed",
@@ -156,11 +170,13 @@ export async function updatePullRequests(platform: Platform, push: BranchPush, p
         }
         await pacing.record?.(pull.number, result);
         if (result.updated) outcome.updated.push(pull.number);
+        else if (result.upToDate) outcome.upToDate.push(pull.number);
         else outcome.failed.push({ number: pull.number, status: result.status, error: result.error });
       }),
     ),
   );
   outcome.updated.sort((a, b) => a - b);
+  outcome.upToDate.sort((a, b) => a - b);
   outcome.failed.sort((a, b) => a.number - b.number);
   return outcome;
 }
@@ -195,4 +211,32 @@ export function rateLimitPause(error: unknown, now: number): number | undefined 
 /** A listing that failed after its retries: the delivery is not acted on (a redelivery may be). */
 export function listingFailed(error: unknown): BrokerError {
   return new BrokerError("internal_error", { detail: `listing pull requests failed: status ${statusOf(error) ?? "network"}`, cause: error });
+}
+
+/**
+ * Whether an update-branch sent by an earlier attempt of this job (whose process died before the
+ * answer was stored) was carried out: the pull request's head is no longer the one listed, and its
+ * head commit is the merge update-branch makes (two parents, the first being the listed head).
+ * Anything else (the head unchanged, a push of someone else's, an unanswered call) is false: the
+ * update is then sent, conditioned on the listed head as ever.
+ * https://docs.github.com/rest/pulls/pulls#get-a-pull-request
+ * https://docs.github.com/rest/git/commits#get-a-commit-object
+ */
+export async function earlierUpdateLanded(platform: Platform, push: BranchPush, pull: OpenPullRequest): Promise<boolean> {
+  try {
+    const token = platform.currentToken ? await platform.currentToken() : platform.token;
+    const current = await withRetry(platform.retry, "pull request", () =>
+      platform.request("GET /repos/{owner}/{repo}/pulls/{pull_number}", { owner: push.owner, repo: push.name, pull_number: pull.number, headers: { authorization: `token ${token}` } }),
+    );
+    const head = (current.data as { head?: { sha?: unknown } }).head?.sha;
+    if (typeof head !== "string" || head === pull.headSha) return false;
+    const commit = await withRetry(platform.retry, "commit", () =>
+      platform.request("GET /repos/{owner}/{repo}/git/commits/{commit_sha}", { owner: push.owner, repo: push.name, commit_sha: head, headers: { authorization: `token ${token}` } }),
+    );
+    const parents = (commit.data as { parents?: Array<{ sha?: unknown }> }).parents ?? [];
+    return parents.length === 2 && parents[0]?.sha === pull.headSha;
+  } catch (error) {
+    platform.log.warn({ repository: push.repository, number: pull.number, status: statusOf(error) ?? 0, request_id: platform.requestId }, "could not tell whether an earlier attempt's update-branch was carried out");
+    return false;
+  }
 }

@@ -104,6 +104,9 @@ export interface AuditLine {
   deliveries: string[];
   updated: number[];
   failed: Array<{ number: number; status: number; error: string }>;
+  instance: string;
+  up_to_date: number[];
+  updated_before_takeover: Array<{ number: number; by: string }>;
 }
 
 export function auditLines(repository: string): AuditLine[] {

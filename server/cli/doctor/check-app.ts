@@ -34,7 +34,7 @@ export async function checkApp(input: { platform: PlatformSettings; app: AppCred
   try {
     about = (await client({ method: "GET", path: "/app", bearer: jwt })).data as typeof about;
   } catch (error) {
-    return [fail(`App ${app.appId} on ${where}: GET /app refused the App JWT (${whyFailed(error)}): is the private key this App's?`)];
+    return [fail(appRefusal(error, { appId: app.appId, where, apiBase: platform.apiBase, platform: platform.name }))];
   }
   const results = [ok(`App ${String(about.slug)} (id ${app.appId}) on ${where}: GET /app accepts its JWT; permissions ${describePermissions(about.permissions ?? {})}`)];
   let installations: InstallationJson[];
@@ -77,4 +77,52 @@ async function listInstallations(client: PlatformClient, jwt: string): Promise<I
     if (items.length < 100) break;
   }
   return all;
+}
+
+/** Network error codes (the error's or a cause's), as Node and undici name them. */
+const REFUSED = new Set(["ECONNREFUSED"]);
+const DNS = new Set(["ENOTFOUND", "EAI_AGAIN", "EAI_NONAME", "EAI_FAIL"]);
+const TIMEOUT = new Set(["ETIMEDOUT", "UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "TimeoutError", "AbortError"]);
+
+function networkCode(error: unknown): string | undefined {
+  let cause: unknown = error;
+  for (let depth = 0; depth < 5 && cause; depth += 1) {
+    const code = (cause as { code?: unknown }).code;
+    if (typeof code === "string" && code !== "") return code;
+    const name = (cause as { name?: unknown }).name;
+    if (name === "TimeoutError" || name === "AbortError") return name;
+    cause = (cause as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/**
+ * Why GET /app failed, blaming what is wrong: the network (with the host) when no answer came, the
+ * App id when the platform knows no such App ("Integration not found"), the key when the platform
+ * cannot verify the JWT with the App's keys, and nothing in particular for anything else.
+ * https://docs.github.com/apps/creating-github-apps/authenticating-with-a-github-app/generating-a-json-web-token-jwt-for-a-github-app
+ */
+export function appRefusal(error: unknown, at: { appId: string | number; where: string; apiBase: string; platform: "main" | "enterprise" }): string {
+  const prefix = at.platform === "main" ? "HOST" : "ENT";
+  const status = (error as { status?: unknown }).status;
+  const answered = typeof status === "number" && (error as { response?: unknown }).response !== undefined;
+  let host = at.apiBase;
+  try {
+    host = new URL(at.apiBase).host;
+  } catch {
+    // shown as configured (redacted by the caller's formatting)
+  }
+  if (!answered) {
+    const code = networkCode(error) ?? "network error";
+    if (REFUSED.has(code)) return `App ${at.appId}: cannot reach ${host}: connection refused (${code}): is ${prefix}_API_BASE right, and is the platform reachable from here?`;
+    if (DNS.has(code)) return `App ${at.appId}: cannot reach ${host}: its name does not resolve (DNS: ${code}): is ${prefix}_API_BASE right, and does this machine's DNS know it?`;
+    if (TIMEOUT.has(code)) return `App ${at.appId}: cannot reach ${host}: no answer in time (${code}): is a firewall or proxy in the way?`;
+    return `App ${at.appId}: cannot reach ${host} (${whyFailed(error)}): is ${prefix}_API_BASE right, and is the platform reachable from here?`;
+  }
+  const message = (error as { response?: { data?: { message?: unknown } } }).response?.data?.message;
+  if (typeof message === "string" && /integration not found/i.test(message)) {
+    return `App ${at.appId} on ${at.where}: GET /app: no App with that id (${whyFailed(error)}): is ${prefix}_APP_ID this App's id (the App's settings, "App ID")?`;
+  }
+  if (status === 401) return `App ${at.appId} on ${at.where}: GET /app refused the App JWT (${whyFailed(error)}): is the private key this App's?`;
+  return `App ${at.appId} on ${at.where}: GET /app failed (${whyFailed(error)})`;
 }
