@@ -15,7 +15,8 @@ export type SignerStep = "module" | "slot" | "login" | "object" | "sign";
 
 /** A signature that could not be made, with the step that failed and why (a CKR_ name, never a secret). */
 export class SignerError extends Error {
-  constructor(readonly step: SignerStep, readonly reason: string) {
+  /** `sessionGone`: the open session no longer reaches the key (drop it, open afresh). */
+  constructor(readonly step: SignerStep, readonly reason: string, readonly sessionGone = false) {
     super(`${step}: ${reason}`);
     this.name = "SignerError";
   }
@@ -94,6 +95,10 @@ const SESSION_GONE = new Set([
   "CKR_SLOT_ID_INVALID", "CKR_GENERAL_ERROR",
 ]);
 
+/** The pause after a failure before the key store is asked again; after a refused PIN, longer. */
+const RETRY_MS = 1000;
+const PIN_RETRY_MS = 30_000;
+
 export interface Pkcs11SignerOptions {
   ref: Pkcs11KeyRef;
   /** The PIN from the setting (HOST_APP_KEY_PIN), used when the URI carries none. */
@@ -117,6 +122,7 @@ export function createPkcs11Signer(options: Pkcs11SignerOptions): Pkcs11Signer {
   const timeoutMs = options.signTimeoutMs ?? 10_000;
   let state: { module: LoadedModule; generation: number; session: Handle; key: Handle } | null = null;
   let lastFailure: SignerError | null = null;
+  let retryAt = 0;
   // One operation at a time on the session (PKCS#11 allows one active sign per session).
   let queue: Promise<unknown> = Promise.resolve();
 
@@ -144,6 +150,21 @@ export function createPkcs11Signer(options: Pkcs11SignerOptions): Pkcs11Signer {
       return slot;
     }
     return null;
+  };
+
+  /** The private key objects the URI names (handles only: no attribute of the key is read). */
+  const findKeys = (lib: Pkcs11, P: Pkcs11Module, session: Handle): Handle[] => {
+    const template: Array<{ type: number; value: number | string | Buffer }> = [{ type: P.CKA_CLASS, value: P.CKO_PRIVATE_KEY }];
+    if (ref.object !== undefined) template.push({ type: P.CKA_LABEL, value: ref.object });
+    if (ref.id !== undefined) template.push({ type: P.CKA_ID, value: ref.id });
+    try {
+      lib.C_FindObjectsInit(session, template);
+      const found = lib.C_FindObjects(session, 2);
+      lib.C_FindObjectsFinal(session);
+      return found;
+    } catch (error) {
+      throw new SignerError("object", `C_FindObjects failed (${reasonOf(error)})`);
+    }
   };
 
   const drop = () => {
@@ -195,17 +216,7 @@ export function createPkcs11Signer(options: Pkcs11SignerOptions): Pkcs11Signer {
         const reason = reasonOf(error);
         if (reason !== "CKR_USER_ALREADY_LOGGED_IN") throw new SignerError("login", `C_Login failed (${reason})`);
       }
-      const template: Array<{ type: number; value: number | string | Buffer }> = [{ type: P.CKA_CLASS, value: P.CKO_PRIVATE_KEY }];
-      if (ref.object !== undefined) template.push({ type: P.CKA_LABEL, value: ref.object });
-      if (ref.id !== undefined) template.push({ type: P.CKA_ID, value: ref.id });
-      let found: Handle[];
-      try {
-        lib.C_FindObjectsInit(session, template);
-        found = lib.C_FindObjects(session, 2);
-        lib.C_FindObjectsFinal(session);
-      } catch (error) {
-        throw new SignerError("object", `C_FindObjects failed (${reasonOf(error)})`);
-      }
+      const found = findKeys(lib, P, session);
       if (found.length === 0) throw new SignerError("object", "no private key matches the URI's object/id");
       if (found.length > 1) throw new SignerError("object", "more than one private key matches the URI's object/id: name one");
       state = { module, generation: module.generation, session, key: found[0]! };
@@ -245,7 +256,7 @@ export function createPkcs11Signer(options: Pkcs11SignerOptions): Pkcs11Signer {
     });
   };
 
-  const recoverable = (error: unknown) => error instanceof SignerError && SESSION_GONE.has(/CKR_[A-Z0-9_]+/.exec(error.reason)?.[0] ?? "");
+  const recoverable = (error: unknown) => error instanceof SignerError && (error.sessionGone || SESSION_GONE.has(/CKR_[A-Z0-9_]+/.exec(error.reason)?.[0] ?? ""));
 
   const serialized = <T>(work: () => Promise<T>): Promise<T> => {
     const run = queue.then(work, work);
@@ -254,6 +265,9 @@ export function createPkcs11Signer(options: Pkcs11SignerOptions): Pkcs11Signer {
   };
 
   const attempt = async <T>(work: (open: NonNullable<typeof state>) => Promise<T>): Promise<T> => {
+    // After a failure the key store is asked again only after a pause: a dead store is not
+    // hammered by every request, and a wrong PIN is not retried into a locked token.
+    if (lastFailure && Date.now() < retryAt) throw lastFailure;
     try {
       const result = await runOnce(work).catch(async (error: unknown) => {
         if (!recoverable(error)) throw error;
@@ -271,9 +285,11 @@ export function createPkcs11Signer(options: Pkcs11SignerOptions): Pkcs11Signer {
           if (module && (error.step === "slot" || /TOKEN|DEVICE|CRYPTOKI/.test(error.reason))) reinitialize(module);
         }
         lastFailure = error;
+        retryAt = Date.now() + (/CKR_PIN_(INCORRECT|LOCKED|EXPIRED)/.test(error.reason) ? PIN_RETRY_MS : RETRY_MS);
         throw error;
       }
       lastFailure = new SignerError("sign", reasonOf(error));
+      retryAt = Date.now() + RETRY_MS;
       throw lastFailure;
     }
   };
@@ -291,12 +307,22 @@ export function createPkcs11Signer(options: Pkcs11SignerOptions): Pkcs11Signer {
   return {
     sign: (data) => serialized(() => attempt((open) => signOnce(data, open))),
     // The session's state asked of the token: a token removed since the last signature shows here.
+    // The session's state and the key asked of the token again: a token removed or re-created
+    // since the last signature shows here (SoftHSM2 keeps the session but no longer the key).
     open: () => serialized(() => attempt(async (open) => {
+      const P = (loadPkcs11Binding() as { ok: true; module: Pkcs11Module }).module;
       try {
         open.module.lib.C_GetSessionInfo(open.session);
       } catch (error) {
-        throw new SignerError("slot", `C_GetSessionInfo failed (${reasonOf(error)})`);
+        throw new SignerError("slot", `C_GetSessionInfo failed (${reasonOf(error)})`, true);
       }
+      let found: Handle[];
+      try {
+        found = findKeys(open.module.lib, P, open.session);
+      } catch (error) {
+        throw new SignerError("object", (error as SignerError).reason, true);
+      }
+      if (!found.some((handle) => handle.equals(open.key))) throw new SignerError("object", "the private key is no longer found", true);
     })),
     get lastFailure() {
       return lastFailure;

@@ -25,6 +25,24 @@ export type Pkcs11UriParse = { ok: true; ref: Pkcs11KeyRef } | { ok: false; prob
 const PATH_ATTRIBUTES = new Set(["token", "manufacturer", "serial", "model", "library-manufacturer", "library-description", "library-version", "slot-description", "slot-manufacturer", "slot-id", "object", "id", "type"]);
 const QUERY_ATTRIBUTES = new Set(["module-path", "module-name", "pin-value", "pin-source"]);
 
+/** Percent-encoded bytes (RFC 7512's `id`): each `%XX` one byte, any other character its own ASCII byte. */
+function decodeBytes(text: string): Buffer | null {
+  const bytes: number[] = [];
+  for (let i = 0; i < text.length; i += 1) {
+    if (text[i] === "%") {
+      const hex = text.slice(i + 1, i + 3);
+      if (!/^[0-9a-fA-F]{2}$/.test(hex)) return null;
+      bytes.push(parseInt(hex, 16));
+      i += 2;
+    } else {
+      const code = text.charCodeAt(i);
+      if (code > 0x7e || code < 0x21) return null;
+      bytes.push(code);
+    }
+  }
+  return Buffer.from(bytes);
+}
+
 function decode(text: string): string | null {
   try {
     return decodeURIComponent(text);
@@ -60,9 +78,9 @@ export function parsePkcs11Uri(name: string, raw: string): Pkcs11UriParse {
     const rawValue = eq < 0 ? "" : part.slice(eq + 1);
     if (!PATH_ATTRIBUTES.has(key)) return { ok: false, problem: `${name}: unknown path attribute ${JSON.stringify(key.slice(0, 40))}` };
     if (key === "id") {
-      const value = decode(rawValue);
+      const value = decodeBytes(rawValue);
       if (value === null) return { ok: false, problem: `${name}: id is not percent-encoded bytes` };
-      ref.id = Buffer.from(value, "latin1");
+      ref.id = value;
       continue;
     }
     const value = decode(rawValue);

@@ -42,7 +42,7 @@ export function createSoftHsmToken(options: { label?: string; pin?: string } = {
   writeFileSync(conf, `directories.tokendir = ${tokenDir}\nobjectstore.backend = file\nlog.level = ERROR\nslots.removable = false\n`);
   const init = () => {
     mkdirSync(tokenDir, { recursive: true });
-    run(conf, ["--init-token", "--free", "--label", label, "--so-pin", "654321", "--pin", pin]);
+    run(conf, ["--init-token", "--free", "--label", label, "--so-pin", "so-pin-5522", "--pin", pin]);
   };
   init();
   return {
