@@ -14,7 +14,7 @@ import { signatureFor } from "../server/webhook/verify-signature.js";
 import { postJson } from "./support/broker.js";
 import { expectNoSecrets, INSTALLED_PERMISSIONS, tokenFixture, type TokenFixture } from "./support/fixtures.js";
 import { freePort } from "./support/redis-server.js";
-import { createSoftHsmToken, type SoftHsmToken } from "./support/softhsm.js";
+import { buildSlowModule, createSoftHsmToken, type SoftHsmToken } from "./support/softhsm.js";
 import { spawnBroker, type BrokerProcess } from "./support/spawn-broker.js";
 
 const TRIGGER = "pkcs11-trigger-secret-0123456789-0123";
@@ -158,7 +158,9 @@ describe("the App key in a SoftHSM2 token, through PKCS#11", () => {
     expect((await token(broker.url)).body).toEqual({ error: "app_key_unavailable" });
     const ready = await readyzUntil(admin, (a) => a.status === 503);
     expect(ready.body.reasons).toEqual([expect.objectContaining({ reason: "app_key_unavailable", step: "object", problem: "no private key matches the URI's object/id" })]);
-    expect(broker.lines.some((line) => line.includes("object: no private key matches"))).toBe(true);
+    const logged = () => broker.lines.some((line) => line.includes("object: no private key matches"));
+    for (let i = 0; i < 50 && !logged(); i += 1) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(logged()).toBe(true);
   });
 
   it("the token removed while the broker runs: 503 and /readyz says so; the token back (re-created, key imported): minting again without a restart", async () => {
@@ -180,6 +182,45 @@ describe("the App key in a SoftHSM2 token, through PKCS#11", () => {
       own.dispose();
     }
   });
+
+  it("a slow key store (C_Sign waits 2 s): 16 concurrent requests share the one signature and all mint; the broker answers others meanwhile", async () => {
+    const slow = buildSlowModule(hsm.dir);
+    writeFileSync(slow.delayFile, "2000\n");
+    const { broker, admin } = await start(keyStoreEnv({ ...slow.env, HOST_APP_KEY_URI: hsm.uri({ object: "app-key", modulePath: slow.modulePath }) }));
+    const order: string[] = [];
+    const tokens = Promise.all(Array.from({ length: 16 }, () => token(broker.url))).then((answers) => {
+      order.push("tokens");
+      return answers;
+    });
+    // C_Sign runs off the event loop: /healthz is answered while the signature is being made.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect((await fetch(`${admin}/healthz`)).status).toBe(200);
+    order.push("healthz");
+    const answers = await tokens;
+    expect(answers.map((a) => a.status)).toEqual(Array(16).fill(200));
+    expect(order).toEqual(["healthz", "tokens"]);
+  });
+
+  it("a key store that does not answer within 10 s: 503 app_key_unavailable naming the sign step; answering again: minting without a restart", async () => {
+    const slow = buildSlowModule(hsm.dir);
+    writeFileSync(slow.delayFile, "12000\n");
+    const { broker } = await start(keyStoreEnv({ ...slow.env, HOST_APP_KEY_URI: hsm.uri({ object: "app-key", modulePath: slow.modulePath }) }));
+    const hung = await token(broker.url);
+    expect(hung.status).toBe(503);
+    expect(hung.body).toEqual({ error: "app_key_unavailable" });
+    // The log line is written beside the answer: wait for it to arrive through the pipe.
+    const logged = () => broker.lines.some((line) => line.includes("sign: no signature within 10000 ms"));
+    for (let i = 0; i < 50 && !logged(); i += 1) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(logged()).toBe(true);
+    writeFileSync(slow.delayFile, "0\n");
+    const until = Date.now() + 15_000;
+    let again = await token(broker.url);
+    while (again.status !== 200 && Date.now() < until) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      again = await token(broker.url);
+    }
+    expect(again.status).toBe(200);
+  }, 60_000);
 
   it("24 concurrent requests on a cold broker share one signature: all mint", async () => {
     const { broker } = await start(keyStoreEnv());
