@@ -42,7 +42,7 @@ export async function signAppJwt(key: AppKeySource, appId: string, iat: number, 
  * and its installation-token path shares in-flight mints across callers through a module-level map whose key ignores
  * `refresh`, the App and the host, so two concurrent jobs could be handed one token.
  *
- * Rotation (docs/deploying.md#rotating-the-app-key): with a second key (…_NEXT), a 401 from the
+ * Rotation (docs/deploying.md#7-rotating-the-apps-private-key-without-downtime): with a second key (…_NEXT), a 401 from the
  * platform to a JWT of one key makes the next JWT be signed with the other.
  */
 export function createAppJwtSigner(now: () => number) {

@@ -49,7 +49,7 @@ export function signerFor(source: AppKeySource): AppKeySigner {
 }
 
 /**
- * The label whose signature is the seal secret of a key-store key (docs/security.md#the-shared-store):
+ * The label whose signature is the seal secret of a key-store key (docs/security.md#the-app-key-never-leaves-its-key-store):
  * RSASSA-PKCS1-v1_5 is deterministic, so every instance holding the key derives the same secret,
  * and no one without the key can.
  */
