@@ -38,7 +38,11 @@ function ownHeaders() {
   }
 }
 
-const nodeGyp = [process.env.npm_config_node_gyp, process.env.npm_execpath && join(dirname(process.env.npm_execpath), "..", "node_modules", "node-gyp", "bin", "node-gyp.js")]
+// npm's own node-gyp: named by npm when it runs this script; else (`node scripts/build-pkcs11.js`
+// in an image's build stage) where npm is installed beside this Node, or on PATH's npm.
+const besideNode = join(dirname(dirname(process.execPath)), "lib", "node_modules", "npm", "node_modules", "node-gyp", "bin", "node-gyp.js");
+const systemNpm = "/usr/lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js";
+const nodeGyp = [process.env.npm_config_node_gyp, process.env.npm_execpath && join(dirname(process.env.npm_execpath), "..", "node_modules", "node-gyp", "bin", "node-gyp.js"), besideNode, systemNpm]
   .find((candidate) => candidate && existsSync(candidate));
 if (!nodeGyp) {
   say("the PKCS#11 binding (pkcs11js) was not built: node-gyp not found (run the install with npm): PEM keys only");
