@@ -96,8 +96,8 @@ const SESSION_GONE = new Set([
 ]);
 
 /** The pause after a failure before the key store is asked again; after a refused PIN, longer. */
-const RETRY_MS = 1000;
-const PIN_RETRY_MS = 30_000;
+export const RETRY_MS = 1000;
+export const PIN_RETRY_MS = 30_000;
 
 export interface Pkcs11SignerOptions {
   ref: Pkcs11KeyRef;
@@ -105,6 +105,8 @@ export interface Pkcs11SignerOptions {
   pin: string | null;
   /** Longest wait for one C_Sign before the step fails (a hung key store). */
   signTimeoutMs?: number;
+  /** The clock of the pause after a failure (tests give their own). */
+  now?: () => number;
 }
 
 export interface Pkcs11Signer {
@@ -120,6 +122,7 @@ export interface Pkcs11Signer {
 export function createPkcs11Signer(options: Pkcs11SignerOptions): Pkcs11Signer {
   const { ref } = options;
   const timeoutMs = options.signTimeoutMs ?? 10_000;
+  const now = options.now ?? Date.now;
   let state: { module: LoadedModule; generation: number; session: Handle; key: Handle } | null = null;
   let lastFailure: SignerError | null = null;
   let retryAt = 0;
@@ -267,7 +270,7 @@ export function createPkcs11Signer(options: Pkcs11SignerOptions): Pkcs11Signer {
   const attempt = async <T>(work: (open: NonNullable<typeof state>) => Promise<T>): Promise<T> => {
     // After a failure the key store is asked again only after a pause: a dead store is not
     // hammered by every request, and a wrong PIN is not retried into a locked token.
-    if (lastFailure && Date.now() < retryAt) throw lastFailure;
+    if (lastFailure && now() < retryAt) throw lastFailure;
     try {
       const result = await runOnce(work).catch(async (error: unknown) => {
         if (!recoverable(error)) throw error;
@@ -285,11 +288,11 @@ export function createPkcs11Signer(options: Pkcs11SignerOptions): Pkcs11Signer {
           if (module && (error.step === "slot" || /TOKEN|DEVICE|CRYPTOKI/.test(error.reason))) reinitialize(module);
         }
         lastFailure = error;
-        retryAt = Date.now() + (/CKR_PIN_(INCORRECT|LOCKED|EXPIRED)/.test(error.reason) ? PIN_RETRY_MS : RETRY_MS);
+        retryAt = now() + (/CKR_PIN_(INCORRECT|LOCKED|EXPIRED)/.test(error.reason) ? PIN_RETRY_MS : RETRY_MS);
         throw error;
       }
       lastFailure = new SignerError("sign", reasonOf(error));
-      retryAt = Date.now() + RETRY_MS;
+      retryAt = now() + RETRY_MS;
       throw lastFailure;
     }
   };
