@@ -139,11 +139,20 @@ describe("the App key in a SoftHSM2 token, through PKCS#11", () => {
   });
 
   it("a wrong PIN: 503 app_key_unavailable with Retry-After, /readyz names the login step; the PIN is never shown", async () => {
-    const { broker, admin } = await start(keyStoreEnv({ HOST_APP_KEY_PIN_FILE: undefined, HOST_APP_KEY_PIN: "wrong-pin-0000" }));
+    const { broker, admin } = await start(keyStoreEnv({ HOST_APP_KEY_PIN_FILE: undefined, HOST_APP_KEY_PIN: "wrong-pin-0000", PROCESS_TRIGGER_SECRET: TRIGGER }));
     const answer = await token(broker.url);
     expect(answer.status).toBe(503);
     expect(answer.body).toEqual({ error: "app_key_unavailable" });
     expect(Number(answer.headers.get("retry-after"))).toBeGreaterThan(0);
+    // /sign and /releases need an App JWT too: the same answer.
+    const signed = await postJson(`${broker.url}/sign`, {
+      repo: "octo-org/app", branch: "main", expected_head_oid: "a".repeat(40), message: { headline: "x" },
+      additions: [{ path: "VERSION", contents: Buffer.from("1\n").toString("base64") }],
+    }, { authorization: `Bearer ${TRIGGER}` });
+    expect([signed.status, signed.body]).toEqual([503, { error: "app_key_unavailable" }]);
+    const releases = await fetch(`${broker.url}/releases`, { headers: { authorization: `Bearer ${TRIGGER}` } });
+    expect([releases.status, await releases.json()]).toEqual([503, { error: "app_key_unavailable" }]);
+    expect(Number(releases.headers.get("retry-after"))).toBeGreaterThan(0);
     const ready = await readyzUntil(admin, (a) => a.status === 503);
     expect(ready.status).toBe(503);
     expect(ready.body.reasons).toEqual([{
@@ -265,6 +274,7 @@ describe("doctor with the key in the token", () => {
 
     const badModule = await run(keyStoreEnv({ HOST_APP_KEY_URI: `pkcs11:token=${hsm.label};object=app-key?module-path=/nonexistent/libpkcs11.so` }));
     expect(badModule.stdout).toMatch(/FAIL App \d+: key store HOST_APP_KEY_URI pkcs11:token=[^ ]+;object=app-key\?…: the module step failed \(cannot load the library at module-path/);
+    expect(badModule.stdout).not.toContain("/nonexistent/");
 
     const rotating = await run({ ...rest, ...hsm.env, HOST_APP_PRIVATE_KEY: revoked, HOST_APP_KEY_URI_NEXT: hsm.uri({ object: "app-key" }), HOST_APP_KEY_PIN: hsm.pin });
     expect(rotating.stdout).toContain(`FAIL App ${fx.app.id} on ${fx.sim.apiBase}: GET /app refused the App JWT signed with HOST_APP_PRIVATE_KEY (HTTP 401`);

@@ -54,7 +54,8 @@ function moduleFor(path: string): LoadedModule {
     try {
       lib.load(path);
     } catch (error) {
-      throw new SignerError("module", `cannot load the library at module-path (${reasonOf(error)})`);
+      // The loader's message names the file: the URI's query is never shown, so neither is its path.
+      throw new SignerError("module", `cannot load the library at module-path (${reasonOf(error).split(path).join("<module-path>")})`);
     }
     one = { lib, generation: 0, initialized: false };
     modules.set(path, one);
