@@ -231,6 +231,13 @@ describe("the App key in a SoftHSM2 token, through PKCS#11", () => {
     expect(again.status).toBe(200);
   }, 60_000);
 
+  it("a key store that signs only raw PKCS#1 (CKM_RSA_PKCS, as Cloud KMS's kmsp11): the broker gives it the DigestInfo; /token mints", async () => {
+    const slow = buildSlowModule(hsm.dir);
+    const { broker, admin } = await start(keyStoreEnv({ ...slow.env, SLOW_PKCS11_RAW_ONLY: "1", HOST_APP_KEY_URI: hsm.uri({ object: "app-key", modulePath: slow.modulePath }) }));
+    expect((await readyzUntil(admin, (a) => a.status === 200)).status).toBe(200);
+    expect((await token(broker.url)).status).toBe(200);
+  });
+
   it("24 concurrent requests on a cold broker share one signature: all mint", async () => {
     const { broker } = await start(keyStoreEnv());
     const answers = await Promise.all(Array.from({ length: 24 }, () => token(broker.url)));

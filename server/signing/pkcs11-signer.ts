@@ -3,6 +3,7 @@
 // names its step (module, slot, login, object, sign); a session the token invalidated (token
 // removed, re-initialised, the library restarted) is dropped and opened again on the next call,
 // so the broker recovers without a restart. Nothing secret (PIN, the URI's query) is ever logged.
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import type { Pkcs11KeyRef } from "./pkcs11-uri.js";
@@ -95,6 +96,9 @@ const SESSION_GONE = new Set([
   "CKR_DEVICE_ERROR", "CKR_USER_NOT_LOGGED_IN", "CKR_OBJECT_HANDLE_INVALID", "CKR_KEY_HANDLE_INVALID", "CKR_CRYPTOKI_NOT_INITIALIZED",
   "CKR_SLOT_ID_INVALID", "CKR_GENERAL_ERROR",
 ]);
+
+/** The DER DigestInfo prefix of a SHA-256 hash (RFC 8017, section 9.2, note 1). */
+const SHA256_DIGEST_INFO = Buffer.from("3031300d060960864801650304020105000420", "hex");
 
 /** The pause after a failure before the key store is asked again; after a refused PIN, longer. */
 export const RETRY_MS = 1000;
@@ -235,11 +239,26 @@ export function createPkcs11Signer(options: Pkcs11SignerOptions): Pkcs11Signer {
     }
   };
 
+  // CKM_SHA256_RSA_PKCS (the token hashes); a store that offers only CKM_RSA_PKCS (Cloud KMS's
+  // kmsp11) is given the DigestInfo of the SHA-256 hash, built here: the same signature.
+  let rawOnly = false;
   const signOnce = (data: Buffer, open: NonNullable<typeof state>): Promise<Buffer> => {
     const P = (loadPkcs11Binding() as { ok: true; module: Pkcs11Module }).module;
     const { lib } = open.module;
+    let input = data;
     try {
-      lib.C_SignInit(open.session, { mechanism: P.CKM_SHA256_RSA_PKCS }, open.key);
+      if (!rawOnly) {
+        try {
+          lib.C_SignInit(open.session, { mechanism: P.CKM_SHA256_RSA_PKCS }, open.key);
+        } catch (error) {
+          if (reasonOf(error) !== "CKR_MECHANISM_INVALID") throw error;
+          rawOnly = true;
+        }
+      }
+      if (rawOnly) {
+        lib.C_SignInit(open.session, { mechanism: P.CKM_RSA_PKCS }, open.key);
+        input = Buffer.concat([SHA256_DIGEST_INFO, createHash("sha256").update(data).digest()]);
+      }
     } catch (error) {
       return Promise.reject(new SignerError("sign", `C_SignInit failed (${reasonOf(error)})`));
     }
@@ -251,7 +270,7 @@ export function createPkcs11Signer(options: Pkcs11SignerOptions): Pkcs11Signer {
       }, timeoutMs);
       timer.unref();
       // The callback form runs C_Sign off the event loop (a slow key store blocks no request).
-      lib.C_Sign(open.session, data, Buffer.alloc(1024), (error, signature) => {
+      lib.C_Sign(open.session, input, Buffer.alloc(1024), (error, signature) => {
         clearTimeout(timer);
         if (settled) return;
         if (error) reject(new SignerError("sign", `C_Sign failed (${reasonOf(error)})`));

@@ -2,7 +2,8 @@
  * A slow key store for the tests (test/pkcs11-signer.test.ts): a PKCS#11 module that forwards
  * every call to SoftHSM2 (SLOW_PKCS11_TARGET) and makes C_Sign wait first, for the number of
  * milliseconds in the file SLOW_PKCS11_DELAY_FILE (read on each call, so a test changes it while
- * the broker runs; absent or unreadable: no wait). Built by test/support/softhsm.ts with cc.
+ * the broker runs; absent or unreadable: no wait); with SLOW_PKCS11_RAW_ONLY set it offers only
+ * CKM_RSA_PKCS for signing. Built by test/support/softhsm.ts with cc.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -33,6 +34,12 @@ static void wait_configured(void) {
   nanosleep(&t, NULL);
 }
 
+/* With SLOW_PKCS11_RAW_ONLY set, only CKM_RSA_PKCS signs (as Cloud KMS's kmsp11): any other mechanism is refused. */
+static CK_RV raw_only_sign_init(CK_SESSION_HANDLE s, CK_MECHANISM_PTR mechanism, CK_OBJECT_HANDLE key) {
+  if (getenv("SLOW_PKCS11_RAW_ONLY") && mechanism->mechanism != CKM_RSA_PKCS) return CKR_MECHANISM_INVALID;
+  return target->C_SignInit(s, mechanism, key);
+}
+
 static CK_RV slow_sign(CK_SESSION_HANDLE s, CK_BYTE_PTR data, CK_ULONG len, CK_BYTE_PTR sig, CK_ULONG_PTR siglen) {
   wait_configured();
   return target->C_Sign(s, data, len, sig, siglen);
@@ -49,6 +56,7 @@ CK_RV C_GetFunctionList(CK_FUNCTION_LIST_PTR_PTR list) {
     if (rv != CKR_OK) return rv;
     memcpy(&own, target, sizeof own);
     own.C_Sign = slow_sign;
+    own.C_SignInit = raw_only_sign_init;
   }
   *list = &own;
   return CKR_OK;
