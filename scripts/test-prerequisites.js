@@ -27,6 +27,10 @@ needed.push(["git", "git", "the branch-name test"]);
 needed.push(["openssl", "openssl", "the action's proxy tests make their TLS certificates with it"]);
 // The example workflows' run: steps call the real GitHub CLI (test/examples-run.test.ts).
 needed.push(["gh", "gh", "the example workflows' run: steps"]);
+// The PKCS#11 signer's tests hold the App key in a SoftHSM2 token (test/support/softhsm.ts): its
+// utility and module come with softhsm2, pkcs11-tool (listing and signing checks) with opensc.
+needed.push(["softhsm2-util", "softhsm2", "the PKCS#11 signer's tests keep the App key in a SoftHSM2 token"]);
+needed.push(["pkcs11-tool", "opensc", "the PKCS#11 signer's tests inspect the SoftHSM2 token"]);
 
 let missing = needed.filter(([tool]) => !has(tool));
 if (missing.length > 0 && canApt) {

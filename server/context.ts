@@ -1,4 +1,6 @@
 import { observeFetch } from "./admin/observe-fetch.js";
+import { sameSealSecret } from "./kv/store-seal.js";
+import { sealSecretOf } from "./signing/app-key.js";
 import { createAppJwtSigner } from "./github/app-jwt.js";
 import { createInstallationCache } from "./installation/installation-cache.js";
 import { createNotInstalledCache } from "./installation/not-installed-cache.js";
@@ -150,13 +152,15 @@ export function createContext(deps: BrokerDeps = {}) {
 
   // SERVICE_JWKS_CACHE with the key that seals its snapshots, derived from the main App key (the
   // secret every instance shares); without that key no snapshot is written or trusted.
-  let sealKeyFor: { pem: string; key: Buffer } | undefined;
+  // A key-store key seals with its signature of a fixed label (server/signing/app-key.ts): null until made.
+  let sealKeyFor: { secret: string | Buffer; key: Buffer } | undefined;
   const jwksSnapshot = (current: Settings): SnapshotBinding | null => {
     const store = stores.get(current.jwksCacheUrl, "tokensmith-jwks");
     if (!store || !current.main.app.ok) return null;
-    const pem = current.main.app.credentials.privateKeyPem;
-    if (sealKeyFor?.pem !== pem) sealKeyFor = { pem, key: deriveSnapshotKey(pem) };
-    return { store, sealKey: sealKeyFor.key };
+    const secret = sealSecretOf(current.main.app.credentials.key);
+    if (secret === null) return null;
+    if (!sameSealSecret(sealKeyFor?.secret, secret)) sealKeyFor = { secret, key: deriveSnapshotKey(secret) };
+    return { store, sealKey: sealKeyFor!.key };
   };
 
   // One gate per API base (UPSTREAM_MAX_CONCURRENCY and UPSTREAM_POINTS_PER_MINUTE, read per request; the rate-limit pause),

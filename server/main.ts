@@ -4,6 +4,7 @@ import { createApp } from "./app.js";
 import { serve } from "./http/serve.js";
 import { createLogger } from "./log.js";
 import { settingsProblems } from "./settings-problems.js";
+import { resolveSecretFiles } from "./secret-files.js";
 import { parseSettings } from "./settings.js";
 import { parseStartSettings } from "./start-settings.js";
 import { startTracing, stopTracing } from "./tracing.js";
@@ -27,10 +28,10 @@ else if (tracing) log.info({ url: process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
 const { port, host } = start;
 
 // One clear line per missing required setting; the broker still starts and answers per docs/api.md.
-for (const problem of settingsProblems(parseSettings(process.env), process.env)) log[problem.level](problem.fields, problem.message);
+for (const problem of settingsProblems(parseSettings(resolveSecretFiles(process.env)), process.env)) log[problem.level](problem.fields, problem.message);
 
 // Not a problem (an operator's choice), but never silent: docs/policies.md#modes-token_policy.
-if (parseSettings(process.env).tokenPolicy === "off") log.info({ setting: "TOKEN_POLICY" }, "TOKEN_POLICY=off: trust policies are never read; every job of an installed repository gets TOKEN_PERMISSIONS");
+if (parseSettings(resolveSecretFiles(process.env)).tokenPolicy === "off") log.info({ setting: "TOKEN_POLICY" }, "TOKEN_POLICY=off: trust policies are never read; every job of an installed repository gets TOKEN_PERMISSIONS");
 
 // /healthz, /readyz, /metrics on ADMIN_PORT, when set: started first, so /readyz is 503 until the broker listens.
 // /readyz also says why a listening broker cannot mint (App, stores, key sets); the first check

@@ -1,5 +1,7 @@
 import { plainHttpProblems } from "./plain-http-problems.js";
 import { MIN_SECRET_LENGTH, parsePolicyMode, parseUpstreamPointsPerMinute, type Env, type Settings } from "./settings.js";
+import { secretFileProblems } from "./secret-files.js";
+import { loadPkcs11Binding } from "./signing/pkcs11-signer.js";
 import { parseStartSettings } from "./start-settings.js";
 
 /** A setting that will not work as given: what the broker logs at start-up and `tokensmith doctor` prints. */
@@ -38,6 +40,16 @@ export function settingsProblems(settings: Settings, env: Env): SettingProblem[]
       problems.push({ level: "warn", fails: true, fields: { setting: name }, message: `${name} is not set: /token and /sign answer 503 app_unconfigured, /releases too` });
     }
     if (app.problem) problems.push({ level: "error", fails: true, fields: { problem: app.problem }, message: "App credentials unusable: answering 503 app_unconfigured" });
+  }
+  for (const { setting, message, fails } of secretFileProblems(env)) problems.push({ level: fails ? "error" : "warn", fails, fields: { setting }, message });
+  // A key store URI without the binding: every App JWT of that platform fails (docs/deploying.md#keep-the-app-key-in-a-key-store).
+  for (const platform of settings.enterprise ? [settings.main, settings.enterprise] : [settings.main]) {
+    if (!platform.app.ok) continue;
+    for (const key of [platform.app.credentials.key, platform.app.credentials.next]) {
+      if (key?.kind !== "pkcs11") continue;
+      const binding = loadPkcs11Binding();
+      if (!binding.ok) problems.push({ level: "error", fails: true, fields: { setting: key.setting }, message: `PKCS#11 unavailable: ${binding.reason}: ${key.setting} cannot sign (answering 503 app_key_unavailable); install the broker where pkcs11js builds (docs/deploying.md#keep-the-app-key-in-a-key-store)` });
+    }
   }
   const disabled: Record<string, string> = { PROCESS_TRIGGER_SECRET: "/sign and /releases answer 503 sign_disabled / releases_disabled", HOST_WEBHOOK_SECRET: "/webhook answers 503 webhook_disabled" };
   for (const { setting, why, refused } of settings.weakSecrets) {

@@ -4,6 +4,7 @@
 import { parseTokenPermissions, type PermissionsParse } from "../shared/token-permissions.js";
 import { parseAllowlist, type Allowlist } from "./allowlist.js";
 import { parseAppCredentials, type CredentialsParse } from "./app-credentials.js";
+import { resolveSecretFiles, SECRET_SETTING_NAMES } from "./secret-files.js";
 import type { PolicyMode } from "./policy/decide-policy.js";
 
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -79,7 +80,17 @@ export const SETTING_NAMES = [
   "RELEASES_CRAWL_LEASE_SECONDS",
   "WEBHOOK_QUEUE", "UPDATE_BRANCH_PER_MINUTE", "UPDATE_BRANCH_PER_HOUR",
   "UPSTREAM_MAX_CONCURRENCY", "UPSTREAM_POINTS_PER_MINUTE", "TOKEN_POLICY", "POLICY_CACHE_SECONDS", "POLICY_CHECK_RUNS",
+  "HOST_APP_KEY_URI", "HOST_APP_KEY_PIN", "HOST_APP_PRIVATE_KEY_NEXT", "HOST_APP_KEY_URI_NEXT",
+  "ENT_APP_KEY_URI", "ENT_APP_KEY_PIN", "ENT_APP_PRIVATE_KEY_NEXT", "ENT_APP_KEY_URI_NEXT",
 ] as const;
+
+export { SECRET_SETTING_NAMES };
+
+const HOST_APP_NAMES = { id: "HOST_APP_ID", key: "HOST_APP_PRIVATE_KEY", uri: "HOST_APP_KEY_URI", pin: "HOST_APP_KEY_PIN", keyNext: "HOST_APP_PRIVATE_KEY_NEXT", uriNext: "HOST_APP_KEY_URI_NEXT" };
+const ENT_APP_NAMES = { id: "ENT_APP_ID", key: "ENT_APP_PRIVATE_KEY", uri: "ENT_APP_KEY_URI", pin: "ENT_APP_KEY_PIN", keyNext: "ENT_APP_PRIVATE_KEY_NEXT", uriNext: "ENT_APP_KEY_URI_NEXT" };
+const appValues = (env: Env, names: typeof HOST_APP_NAMES) => ({
+  id: env[names.id], key: env[names.key], uri: env[names.uri], pin: env[names.pin], keyNext: env[names.keyNext], uriNext: env[names.uriNext],
+});
 
 export function parseSettings(env: Env): Settings {
   const main: PlatformSettings = {
@@ -87,7 +98,7 @@ export function parseSettings(env: Env): Settings {
     issuer: normaliseIssuer(env.HOST_OIDC_ISSUER) || DEFAULT_OIDC_ISSUER,
     apiBase: normaliseBase(env.HOST_API_BASE) || DEFAULT_API_BASE,
     graphqlUrl: "",
-    app: parseAppCredentials({ id: "HOST_APP_ID", key: "HOST_APP_PRIVATE_KEY" }, env.HOST_APP_ID, env.HOST_APP_PRIVATE_KEY),
+    app: parseAppCredentials(HOST_APP_NAMES, appValues(env, HOST_APP_NAMES)),
     installationId: null,
   };
   main.graphqlUrl = graphqlUrlFor(main.apiBase);
@@ -101,7 +112,7 @@ export function parseSettings(env: Env): Settings {
       apiBase,
       graphqlUrl: apiBase ? graphqlUrlFor(apiBase) : "",
       app: apiBase
-        ? parseAppCredentials({ id: "ENT_APP_ID", key: "ENT_APP_PRIVATE_KEY" }, env.ENT_APP_ID, env.ENT_APP_PRIVATE_KEY)
+        ? parseAppCredentials(ENT_APP_NAMES, appValues(env, ENT_APP_NAMES))
         : { ok: false, missing: ["ENT_API_BASE"] },
       installationId: positiveInteger(env.ENT_APP_INSTALLATION_ID),
     };
@@ -253,12 +264,15 @@ function positiveInteger(raw: string | undefined): number | null {
   return Number.isSafeInteger(value) && value > 0 ? value : null;
 }
 
-/** Reads the environment per call; re-parses only when one of the raw strings changed. */
+/**
+ * Reads the environment per call (the secrets given as NAME_FILE read from their files: server/secret-files.ts);
+ * re-parses only when one of the raw strings changed.
+ */
 export function createSettingsReader(readEnv: () => Env): () => Settings {
   const lastRaw: Array<string | undefined> = [];
   let last: Settings | undefined;
   return () => {
-    const env = readEnv();
+    const env = resolveSecretFiles(readEnv());
     let changed = last === undefined;
     for (let i = 0; i < SETTING_NAMES.length; i += 1) {
       const raw = env[SETTING_NAMES[i]!];

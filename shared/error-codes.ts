@@ -155,6 +155,11 @@ export const ERROR_CODES = {
     meaning: "HOST_APP_ID or HOST_APP_PRIVATE_KEY is not set (or the key does not parse).",
     hint: "The broker's operator must set HOST_APP_ID and HOST_APP_PRIVATE_KEY.",
   },
+  app_key_unavailable: {
+    status: 503, routes: ["/token", "/sign", "/releases", "/webhook"], retryable: true,
+    meaning: "The App key's key store (HOST_APP_KEY_URI: PKCS#11) could not sign the App JWT: the module, the token, the login, the key object or the signature failed (the broker's log and /readyz name the step). The broker tries the key store again on the next request; `Retry-After` says when.",
+    hint: "The broker could not reach its App key's key store; retry after the Retry-After delay, and tell the broker's operator if it persists.",
+  },
   unauthorized: {
     status: 401, routes: ["/sign", "/releases"], retryable: false,
     meaning: "The bearer secret is missing or wrong.",

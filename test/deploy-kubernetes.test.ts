@@ -273,3 +273,47 @@ describe("Redis (issue 40): persistence, a password, the brokers only", () => {
     }
   });
 });
+
+// The key-store overlay (docs/deploying.md#keep-the-app-key-in-a-key-store): its patch merged into
+// the Deployment by hand (as kustomize's strategic merge does for these lists: by name, `$patch:
+// delete` removing an entry) validates, and the PIN reaches the broker as a file from a Secret.
+describe("deploy/kubernetes/key-store", () => {
+  const OVERLAY = new URL("key-store/", DIR);
+  type Named = { name: string; [key: string]: unknown };
+  const mergeByName = (base: Named[] = [], patch: Named[] = []) => {
+    const out = base.filter((entry) => !patch.some((p) => p.name === entry.name && p.$patch === "delete"));
+    for (const entry of patch.filter((p) => p.$patch !== "delete")) {
+      const at = out.findIndex((e) => e.name === entry.name);
+      if (at >= 0) out[at] = { ...out[at], ...entry };
+      else out.push(entry);
+    }
+    return out;
+  };
+
+  it("the patched Deployment validates; no App key or PIN in its environment, the PIN a read-only file from the Secret", () => {
+    const patch = parseAllDocuments(readFileSync(new URL("deployment-patch.yaml", OVERLAY), "utf8"))[0]!.toJS() as { spec: { template: { spec: { initContainers: Named[]; containers: Array<{ name: string; env: Named[]; volumeMounts: Named[] }>; volumes: Named[] } } } };
+    const merged = structuredClone(deployment());
+    const pod = merged.spec.template.spec as unknown as { initContainers?: Named[]; containers: Array<{ name: string; env: Named[]; volumeMounts?: Named[] }>; volumes?: Named[] };
+    const patchPod = patch.spec.template.spec;
+    pod.initContainers = mergeByName(pod.initContainers, patchPod.initContainers);
+    pod.volumes = mergeByName(pod.volumes, patchPod.volumes);
+    const container = pod.containers[0]!;
+    container.env = mergeByName(container.env, patchPod.containers[0]!.env);
+    container.volumeMounts = mergeByName(container.volumeMounts, patchPod.containers[0]!.volumeMounts);
+    expect(() => validate(merged)).not.toThrow();
+
+    const env = new Map(container.env.map((e) => [e.name, e]));
+    expect(env.has("HOST_APP_PRIVATE_KEY")).toBe(false);
+    expect(env.has("HOST_APP_KEY_PIN")).toBe(false);
+    expect(String(env.get("HOST_APP_KEY_URI")?.value)).not.toMatch(/pin-value|pin-source/);
+    const pinFile = String(env.get("HOST_APP_KEY_PIN_FILE")?.value);
+    const mount = container.volumeMounts!.find((m) => pinFile.startsWith(`${String(m.mountPath)}/`));
+    expect(mount).toMatchObject({ readOnly: true });
+    const volume = pod.volumes!.find((v) => v.name === mount!.name) as { secret?: { secretName: string; defaultMode: number } };
+    expect(volume.secret).toMatchObject({ secretName: "tokensmith-key-store", defaultMode: 0o400 });
+    const secret = parseAllDocuments(readFileSync(new URL("pin.secret.example.yaml", OVERLAY), "utf8"))[0]!.toJS() as Doc;
+    expect(() => validate(secret)).not.toThrow();
+    expect(secret.metadata?.name).toBe("tokensmith-key-store");
+  });
+});
+

@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "@jest/globals";
 
 const SCRIPT = fileURLToPath(new URL("../scripts/test-prerequisites.js", import.meta.url));
-const ALL = ["sh", "redis-server", "redis-cli", "ip", "unshare", "nsenter", "tar", "unzip", "git", "openssl", "gh"];
+const ALL = ["sh", "redis-server", "redis-cli", "ip", "unshare", "nsenter", "tar", "unzip", "git", "openssl", "gh", "softhsm2-util", "pkcs11-tool"];
 const dirs: string[] = [];
 afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
@@ -71,6 +71,16 @@ describe("npm test's prerequisites", () => {
     expect(runWith(ALL.filter((tool) => tool !== "openssl"))).toEqual({
       status: 1,
       lines: [expect.stringMatching(/^tokensmith tests: `openssl` is not on PATH \(.*\): install openssl \(Debian\/Ubuntu: (sudo )?apt-get install openssl\)$/)],
+    });
+  });
+
+  it("without softhsm2-util or pkcs11-tool: one line each naming softhsm2 and opensc", () => {
+    expect(runWith(ALL.filter((tool) => tool !== "softhsm2-util" && tool !== "pkcs11-tool"))).toEqual({
+      status: 1,
+      lines: [
+        expect.stringMatching(/^tokensmith tests: `softhsm2-util` is not on PATH \(.*\): install softhsm2 \(Debian\/Ubuntu: (sudo )?apt-get install softhsm2\)$/),
+        expect.stringMatching(/^tokensmith tests: `pkcs11-tool` is not on PATH \(.*\): install opensc \(Debian\/Ubuntu: (sudo )?apt-get install opensc\)$/),
+      ],
     });
   });
 });

@@ -33450,6 +33450,11 @@ const ERROR_CODES = {
         meaning: "HOST_APP_ID or HOST_APP_PRIVATE_KEY is not set (or the key does not parse).",
         hint: "The broker's operator must set HOST_APP_ID and HOST_APP_PRIVATE_KEY.",
     },
+    app_key_unavailable: {
+        status: 503, routes: ["/token", "/sign", "/releases", "/webhook"], retryable: true,
+        meaning: "The App key's key store (HOST_APP_KEY_URI: PKCS#11) could not sign the App JWT: the module, the token, the login, the key object or the signature failed (the broker's log and /readyz name the step). The broker tries the key store again on the next request; `Retry-After` says when.",
+        hint: "The broker could not reach its App key's key store; retry after the Retry-After delay, and tell the broker's operator if it persists.",
+    },
     unauthorized: {
         status: 401, routes: ["/sign", "/releases"], retryable: false,
         meaning: "The bearer secret is missing or wrong.",
@@ -33655,6 +33660,7 @@ const WORKFLOW_HINTS = {
     oidc_key_fetch_failed: `The broker could not fetch the OIDC issuer's keys. ${RERUN}.`,
     server_busy: `The broker is overloaded. ${RERUN}.`,
     deadline_exceeded: `The broker could not answer in time (GitHub was slow). ${RERUN}, and tell the broker's operator if it persists.`,
+    app_key_unavailable: `The broker could not reach the key store that holds its GitHub App key. ${RERUN}, and tell the broker's operator if it persists.`,
     app_unconfigured: "The broker is misconfigured (its GitHub App credentials, HOST_APP_ID and HOST_APP_PRIVATE_KEY, are missing or unusable): nothing in this workflow can fix it; tell the broker's operator.",
     unauthorized: MISMATCH,
     no_file_changes: MISMATCH,

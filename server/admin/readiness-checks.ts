@@ -1,5 +1,7 @@
 import type { BrokerContext } from "../context.js";
 import type { PlatformSettings } from "../settings.js";
+import { describeKeySource, primeSealSecret, signerFor, type AppKeySource } from "../signing/app-key.js";
+import { SignerError } from "../signing/pkcs11-signer.js";
 
 /**
  * Why a listening broker still cannot mint: /readyz answers 503 with these, so an orchestrator
@@ -11,7 +13,8 @@ export type NotReadyReason =
   | { reason: "app_not_configured"; platform: PlatformSettings["name"]; missing: string[]; problem?: string }
   | { reason: "invalid_token_permissions"; setting: "TOKEN_PERMISSIONS"; problem: string }
   | { reason: "store_unreachable"; setting: StoreSetting }
-  | { reason: "key_set_not_fetched"; platform: PlatformSettings["name"]; issuer: string };
+  | { reason: "key_set_not_fetched"; platform: PlatformSettings["name"]; issuer: string }
+  | { reason: "app_key_unavailable"; platform: PlatformSettings["name"]; setting: string; key: string; step: string; problem: string };
 
 type StoreSetting = "SERVICE_JWKS_CACHE" | "LEGACY_QUOTA_KV" | "WEBHOOK_QUEUE";
 
@@ -68,10 +71,25 @@ export function readinessChecks(ctx: BrokerContext, options: { probeWaitMs?: num
       return held ? null : platform;
     });
 
+    // Each key-store key (the first key of each platform): its session open and its key found,
+    // and the main App's seal secret made (server/signing/app-key.ts); a store that does not answer
+    // within the probe's wait is not held against it (the attempt goes on), one that failed is.
+    const keyStores = platforms.flatMap((platform) => {
+      if (!platform.app.ok || platform.app.credentials.key.kind !== "pkcs11") return [];
+      const key: AppKeySource = platform.app.credentials.key;
+      const attempt = signerFor(key).open().then(() => (platform.name === "main" ? primeSealSecret(key) : undefined));
+      return [Promise.race([attempt.then(() => null, (error: unknown) => error), delay(waitMs).then(() => null)]).then((error) => {
+        if (error === null) return null;
+        const failure = error instanceof SignerError ? error : new SignerError("sign", "failed");
+        return { reason: "app_key_unavailable" as const, platform: platform.name, setting: key.setting, key: describeKeySource(key), step: failure.step, problem: failure.reason };
+      })];
+    });
+
     for (const [setting, up] of await Promise.all(probes)) {
       ctx.metrics.storeReachable.set({ setting }, up ? 1 : 0);
       if (!up) reasons.push({ reason: "store_unreachable", setting });
     }
+    for (const failed of await Promise.all(keyStores)) if (failed) reasons.push(failed);
     for (const platform of await Promise.all(keySets)) if (platform) reasons.push({ reason: "key_set_not_fetched", platform: platform.name, issuer: platform.issuer });
     return reasons;
   };

@@ -1,4 +1,5 @@
 import { createLogger } from "../log.js";
+import { resolveSecretFiles } from "../secret-files.js";
 import { parseSettings } from "../settings.js";
 import type { CommandIo } from "./releases-command.js";
 import { checkApp } from "./doctor/check-app.js";
@@ -18,7 +19,7 @@ const TIMEOUT_MS = 10_000;
  * per check; exit 0 when none failed, 1 otherwise. Prints no token, key, secret or JWT.
  */
 export async function doctorCommand(io: CommandIo): Promise<number> {
-  const settings = parseSettings(io.env);
+  const settings = parseSettings(resolveSecretFiles(io.env));
   const results: CheckResult[] = [];
   const report = (lines: CheckResult[]) => {
     for (const line of lines) io.out(formatCheck(line));

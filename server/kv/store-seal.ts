@@ -7,13 +7,20 @@
 import { createHmac, hkdfSync, timingSafeEqual } from "node:crypto";
 
 /**
- * HKDF-SHA256 (RFC 5869) over the App private key's PKCS#8 PEM (the same text on every instance,
- * whatever form the setting used), with a label per purpose: a key for that purpose only, from
- * which the App key cannot be recovered. Rotating the App key changes it, and so invalidates
- * every sealed value until it is written again.
+ * HKDF-SHA256 (RFC 5869) over the App key's seal secret (server/signing/app-key.ts `sealSecretOf`:
+ * the PKCS#8 PEM, the same text on every instance whatever form the setting used; for a key in a
+ * key store, the key's deterministic PKCS#1 v1.5 signature of a fixed label), with a label per
+ * purpose: a key for that purpose only, from which the App key cannot be recovered. Rotating the
+ * App key changes it, and so invalidates every sealed value until it is written again.
  */
-export function deriveSealKey(appPrivateKeyPem: string, label: string): Buffer {
-  return Buffer.from(hkdfSync("sha256", appPrivateKeyPem, label, label, 32));
+export function deriveSealKey(sealSecret: string | Buffer, label: string): Buffer {
+  return Buffer.from(hkdfSync("sha256", sealSecret, label, label, 32));
+}
+
+/** Whether two seal secrets are the same (a memo's check). */
+export function sameSealSecret(a: string | Buffer | undefined, b: string | Buffer): boolean {
+  if (a === undefined || typeof a !== typeof b) return false;
+  return typeof a === "string" ? a === b : a.equals(b as Buffer);
 }
 
 /** The tag of `parts`, in one unambiguous serialisation (a JSON array). */

@@ -24,9 +24,9 @@ export interface SealedSnapshot {
 
 const LABEL = "tokensmith jwks snapshot v1";
 
-/** The snapshot's own key (server/kv/store-seal.ts: HKDF over the App private key, this label). */
-export function deriveSnapshotKey(appPrivateKeyPem: string): Buffer {
-  return deriveSealKey(appPrivateKeyPem, LABEL);
+/** The snapshot's own key (server/kv/store-seal.ts: HKDF over the App key's seal secret, this label). */
+export function deriveSnapshotKey(sealSecret: string | Buffer): Buffer {
+  return deriveSealKey(sealSecret, LABEL);
 }
 
 /** The tag covers the issuer, the fetch time and the key set, in one unambiguous serialisation. */

@@ -4,6 +4,7 @@
 // caller, then the other repositories it names, and hand back the ceilings the grant is cut by.
 // Fail closed: a file that does not validate → 403 policy_invalid; the platform not answering →
 // 503 policy_unavailable with Retry-After (never "no policy"); no rule → 403 policy_denied.
+import { sealSecretOf } from "../signing/app-key.js";
 import { BrokerError } from "../../shared/broker-error.js";
 import type { AppCredentials } from "../app-credentials.js";
 import type { OwnerLookupLimiter } from "../github/owner-lookup-limiter.js";
@@ -239,7 +240,9 @@ async function load(ctx: PolicyDeps, step: PolicyStep, kind: PolicyKind, other?:
   const where = kind === "repository" ? { owner: step.owner, repo: other?.repo ?? step.repo } : { owner: step.owner, repo: ".github" };
   const key = policyFileKey(step.platform.apiBase, kind === "repository" ? { repositoryId: other?.repositoryId ?? step.ids.repositoryId } : { ownerId: step.ids.ownerId });
   const store = ctx.stores.get(step.settings.jwksCacheUrl, "tokensmith-policy");
-  const shared = store ? { store, sealKey: ctx.policies.sealKey(step.app.privateKeyPem) } : null;
+  // A key-store key's seal secret is its signature of a fixed label: until the signer made it, nothing is shared.
+  const sealSecret = store ? sealSecretOf(step.app.key) : null;
+  const shared = store && sealSecret ? { store, sealKey: ctx.policies.sealKey(sealSecret) } : null;
   const client = ctx.clientFor(step.platform);
   let state: FileState;
   try {

@@ -41,8 +41,8 @@ export interface SharedPolicyStore {
 const SEAL_LABEL = "tokensmith policy cache v1";
 
 /** The seal key of the policy cache, from the App private key of the platform whose files it holds. */
-export function derivePolicySealKey(appPrivateKeyPem: string): Buffer {
-  return deriveSealKey(appPrivateKeyPem, SEAL_LABEL);
+export function derivePolicySealKey(sealSecret: string | Buffer): Buffer {
+  return deriveSealKey(sealSecret, SEAL_LABEL);
 }
 
 export function policyFileKey(apiBase: string, subject: { repositoryId: number } | { ownerId: number }): string {

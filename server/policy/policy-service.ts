@@ -4,6 +4,7 @@
 // the same text compiles the same).
 import { createLoadingCache } from "../cache/loading-cache.js";
 import { createPolicyCompiler, type PolicyCompile } from "./compile-policy.js";
+import { sameSealSecret } from "../kv/store-seal.js";
 import { createPolicyFiles, derivePolicySealKey } from "./policy-files.js";
 import type { PolicyKind } from "./policy-types.js";
 import { createReaderTokens } from "./reader-tokens.js";
@@ -16,16 +17,16 @@ export function createPolicyService(options: { now: () => number; onFileLookup?:
   let compiler: ReturnType<typeof createPolicyCompiler> | undefined;
   // On the cache primitive (docs/design.md#caches); nothing invalidates it: the SHA names the text.
   const compiledBySha = createLoadingCache<PolicyCompile>({ max: 1000, now: options.now });
-  let sealKeyFor: { pem: string; key: Buffer } | undefined;
+  let sealKeyFor: { secret: string | Buffer; key: Buffer } | undefined;
   return {
     readers: createReaderTokens({ now: options.now }),
     files: createPolicyFiles({ now: options.now, onLookup: options.onFileLookup }),
     /** Other repositories a /token request names, by name → id (target-repositories.ts). */
     targets: createTargetRepositories({ now: options.now }),
     /** The key that seals policy states in the shared store (policy-files.ts), derived once per App key. */
-    sealKey(appPrivateKeyPem: string): Buffer {
-      if (sealKeyFor?.pem !== appPrivateKeyPem) sealKeyFor = { pem: appPrivateKeyPem, key: derivePolicySealKey(appPrivateKeyPem) };
-      return sealKeyFor.key;
+    sealKey(sealSecret: string | Buffer): Buffer {
+      if (!sameSealSecret(sealKeyFor?.secret, sealSecret)) sealKeyFor = { secret: sealSecret, key: derivePolicySealKey(sealSecret) };
+      return sealKeyFor!.key;
     },
     compiled(sha: string, kind: PolicyKind, text: string, file: string): PolicyCompile {
       const key = `${kind}\u0000${sha}\u0000${file}`;

@@ -47,6 +47,8 @@ function sign(ctx: BrokerContext): RequestHandler {
         if (!outcome.installationStale || !found.cached) throw outcome.refused;
       }
     } catch (error) {
+      // The App key's store not signing is not the platform refusing: told as such, with its Retry-After.
+      if (error instanceof BrokerError && error.code === "app_key_unavailable") throw error;
       // Whatever stopped the mint (not installed, lookup or mint refused), /sign has one word for it;
       // a transient failure keeps its Retry-After.
       if (!(error instanceof BrokerError)) ctx.log.error({ err: error, request_id: res.locals.requestId }, "unexpected failure while minting for /sign");

@@ -1,5 +1,6 @@
 import type { AppCredentials } from "../../app-credentials.js";
-import { createAppJwtSigner } from "../../github/app-jwt.js";
+import { APP_JWT_BACKDATE_SECONDS, APP_JWT_LIFETIME_SECONDS, signAppJwt } from "../../github/app-jwt.js";
+import { describeKeySource, signerFor, SignerError, type AppKeySource } from "../../signing/app-key.js";
 import { createPlatformClient, type PlatformClient } from "../../github/platform-client.js";
 import { redactUrl } from "../../../shared/redact-url.js";
 import type { PlatformSettings } from "../../settings.js";
@@ -24,19 +25,23 @@ export async function checkApp(input: { platform: PlatformSettings; app: AppCred
   const shown = redactUrl(platform.apiBase);
   const where = platform.name === "main" ? shown : `${shown} (enterprise)`;
   const client = createPlatformClient({ apiBase: platform.apiBase, fetch: input.fetch, timeoutMs: input.timeoutMs });
-  let jwt: string;
-  try {
-    jwt = await createAppJwtSigner(Date.now).jwtFor(app);
-  } catch (error) {
-    return [fail(`App ${app.appId}: could not sign an App JWT with the private key (${whyFailed(error)})`)];
+  // Each key (the first, and …_NEXT during a rotation): open its store, sign a JWT, ask GET /app.
+  const keys = [app.key, ...(app.next ? [app.next] : [])];
+  const results: CheckResult[] = [];
+  let accepted: { jwt: string; about: { slug?: unknown; permissions?: Record<string, string> }; key: AppKeySource } | undefined;
+  for (const key of keys) {
+    const checked = await checkKey(app.appId, key, { where, apiBase: platform.apiBase, platform: platform.name }, client, keys.length > 1 || key.kind === "pkcs11");
+    results.push(...checked.results);
+    if (checked.accepted && !accepted) accepted = { ...checked.accepted, key };
   }
-  let about: { slug?: unknown; permissions?: Record<string, string> };
-  try {
-    about = (await client({ method: "GET", path: "/app", bearer: jwt })).data as typeof about;
-  } catch (error) {
-    return [fail(appRefusal(error, { appId: app.appId, where, apiBase: platform.apiBase, platform: platform.name }))];
+  if (!accepted) return results;
+  const { jwt, about } = accepted;
+  if (app.next) {
+    results.push(accepted.key === app.key
+      ? ok(`App ${app.appId}: the broker signs with ${accepted.key.setting}; it switches to ${app.next.setting} when the platform answers 401`)
+      : warn(`App ${app.appId}: the platform refuses ${app.key.setting} but accepts ${accepted.key.setting}: the broker switches to it after the first 401; finish the rotation (make ${accepted.key.setting} the first key)`));
   }
-  const results = [ok(`App ${String(about.slug)} (id ${app.appId}) on ${where}: GET /app accepts its JWT; permissions ${describePermissions(about.permissions ?? {})}`)];
+  results.push(ok(`App ${String(about.slug)} (id ${app.appId}) on ${where}: GET /app accepts its JWT; permissions ${describePermissions(about.permissions ?? {})}`));
   let installations: InstallationJson[];
   try {
     installations = await listInstallations(client, jwt);
@@ -125,4 +130,42 @@ export function appRefusal(error: unknown, at: { appId: string | number; where: 
   }
   if (status === 401) return `App ${at.appId} on ${at.where}: GET /app refused the App JWT (${whyFailed(error)}): is the private key this App's?`;
   return `App ${at.appId} on ${at.where}: GET /app failed (${whyFailed(error)})`;
+}
+
+/**
+ * One key: for a key store, each step named (module, slot, login, object: opening the session and
+ * finding the key; sign: a test JWT), then whether the platform accepts the JWT (GET /app).
+ */
+async function checkKey(appId: string, key: AppKeySource, at: { where: string; apiBase: string; platform: "main" | "enterprise" }, client: PlatformClient, nameKey: boolean): Promise<{ results: CheckResult[]; accepted?: { jwt: string; about: { slug?: unknown; permissions?: Record<string, string> } } }> {
+  const shown = describeKeySource(key);
+  const results: CheckResult[] = [];
+  if (key.kind === "pkcs11") {
+    try {
+      await signerFor(key).open();
+      results.push(ok(`App ${appId}: key store ${shown}: module loaded, token found, logged in, private key found`));
+    } catch (error) {
+      const step = error instanceof SignerError ? error.step : "module";
+      return { results: [fail(`App ${appId}: key store ${shown}: the ${step} step failed (${error instanceof SignerError ? error.reason : whyFailed(error)})`)] };
+    }
+  }
+  let jwt: string;
+  try {
+    const iat = Math.floor(Date.now() / 1000) - APP_JWT_BACKDATE_SECONDS;
+    jwt = await signAppJwt(key, appId, iat, iat + APP_JWT_LIFETIME_SECONDS);
+  } catch (error) {
+    if (!nameKey) return { results: [fail(`App ${appId}: could not sign an App JWT with the private key (${whyFailed(error)})`)] };
+    const reason = error instanceof SignerError ? `the ${error.step} step failed (${error.reason})` : whyFailed(error);
+    return { results: [...results, fail(`App ${appId}: could not sign an App JWT with ${shown} (${reason})`)] };
+  }
+  try {
+    const about = (await client({ method: "GET", path: "/app", bearer: jwt })).data as { slug?: unknown; permissions?: Record<string, string> };
+    return { results: nameKey ? [...results, ok(`App ${appId} on ${at.where}: GET /app accepts the JWT signed with ${shown}`)] : results, accepted: { jwt, about } };
+  } catch (error) {
+    const refusal = appRefusal(error, { appId, ...at });
+    if (!nameKey) return { results: [fail(refusal)] };
+    const status = (error as { status?: unknown }).status;
+    // A refusal of the JWT names the key; a network failure or an unknown App id is not the key's fault.
+    if (status === 401 && !refusal.includes("no App with that id")) return { results: [...results, fail(`App ${appId} on ${at.where}: GET /app refused the App JWT signed with ${shown} (${whyFailed(error)}): is that key this App's?`)] };
+    return { results: [...results, fail(refusal)] };
+  }
 }

@@ -1,0 +1,79 @@
+// Secrets as files (server/secret-files.ts): every secret setting NAME may be given as NAME_FILE;
+// the value is the file's content without one trailing newline, a changed file is read again,
+// NAME wins over NAME_FILE (a warning), an unreadable file is a problem naming the setting and the
+// error code only. Then over HTTP: a built broker with its App key and its /sign secret as files.
+import { mkdtempSync, rmSync, writeFileSync, utimesSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "@jest/globals";
+import { resolveSecretFiles, secretFileProblems, SECRET_SETTING_NAMES } from "../server/secret-files.js";
+import { parseSettings } from "../server/settings.js";
+import { settingsProblems } from "../server/settings-problems.js";
+import { postJson } from "./support/broker.js";
+import { expectNoSecrets, tokenFixture } from "./support/fixtures.js";
+import { spawnBroker } from "./support/spawn-broker.js";
+
+const dir = mkdtempSync(join(tmpdir(), "tokensmith-secret-files-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+let n = 0;
+const file = (content: string) => {
+  const path = join(dir, `secret-${++n}`);
+  writeFileSync(path, content, { mode: 0o600 });
+  return path;
+};
+
+describe("NAME_FILE", () => {
+  it.each(SECRET_SETTING_NAMES.map((name) => [name]))("%s_FILE gives %s its file's content (one trailing newline dropped)", (name) => {
+    const value = `value-of-${name}-0123456789abcdef0123456789`;
+    const env = resolveSecretFiles({ [`${name}_FILE`]: file(`${value}\n`) });
+    expect(env[name]).toBe(value);
+    expect(secretFileProblems({ [`${name}_FILE`]: file(value) })).toEqual([]);
+  });
+
+  it("the secrets reach the parsed settings: PROCESS_TRIGGER_SECRET_FILE and HOST_WEBHOOK_SECRET_FILE", () => {
+    const trigger = "t".repeat(40);
+    const settings = parseSettings(resolveSecretFiles({ PROCESS_TRIGGER_SECRET_FILE: file(`${trigger}\n`), HOST_WEBHOOK_SECRET_FILE: file("w".repeat(40)) }));
+    expect(settings.processTriggerSecret).toBe(trigger);
+    expect(settings.webhookSecret).toBe("w".repeat(40));
+  });
+
+  it("a changed file is read again (checked at most once a second)", () => {
+    const path = file("first-secret\n");
+    const t0 = 1_000_000;
+    expect(resolveSecretFiles({ HOST_APP_KEY_PIN_FILE: path }, t0).HOST_APP_KEY_PIN).toBe("first-secret");
+    writeFileSync(path, "second-secret-longer\n");
+    utimesSync(path, new Date(), new Date(Date.now() + 5000));
+    expect(resolveSecretFiles({ HOST_APP_KEY_PIN_FILE: path }, t0 + 10).HOST_APP_KEY_PIN).toBe("first-secret");
+    expect(resolveSecretFiles({ HOST_APP_KEY_PIN_FILE: path }, t0 + 1500).HOST_APP_KEY_PIN).toBe("second-secret-longer");
+  });
+
+  it("NAME wins over NAME_FILE (a warning); an unreadable file leaves NAME unset and is a failing problem", () => {
+    const both = { PROCESS_TRIGGER_SECRET: "x".repeat(40), PROCESS_TRIGGER_SECRET_FILE: file("y".repeat(40)) };
+    expect(resolveSecretFiles(both).PROCESS_TRIGGER_SECRET).toBe("x".repeat(40));
+    expect(secretFileProblems(both)).toEqual([{ setting: "PROCESS_TRIGGER_SECRET_FILE", message: "PROCESS_TRIGGER_SECRET and PROCESS_TRIGGER_SECRET_FILE are both set: PROCESS_TRIGGER_SECRET is used", fails: false }]);
+    const missing = { HOST_APP_ID: "1", HOST_APP_PRIVATE_KEY_FILE: join(dir, "absent") };
+    expect(resolveSecretFiles(missing).HOST_APP_PRIVATE_KEY).toBeUndefined();
+    const problems = settingsProblems(parseSettings(resolveSecretFiles(missing)), missing);
+    expect(problems).toContainEqual({ level: "error", fails: true, fields: { setting: "HOST_APP_PRIVATE_KEY_FILE" }, message: "HOST_APP_PRIVATE_KEY_FILE names a file that cannot be read (ENOENT): HOST_APP_PRIVATE_KEY is unset" });
+  });
+});
+
+describe("a built broker with its secrets as files", () => {
+  it("mints with HOST_APP_PRIVATE_KEY_FILE and accepts the /releases secret from PROCESS_TRIGGER_SECRET_FILE", async () => {
+    const fx = await tokenFixture();
+    const secret = "files-trigger-secret-0123456789-0123";
+    const { HOST_APP_PRIVATE_KEY: pem, ...rest } = fx.env;
+    const broker = await spawnBroker({ ...rest, HOST_APP_PRIVATE_KEY_FILE: file(pem!), PROCESS_TRIGGER_SECRET_FILE: file(`${secret}\n`) });
+    try {
+      const minted = await postJson(`${broker.url}/token`, { oidcToken: await fx.sim.oidc.sign(), owner: "octo-org", repo: "app" });
+      expect(minted.status).toBe(200);
+      expect((await fetch(`${broker.url}/releases`, { headers: { authorization: `Bearer ${secret}` } })).status).toBe(200);
+      expect((await fetch(`${broker.url}/releases`, { headers: { authorization: `Bearer ${secret}x` } })).status).toBe(401);
+      await broker.stop();
+      expectNoSecrets(broker.lines, [pem, secret, minted.body.token as string]);
+    } finally {
+      await broker.stop();
+      await fx.sim.close();
+    }
+  });
+});
