@@ -176,6 +176,13 @@ export function createContext(deps: BrokerDeps = {}) {
       ];
     }),
   );
+  metrics.upstreamRefusedFrom(() =>
+    [...gates].flatMap(([apiBase, gate]) => {
+      const platform = URL.canParse(apiBase) ? platformOf(latest ?? settings(), new URL(apiBase), origins) : null;
+      if (platform === null) return [];
+      return Object.entries(gate.refusals).map(([why, value]) => ({ platform, reason: why.replace(" ", "_"), value }));
+    }),
+  );
   const perApiBase = <T>(create: (options: { apiBase: string; fetch: typeof fetch; timeoutMs: number; now: () => number; gate: UpstreamGate }) => T) => {
     const made = new Map<string, T>();
     return (platform: PlatformSettings): T => {

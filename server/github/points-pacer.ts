@@ -74,10 +74,9 @@ export interface Admission {
   done(): void;
 }
 
-/** A request refused before any work: its tenant's share is spent, or it could not get points before its deadline. */
+/** A request refused before any work: its tenant's share is spent and its queue full. */
 export interface ShareRefusal {
   retryAfterMs: number;
-  why: "share" | "deadline";
 }
 
 export interface PointsPacer {
@@ -103,10 +102,10 @@ export interface PointsPacer {
   /**
    * Before a tenant's request starts any work: admitted (it may wait for its points, and says when
    * it is done), or refused at once — its repository (or owner) already has REPOSITORY_QUEUE
-   * (OWNER_QUEUE) requests admitted and `points` do not fit its share now, or they cannot fit
-   * before `deadlineAt` (earliestFit).
+   * (OWNER_QUEUE) requests admitted and `points` do not fit its share now (the wait: earliestFit's,
+   * at least a second).
    */
-  admit(principal: string, tenant: Tenant, points: number, deadlineAt?: number): Admission | ShareRefusal;
+  admit(principal: string, tenant: Tenant, points: number): Admission | ShareRefusal;
   /** Calls waiting for points, every principal. */
   readonly waiting: number;
 }
@@ -164,10 +163,13 @@ const defaultSetTimer: SetTimer = (wake, ms) => {
 
 const newUsage = (): Usage => ({ spent: [], spentPoints: 0, held: 0 });
 
-/** A part of `parentCap`: FAIR_SHARE while another queue waits beside it, else all but HEADROOM; at least one dearest call. */
+/**
+ * A part of `parentCap`: FAIR_SHARE while another queue waits beside it (at least one dearest
+ * call), else all but HEADROOM (a tenth, rounded down: all of a budget under 10 points).
+ */
 export function shareCap(parentCap: number, othersWaiting: boolean): number {
   if (parentCap === Infinity) return Infinity;
-  return Math.max(MAX_CALL_POINTS, Math.floor(parentCap * (othersWaiting ? FAIR_SHARE : 1 - HEADROOM)));
+  return othersWaiting ? Math.max(MAX_CALL_POINTS, Math.floor(parentCap * FAIR_SHARE)) : parentCap - Math.floor(parentCap * HEADROOM);
 }
 
 export function createPointsPacer(options: PointsPacerOptions): PointsPacer {
@@ -393,18 +395,13 @@ export function createPointsPacer(options: PointsPacerOptions): PointsPacer {
     },
     earliestFit,
     tryReserve,
-    admit(principal, tenant, points, deadlineAt) {
+    admit(principal, tenant, points) {
       const state = stateOf(principal);
       const { owner, lane } = laneOf(state, tenant);
       const at = options.now();
-      const retryAfterMs = () => Math.max(1000, (earliestFit(principal, points, tenant) ?? at) - at);
       if (lane.admitted >= REPOSITORY_QUEUE || owner.admitted >= OWNER_QUEUE) {
         const getsNow = lane.queue.length === 0 && fits(state, owner, lane, points, at, budget());
-        if (!getsNow) return { why: "share", retryAfterMs: retryAfterMs() };
-      }
-      if (deadlineAt !== undefined) {
-        const fit = earliestFit(principal, points, tenant);
-        if (fit !== undefined && fit > deadlineAt) return { why: "deadline", retryAfterMs: Math.max(1000, fit - at) };
+        if (!getsNow) return { retryAfterMs: Math.max(1000, (earliestFit(principal, points, tenant) ?? at) - at) };
       }
       lane.admitted += 1;
       owner.admitted += 1;
