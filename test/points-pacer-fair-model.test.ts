@@ -7,11 +7,12 @@
 // - safety: the App's calls whose time at the platform may fall in one window never exceed the budget;
 // - shares: a call granted to an owner while another owner's call (or the broker's own) waits
 //   leaves that owner at most FAIR_SHARE of the budget in the window; one granted to a repository
-//   while another repository of its owner waits leaves it at most FAIR_SHARE of its owner's part;
-// - headroom: no owner ever holds more than all but HEADROOM of the budget, nor a repository more
-//   than all but HEADROOM of its owner's part, alone or not;
-// - work-conserving: when the window has room for every waiting call, no call waits whose points
-//   fit its owner's and its repository's share as they stand (alone: the budget less the headroom);
+//   while another repository of its owner waits leaves it at most FAIR_SHARE of its owner's widest part;
+// - headroom: a call that takes an owner past FAIR_SHARE leaves HEADROOM of the budget free (a
+//   repository: of its owner's widest part), alone or not;
+// - spread: no owner (repository) takes more than SPREAD of its widest part in any tenth of the window;
+// - work-conserving: when the window has room for every waiting call, no call waits that these
+//   rules would let through as they stand;
 // - liveness: once time runs on and answers come in, every waiter is served or was rejected by its
 //   own abort; first in, first out within one repository;
 // - admission: a tenant under its queue limits is always admitted; one at its repository's limit
@@ -26,7 +27,10 @@ import {
   OWNER_QUEUE,
   REPOSITORY_QUEUE,
   SLICES_PER_WINDOW,
-  shareCap,
+  halfOf,
+  keptOf,
+  SPREAD,
+  spreadOf,
   stampOf,
   type Admission,
   type Reservation,
@@ -62,6 +66,13 @@ const ops: fc.Arbitrary<Op> = fc.oneof(
   { weight: 3, arbitrary: fc.tuple(fc.nat(20), fc.boolean()).map(([pick, sent]) => ({ op: "settle" as const, pick, sent: sent || pick % 3 !== 0 })) },
   { weight: 2, arbitrary: fc.nat(TENANTS.length - 2).map((who) => ({ op: "admit" as const, who })) },
   { weight: 1, arbitrary: fc.nat(20).map((pick) => ({ op: "done" as const, pick })) },
+);
+
+/** Time running on by tenths of the window: owners grow past their half while others wait. */
+const timedOps: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 3, arbitrary: ops },
+  { weight: 2, arbitrary: fc.constantFrom(WINDOW_MS * SPREAD, WINDOW_MS * SPREAD + 1, 3_000).map((ms) => ({ op: "advance" as const, ms })) },
+  { weight: 2, arbitrary: fc.tuple(fc.nat(20)).map(([pick]) => ({ op: "settle" as const, pick, sent: true })) },
 );
 
 interface Call {
@@ -140,10 +151,34 @@ class World {
     return new Set(this.calls.filter((c) => c.state === "waiting" && ownerOf(c.tenant) === owner).map((c) => laneOf(c.tenant)));
   }
 
-  /** The caps of a tenant as the pacer's rules give them now (`waiting`: the owners and lanes waiting besides it). */
-  caps(tenant: Tenant, othersWaiting: boolean, lanesWaiting: boolean): { owner: number; lane: number } {
-    const owner = shareCap(this.budget, othersWaiting);
-    return { owner, lane: shareCap(owner, lanesWaiting) };
+  /** Points the pacer counts in the last tenth of the window for the calls `match` picks: out, or answered within it. */
+  recent(match: (call: Call) => boolean): number {
+    return this.calls
+      .filter((c) => match(c) && c.state === "granted" && c.settledAt !== null)
+      .filter((c) => c.settledAt === undefined || stamp(c.settledAt!) > this.clock - WINDOW_MS * SPREAD)
+      .reduce((sum, c) => sum + c.points, 0);
+  }
+
+  /**
+   * Whether the rules let `points` more through for `tenant` now: an owner past half of the budget
+   * only with no other owner waiting and a tenth of the budget left free, a repository past half of
+   * its owner's widest part only with no other repository of its owner waiting and a tenth of that
+   * part left free; a tenth of the widest part in a tenth of the window.
+   */
+  allows(tenant: Tenant, points: number): boolean {
+    const owner = tenant.owner;
+    const lane = laneOf(tenant);
+    const ownerWidest = keptOf(this.budget);
+    const laneWidest = keptOf(ownerWidest);
+    const ownerUsed = this.used((c) => ownerOf(c.tenant) === owner) + points;
+    const laneUsed = this.used((c) => laneOf(c.tenant) === lane) + points;
+    const total = this.used(() => true) + points;
+    const othersWaiting = [...this.waitingOwners()].some((other) => other !== owner);
+    const lanesWaiting = [...this.waitingLanes(owner)].some((other) => other !== lane);
+    const ownerOk = ownerUsed <= halfOf(this.budget) || (!othersWaiting && total <= ownerWidest);
+    const laneOk = laneUsed <= halfOf(ownerWidest) || (!lanesWaiting && ownerUsed <= laneWidest);
+    const spreadOk = this.recent((c) => ownerOf(c.tenant) === owner) + points <= spreadOf(ownerWidest) && this.recent((c) => laneOf(c.tenant) === lane) + points <= spreadOf(laneWidest);
+    return ownerOk && laneOk && spreadOk;
   }
 
   checkGrant(call: Call) {
@@ -152,18 +187,25 @@ class World {
     const lane = laneOf(call.tenant);
     const ownerUsed = this.used((c) => ownerOf(c.tenant) === owner);
     const laneUsed = this.used((c) => laneOf(c.tenant) === lane);
+    const total = this.used(() => true);
     const othersWaiting = [...this.waitingOwners()].some((other) => other !== owner);
     const lanesWaiting = [...this.waitingLanes(owner)].some((other) => other !== lane);
-    // Headroom: alone or not, never past all but a tenth.
-    const widest = shareCap(this.budget, false);
-    expect(this.budget - widest).toBe(Math.floor(this.budget * HEADROOM));
-    if (ownerUsed > widest) throw new Error(`owner ${owner}: ${ownerUsed} > ${widest} (all but the headroom of ${this.budget}), call ${call.id}`);
-    const caps = this.caps(call.tenant, othersWaiting, lanesWaiting);
-    if (othersWaiting) {
-      expect(caps.owner).toBe(Math.max(MAX_CALL_POINTS, Math.floor(this.budget * FAIR_SHARE)));
-      if (ownerUsed > caps.owner) throw new Error(`owner ${owner} granted past its share (${ownerUsed} > ${caps.owner}) while another owner waits, call ${call.id}`);
+    const ownerWidest = keptOf(this.budget);
+    const laneWidest = keptOf(ownerWidest);
+    expect(this.budget - ownerWidest).toBe(Math.floor(this.budget * HEADROOM));
+    expect(halfOf(this.budget)).toBe(Math.max(MAX_CALL_POINTS, Math.floor(this.budget * FAIR_SHARE)));
+    const where = `call ${call.id} (owner ${ownerUsed}, repository ${laneUsed}, window ${total} of ${this.budget})`;
+    if (ownerUsed > halfOf(this.budget)) {
+      if (othersWaiting) throw new Error(`owner ${owner} granted past half the budget while another owner waits: ${where}`);
+      if (total > ownerWidest) throw new Error(`owner ${owner} granted past half the budget leaving less than the headroom free: ${where}`);
     }
-    if (laneUsed > caps.lane) throw new Error(`repository ${lane} granted past its share (${laneUsed} > ${caps.lane}), call ${call.id}`);
+    if (laneUsed > halfOf(ownerWidest)) {
+      if (lanesWaiting) throw new Error(`repository ${lane} granted past half its owner's part while another of its owner's repositories waits: ${where}`);
+      if (ownerUsed > laneWidest) throw new Error(`repository ${lane} granted past half its owner's part leaving less than its headroom: ${where}`);
+    }
+    const ownerRecent = this.recent((c) => ownerOf(c.tenant) === owner);
+    const laneRecent = this.recent((c) => laneOf(c.tenant) === lane);
+    if (ownerRecent > spreadOf(ownerWidest) || laneRecent > spreadOf(laneWidest)) throw new Error(`${lane} took ${laneRecent} (owner ${ownerRecent}) in a tenth of the window: ${where}`);
   }
 
   async advance(ms: number) {
@@ -233,16 +275,9 @@ class World {
     if (total + Math.max(...waiting.map((c) => c.points)) > this.budget) return;
     const heads = new Map<string, Call>();
     for (const call of waiting) if (!heads.has(laneOf(call.tenant))) heads.set(laneOf(call.tenant), call);
-    const owners = this.waitingOwners();
     for (const head of heads.values()) {
       if (!head.tenant) throw new Error(`the broker's call ${head.id} waits with room for it`);
-      const owner = ownerOf(head.tenant);
-      const caps = this.caps(head.tenant, [...owners].some((other) => other !== owner), [...this.waitingLanes(owner)].some((other) => other !== laneOf(head.tenant)));
-      const ownerUsed = this.used((c) => ownerOf(c.tenant) === owner);
-      const laneUsed = this.used((c) => laneOf(c.tenant) === laneOf(head.tenant));
-      if (ownerUsed + head.points <= caps.owner && laneUsed + head.points <= caps.lane) {
-        throw new Error(`call ${head.id} of ${laneOf(head.tenant)} waits though its shares let it through (owner ${ownerUsed}/${caps.owner}, repository ${laneUsed}/${caps.lane}, window ${total}/${this.budget})`);
-      }
+      if (this.allows(head.tenant, head.points)) throw new Error(`call ${head.id} of ${laneOf(head.tenant)} waits though its shares let it through (window ${total} of ${this.budget})`);
     }
   }
 
@@ -301,35 +336,31 @@ describe("points pacer's fair shares, model-based", () => {
     );
   });
 
-  it("a flood of one repository: another owner's calls take the headroom at once, then go before the flood as points free", async () => {
-    const world = new World(100);
-    // Repository 101, alone, takes all but a tenth of its owner's all but a tenth: 81 of 100 (16 calls), then waits.
-    for (let i = 0; i < 30; i += 1) world.call(0, 5, false);
-    await flush();
-    expect(world.calls.filter((c) => c.state === "granted")).toHaveLength(16);
-    // Owner 20 arrives: what is left of the window is its at once.
-    for (let i = 0; i < 5; i += 1) world.call(2, 5, false);
-    await flush();
-    expect(world.calls.slice(30).map((c) => c.state)).toEqual(["granted", "granted", "granted", "granted", "waiting"]);
-    // One of the flood's calls is refunded: owner 10 is over its half while owner 20 waits, so the points go to 20.
-    world.settle(0, false);
-    await flush();
-    expect(world.calls[34]!.state).toBe("granted");
-    expect(world.calls.slice(16, 30).every((c) => c.state === "waiting")).toBe(true);
+  it("the same, time running on by tenths of the window (owners past half their part while others come)", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(30, 100), fc.array(timedOps, { minLength: 40, maxLength: 160 }), async (budget, steps) => {
+        await run(budget, steps);
+      }),
+      { numRuns: 200 },
+    );
   });
 
-  it("a repository flooding leaves its owner's other repository its turn", async () => {
-    const world = new World(100);
-    for (let i = 0; i < 30; i += 1) world.call(0, 5, false); // repository 101 alone: 80 of its 81
+  it("a flood of one repository is spread (a tenth of its part in a tenth of the window); another owner's calls go at once", async () => {
+    const world = new World(1000);
+    // Repository 101's widest part: 810 of 1000 (its owner's 900 less a tenth); 81 of it in any 6 s.
+    for (let i = 0; i < 40; i += 1) world.call(0, 5, false);
     await flush();
     expect(world.calls.filter((c) => c.state === "granted")).toHaveLength(16);
-    for (let i = 0; i < 3; i += 1) world.call(1, 5, false); // repository 102: the rest of its owner's 90, then it waits
+    for (const call of world.calls.filter((c) => c.state === "granted")) world.settle(0, true);
+    // Owner 20 and owner 10's other repository are let through at once.
+    for (let i = 0; i < 4; i += 1) world.call(2, 5, false);
+    world.call(1, 5, false);
     await flush();
-    expect(world.calls.slice(30).map((c) => c.state)).toEqual(["granted", "granted", "waiting"]);
-    world.settle(0, false); // 101 is over half of its owner's part while 102 waits: the points go to 102
+    expect(world.calls.slice(40).map((c) => c.state)).toEqual(["granted", "granted", "granted", "granted", "granted"]);
+    // A tenth of the window later the flood takes its next tenth.
+    await world.advance(WINDOW_MS * SPREAD);
     await flush();
-    expect(world.calls[32]!.state).toBe("granted");
-    expect(world.calls.slice(16, 30).every((c) => c.state === "waiting")).toBe(true);
+    expect(world.calls.slice(0, 40).filter((c) => c.state === "granted")).toHaveLength(32);
   });
 
   it("a lone owner's repository over its share with its queue full is refused at once, another repository admitted", () => {
@@ -338,7 +369,7 @@ describe("points pacer's fair shares, model-based", () => {
     for (let i = 0; i < REPOSITORY_QUEUE; i += 1) expect("done" in world.pacer.admit(APP, flood, 5)).toBe(true);
     // Its share still has room: a ninth request is admitted all the same (nothing waits).
     expect("done" in world.pacer.admit(APP, flood, 5)).toBe(true);
-    for (let i = 0; i < 30; i += 1) world.call(0, 5, false);
+    for (let i = 0; i < 30; i += 1) world.call(0, 5, false); // spread: most of them wait
     const refused = world.pacer.admit(APP, flood, 5);
     expect("retryAfterMs" in refused).toBe(true);
     expect("done" in world.pacer.admit(APP, TENANTS[2]!, 5)).toBe(true);

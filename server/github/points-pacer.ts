@@ -14,12 +14,14 @@
 // owner and the repository of the /token request it serves). Within a principal, waiters queue per
 // tenant and are served round robin across owners, then across an owner's repositories, first in,
 // first out within one repository (calls that name none are the broker's own: one more queue,
-// first in first out, held to no share). An owner may hold at most FAIR_SHARE of the budget while
-// another queue waits, and never more than all but HEADROOM of it (kept for whoever comes next); a
-// repository the same of its owner's part. An owner over its share steps aside; one whose turn it
-// is but whose points do not fit the budget holds back everyone behind it (a cheap call never
-// overtakes a dear one). `admit` decides, before any work starts, whether a tenant's request may
-// wait at all (docs/operations.md#fair-shares).
+// first in first out, held to no share). An owner may go past FAIR_SHARE (half) of the budget only
+// while no other queue waits and HEADROOM (a tenth) of the budget stays free; a repository the same
+// within its owner's widest part (the budget less its tenth); and each takes at most SPREAD (a
+// tenth) of its widest part in any tenth of the window, so that what a flood spent frees a little
+// at a time, not all at once a window later. An owner or repository its share holds back steps
+// aside; one whose turn it is but whose points do not fit the budget holds back everyone behind
+// it (a cheap call never overtakes a dear one). `admit` decides, before any work starts, whether a
+// tenant's request may wait at all (docs/operations.md#fair-shares).
 // Kept for correctness: @octokit/plugin-throttling keeps no points before a call is sent (see
 // upstream-gate.ts; test/releases-points.test.ts, test/points-pacer-model.test.ts).
 
@@ -62,8 +64,10 @@ export interface Tenant {
 
 /** An owner's part of the budget while another queue waits; a repository's of its owner's part. */
 export const FAIR_SHARE = 0.5;
-/** The part no one owner (no one repository of an owner) takes even alone: kept for the next to come. */
+/** The part an owner past its FAIR_SHARE leaves free for the others (a repository: of its owner's part). */
 export const HEADROOM = 0.1;
+/** An owner (a repository) takes at most this part of its widest part in any tenth of the window: spread, its points free a little at a time. */
+export const SPREAD = 0.1;
 /** Requests of one repository admitted and not done, past which a request that cannot get points now is refused. */
 export const REPOSITORY_QUEUE = 8;
 /** The same for one owner, all its repositories together. */
@@ -163,13 +167,19 @@ const defaultSetTimer: SetTimer = (wake, ms) => {
 
 const newUsage = (): Usage => ({ spent: [], spentPoints: 0, held: 0 });
 
-/**
- * A part of `parentCap`: FAIR_SHARE while another queue waits beside it (at least one dearest
- * call), else all but HEADROOM (a tenth, rounded down: all of a budget under 10 points).
- */
-export function shareCap(parentCap: number, othersWaiting: boolean): number {
-  if (parentCap === Infinity) return Infinity;
-  return othersWaiting ? Math.max(MAX_CALL_POINTS, Math.floor(parentCap * FAIR_SHARE)) : parentCap - Math.floor(parentCap * HEADROOM);
+/** FAIR_SHARE of a part (at least one dearest call). */
+export function halfOf(cap: number): number {
+  return Math.max(MAX_CALL_POINTS, Math.floor(cap * FAIR_SHARE));
+}
+
+/** A part less its HEADROOM (a tenth, rounded down: all of a budget under 10 points): an owner's widest part of the budget, a repository's of its owner's. */
+export function keptOf(cap: number): number {
+  return cap - Math.floor(cap * HEADROOM);
+}
+
+/** What a part may take in any tenth of the window (at least one dearest call). */
+export function spreadOf(cap: number): number {
+  return Math.max(MAX_CALL_POINTS, Math.floor(cap * SPREAD));
 }
 
 export function createPointsPacer(options: PointsPacerOptions): PointsPacer {
@@ -213,15 +223,64 @@ export function createPointsPacer(options: PointsPacerOptions): PointsPacer {
     while (usage.spent.length > 0 && usage.spent[0]!.at <= at - windowMs) usage.spentPoints -= usage.spent.shift()!.points;
     return usage.spentPoints + usage.held;
   };
-  /** The owner's cap now: FAIR_SHARE of the budget while another owner (or the broker's own calls) waits. */
-  const ownerCap = (state: Principal, owner: Owner, limit: number) => (owner.exempt ? Infinity : shareCap(limit, state.ring.some((other) => other !== owner)));
-  const laneCap = (owner: Owner, lane: Lane, capOfOwner: number) => shareCap(capOfOwner, owner.ring.some((other) => other !== lane));
-  /** Whether `points` fit now for this lane: the budget, its owner's share and its own, as they stand. */
-  const fits = (state: Principal, owner: Owner, lane: Lane, points: number, at: number, limit: number): boolean => {
-    if (usedAt(state.usage, at) + points > limit) return false;
-    const capOfOwner = ownerCap(state, owner, limit);
-    return usedAt(owner.usage, at) + points <= capOfOwner && usedAt(lane.usage, at) + points <= laneCap(owner, lane, capOfOwner);
+  const spreadMs = windowMs * SPREAD;
+  /** Points in the last tenth of the window at `at`, held ones included. */
+  const recentAt = (usage: Usage, at: number): number => {
+    let recent = usage.held;
+    for (let i = usage.spent.length - 1; i >= 0 && usage.spent[i]!.at > at - spreadMs; i -= 1) recent += usage.spent[i]!.points;
+    return recent;
   };
+  /** When `need` points in the last tenth of the window fit `cap` (entries leaving it); undefined: held points decide. */
+  const recentFitsAt = (usage: Usage, need: number, cap: number, at: number): number | undefined => {
+    const first = usage.spent.findIndex((entry) => entry.at > at - spreadMs);
+    for (let i = first < 0 ? usage.spent.length : first; i < usage.spent.length; i += 1) {
+      need -= usage.spent[i]!.points;
+      if (need <= cap) return usage.spent[i]!.at + spreadMs;
+    }
+    return undefined;
+  };
+  /**
+   * Whether a tenant's shares let `points` through now (null), else when they might (undefined:
+   * when held points settle). A part (an owner of the budget, a repository of its owner's widest
+   * part) may go past FAIR_SHARE of it only while no other queue of the same level waits and HEADROOM
+   * of it stays free; and takes at most SPREAD of its widest in any tenth of the window. The
+   * broker's own calls are held to none.
+   */
+  const shareBlock = (state: Principal, owner: Owner, lane: Lane, points: number, at: number, limit: number): number | null | undefined => {
+    if (owner.exempt) return null;
+    const ownerWidest = keptOf(limit);
+    const laneWidest = keptOf(ownerWidest);
+    const ownerOthers = state.ring.some((other) => other !== owner);
+    const laneOthers = owner.ring.some((other) => other !== lane);
+    let wait: number | undefined;
+    let blocked = false;
+    const block = (when: number | undefined) => {
+      // The latest time a blocking rule might lift by itself (the rules are all checked again then);
+      // a rule only held points decide wakes it when they settle (a settle pumps).
+      blocked = true;
+      if (when !== undefined && (wait === undefined || when > wait)) wait = when;
+    };
+    /** `part` past half of `cap` only while no sibling waits and the parent keeps its headroom. */
+    const partRule = (part: Usage, cap: number, parent: Usage, parentCap: number, siblingsWait: boolean) => {
+      const need = usedAt(part, at) + points;
+      if (need <= halfOf(cap)) return;
+      const parentNeed = usedAt(parent, at) + points;
+      if (!siblingsWait && parentNeed <= keptOf(parentCap)) return;
+      const underHalf = fitsAt(part, need, halfOf(cap));
+      const underKept = siblingsWait ? undefined : fitsAt(parent, parentNeed, keptOf(parentCap));
+      block(underHalf === undefined ? underKept : underKept === undefined ? underHalf : Math.min(underHalf, underKept));
+    };
+    partRule(owner.usage, limit, state.usage, limit, ownerOthers);
+    partRule(lane.usage, ownerWidest, owner.usage, ownerWidest, laneOthers);
+    for (const [usage, cap] of [[owner.usage, spreadOf(ownerWidest)], [lane.usage, spreadOf(laneWidest)]] as const) {
+      const need = recentAt(usage, at) + points;
+      if (need > cap) block(recentFitsAt(usage, need, cap, at));
+    }
+    return blocked ? wait : null;
+  };
+  /** Whether `points` fit now for this lane: the budget, and its owner's and its own shares as they stand. */
+  const fits = (state: Principal, owner: Owner, lane: Lane, points: number, at: number, limit: number): boolean =>
+    usedAt(state.usage, at) + points <= limit && shareBlock(state, owner, lane, points, at, limit) === null;
   /** Once a window: what has nothing in it, nothing waiting and nothing admitted is forgotten. */
   const sweep = (at: number) => {
     if (at - sweptAt < windowMs) return;
@@ -288,18 +347,12 @@ export function createPointsPacer(options: PointsPacerOptions): PointsPacer {
   const serve = (state: Principal, at: number, limit: number, wake: (when: number | undefined) => void) => {
     next: for (;;) {
       for (const owner of state.ring) {
-        const capOfOwner = ownerCap(state, owner, limit);
         for (const lane of owner.ring) {
           const head = lane.queue[0]!;
-          const ownerNeed = usedAt(owner.usage, at) + head.points;
-          if (ownerNeed > capOfOwner) {
-            wake(fitsAt(owner.usage, ownerNeed, capOfOwner));
-            continue;
-          }
-          const capOfLane = laneCap(owner, lane, capOfOwner);
-          const laneNeed = usedAt(lane.usage, at) + head.points;
-          if (laneNeed > capOfLane) {
-            wake(fitsAt(lane.usage, laneNeed, capOfLane));
+          const blocked = shareBlock(state, owner, lane, head.points, at, limit);
+          if (blocked !== null) {
+            // Over its share: it steps aside, and is looked at again when the share might let it through.
+            wake(blocked);
             continue;
           }
           const need = usedAt(state.usage, at) + head.points;
@@ -379,12 +432,19 @@ export function createPointsPacer(options: PointsPacerOptions): PointsPacer {
     };
     let fit = fitUnder(state.usage, limit);
     if (fit === undefined || !tenant || !owner || !lane) return fit;
-    // Its shares at their widest (nobody else waiting): a lower bound of when they let it through.
-    const widest = shareCap(limit, false);
-    for (const [usage, cap] of [[owner.usage, widest], [lane.usage, shareCap(widest, false)]] as const) {
-      const under = fitUnder(usage, cap);
-      if (under === undefined) return undefined;
-      fit = Math.max(fit, under);
+    // Its shares at their widest (no sibling waiting): a lower bound of when they let it through.
+    const ownerWidest = keptOf(limit);
+    const laneWidest = keptOf(ownerWidest);
+    const either = (a: number | undefined, b: number | undefined) => (a === undefined ? b : b === undefined ? a : Math.min(a, b));
+    const owned = either(fitUnder(owner.usage, halfOf(limit)), fitUnder(state.usage, ownerWidest));
+    const laned = either(fitUnder(lane.usage, halfOf(ownerWidest)), fitUnder(owner.usage, laneWidest));
+    if (owned === undefined || laned === undefined) return undefined;
+    fit = Math.max(fit, owned, laned);
+    // Spread: a tenth of the window passes at most its part (the calls ahead included).
+    for (const [usage, cap] of [[owner.usage, spreadOf(ownerWidest)], [lane.usage, spreadOf(laneWidest)]] as const) {
+      const need = recentAt(usage, at) + ahead;
+      if (need <= cap) continue;
+      fit = Math.max(fit, ahead <= cap ? (recentFitsAt(usage, need, cap, at) ?? at) : at + (Math.ceil(ahead / cap) - 1) * spreadMs);
     }
     return fit;
   };
