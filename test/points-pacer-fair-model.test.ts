@@ -10,7 +10,8 @@
 //   while another repository of its owner waits leaves it at most FAIR_SHARE of its owner's widest part;
 // - headroom: a call that takes an owner past FAIR_SHARE leaves HEADROOM of the budget free (a
 //   repository: of its owner's widest part), alone or not;
-// - spread: no owner (repository) takes more than SPREAD of its widest part in any tenth of the window;
+// - spread: no owner takes more than SPREAD of its widest part in any tenth of the window while
+//   another owner has points in the window or waits, nor a repository while another of its owner's waits;
 // - work-conserving: when the window has room for every waiting call, no call waits that these
 //   rules would let through as they stand;
 // - liveness: once time runs on and answers come in, every waiter is served or was rejected by its
@@ -177,8 +178,19 @@ class World {
     const lanesWaiting = [...this.waitingLanes(owner)].some((other) => other !== lane);
     const ownerOk = ownerUsed <= halfOf(this.budget) || (!othersWaiting && total <= ownerWidest);
     const laneOk = laneUsed <= halfOf(ownerWidest) || (!lanesWaiting && ownerUsed <= laneWidest);
-    const spreadOk = this.recent((c) => ownerOf(c.tenant) === owner) + points <= spreadOf(ownerWidest) && this.recent((c) => laneOf(c.tenant) === lane) + points <= spreadOf(laneWidest);
+    const { ownerSpread, laneSpread } = this.spreadApplies(tenant);
+    const spreadOk =
+      (!ownerSpread || this.recent((c) => ownerOf(c.tenant) === owner) + points <= spreadOf(ownerWidest)) &&
+      (!laneSpread || this.recent((c) => laneOf(c.tenant) === lane) + points <= spreadOf(laneWidest));
     return ownerOk && laneOk && spreadOk;
+  }
+
+  /** An owner is spread while another owner has points in the window or waits; a repository while another of its owner's waits. */
+  spreadApplies(tenant: Tenant): { ownerSpread: boolean; laneSpread: boolean } {
+    const owner = tenant.owner;
+    const othersWaiting = [...this.waitingOwners()].some((other) => other !== owner);
+    const othersActive = this.calls.some((c) => ownerOf(c.tenant) !== owner && this.used((d) => d === c) > 0);
+    return { ownerSpread: othersWaiting || othersActive, laneSpread: [...this.waitingLanes(owner)].some((other) => other !== laneOf(tenant)) };
   }
 
   checkGrant(call: Call) {
@@ -205,7 +217,8 @@ class World {
     }
     const ownerRecent = this.recent((c) => ownerOf(c.tenant) === owner);
     const laneRecent = this.recent((c) => laneOf(c.tenant) === lane);
-    if (ownerRecent > spreadOf(ownerWidest) || laneRecent > spreadOf(laneWidest)) throw new Error(`${lane} took ${laneRecent} (owner ${ownerRecent}) in a tenth of the window: ${where}`);
+    const { ownerSpread, laneSpread } = this.spreadApplies(call.tenant);
+    if ((ownerSpread && ownerRecent > spreadOf(ownerWidest)) || (laneSpread && laneRecent > spreadOf(laneWidest))) throw new Error(`${lane} took ${laneRecent} (owner ${ownerRecent}) in a tenth of the window: ${where}`);
   }
 
   async advance(ms: number) {
@@ -277,7 +290,7 @@ class World {
     for (const call of waiting) if (!heads.has(laneOf(call.tenant))) heads.set(laneOf(call.tenant), call);
     for (const head of heads.values()) {
       if (!head.tenant) throw new Error(`the broker's call ${head.id} waits with room for it`);
-      if (this.allows(head.tenant, head.points)) throw new Error(`call ${head.id} of ${laneOf(head.tenant)} waits though its shares let it through (window ${total} of ${this.budget})`);
+      if (this.allows(head.tenant, head.points)) throw new Error(`${JSON.stringify(this.calls.map((c) => [c.id, c.tenant?.owner, c.points, c.state, c.grantedAt && c.grantedAt - 1_800_000_000_000, c.settledAt && c.settledAt - 1_800_000_000_000]))} now ${this.clock - 1_800_000_000_000} timers ${JSON.stringify(this.timers.filter((t) => t.live).map((t) => t.due - 1_800_000_000_000))}` + `call ${head.id} of ${laneOf(head.tenant)} waits though its shares let it through (window ${total} of ${this.budget})`);
     }
   }
 
@@ -345,22 +358,30 @@ describe("points pacer's fair shares, model-based", () => {
     );
   });
 
-  it("a flood of one repository is spread (a tenth of its part in a tenth of the window); another owner's calls go at once", async () => {
+  it("alone a burst goes at once; with another owner about, a flood is spread (a tenth of its part in a tenth of the window) and the other's calls go at once", async () => {
+    const alone = new World(1000);
+    for (let i = 0; i < 40; i += 1) alone.call(0, 5, false);
+    await flush();
+    expect(alone.calls.filter((c) => c.state === "granted")).toHaveLength(40);
+
     const world = new World(1000);
-    // Repository 101's widest part: 810 of 1000 (its owner's 900 less a tenth); 81 of it in any 6 s.
+    world.call(2, 5, false); // owner 20 has points in the window
+    await flush();
+    // Owner 10's widest part: 900 of 1000; 90 of it in any 6 s.
     for (let i = 0; i < 40; i += 1) world.call(0, 5, false);
     await flush();
-    expect(world.calls.filter((c) => c.state === "granted")).toHaveLength(16);
+    expect(world.calls.slice(1, 41).filter((c) => c.state === "granted")).toHaveLength(18);
     for (const call of world.calls.filter((c) => c.state === "granted")) world.settle(0, true);
-    // Owner 20 and owner 10's other repository are let through at once.
+    // Owner 20 is let through at once; owner 10's other repository waits for its owner's next tenth.
     for (let i = 0; i < 4; i += 1) world.call(2, 5, false);
     world.call(1, 5, false);
     await flush();
-    expect(world.calls.slice(40).map((c) => c.state)).toEqual(["granted", "granted", "granted", "granted", "granted"]);
-    // A tenth of the window later the flood takes its next tenth.
+    expect(world.calls.slice(41).map((c) => c.state)).toEqual(["granted", "granted", "granted", "granted", "waiting"]);
+    // A tenth of the window later owner 10 takes its next tenth, its other repository first.
     await world.advance(WINDOW_MS * SPREAD);
     await flush();
-    expect(world.calls.slice(0, 40).filter((c) => c.state === "granted")).toHaveLength(32);
+    expect(world.calls[45]!.state).toBe("granted");
+    expect(world.calls.slice(1, 41).filter((c) => c.state === "granted")).toHaveLength(35);
   });
 
   it("a lone owner's repository over its share with its queue full is refused at once, another repository admitted", () => {

@@ -16,9 +16,10 @@
 // first out within one repository (calls that name none are the broker's own: one more queue,
 // first in first out, held to no share). An owner may go past FAIR_SHARE (half) of the budget only
 // while no other queue waits and HEADROOM (a tenth) of the budget stays free; a repository the same
-// within its owner's widest part (the budget less its tenth); and each takes at most SPREAD (a
-// tenth) of its widest part in any tenth of the window, so that what a flood spent frees a little
-// at a time, not all at once a window later. An owner or repository its share holds back steps
+// within its owner's widest part (the budget less its tenth); and while others are about (another
+// owner with points in the window, another repository of its owner waiting) each takes at most
+// SPREAD (a tenth) of its widest part in any tenth of the window, so that what a flood spent frees
+// a little at a time, not all at once a window later (alone, a burst goes at once). An owner or repository its share holds back steps
 // aside; one whose turn it is but whose points do not fit the budget holds back everyone behind
 // it (a cheap call never overtakes a dear one). `admit` decides, before any work starts, whether a
 // tenant's request may wait at all (docs/operations.md#fair-shares).
@@ -243,8 +244,9 @@ export function createPointsPacer(options: PointsPacerOptions): PointsPacer {
    * Whether a tenant's shares let `points` through now (null), else when they might (undefined:
    * when held points settle). A part (an owner of the budget, a repository of its owner's widest
    * part) may go past FAIR_SHARE of it only while no other queue of the same level waits and HEADROOM
-   * of it stays free; and takes at most SPREAD of its widest in any tenth of the window. The
-   * broker's own calls are held to none.
+   * of it stays free; and takes at most SPREAD of its widest in any tenth of the window — an owner
+   * while another owner has points in the window or waits, a repository while another of its
+   * owner's waits (alone, a burst goes at once). The broker's own calls are held to none.
    */
   const shareBlock = (state: Principal, owner: Owner, lane: Lane, points: number, at: number, limit: number): number | null | undefined => {
     if (owner.exempt) return null;
@@ -272,11 +274,32 @@ export function createPointsPacer(options: PointsPacerOptions): PointsPacer {
     };
     partRule(owner.usage, limit, state.usage, limit, ownerOthers);
     partRule(lane.usage, ownerWidest, owner.usage, ownerWidest, laneOthers);
-    for (const [usage, cap] of [[owner.usage, spreadOf(ownerWidest)], [lane.usage, spreadOf(laneWidest)]] as const) {
+    const spreads: Array<readonly [Usage, number, number | undefined]> = [];
+    // Spread because others have points in the window (none waits): it also lifts once theirs have left it.
+    if (ownerOthers) spreads.push([owner.usage, spreadOf(ownerWidest), undefined]);
+    else if (othersActive(state, owner, at)) spreads.push([owner.usage, spreadOf(ownerWidest), othersQuietAt(state, owner, at)]);
+    if (laneOthers) spreads.push([lane.usage, spreadOf(laneWidest), undefined]);
+    for (const [usage, cap, quietAt] of spreads) {
       const need = recentAt(usage, at) + points;
-      if (need > cap) block(recentFitsAt(usage, need, cap, at));
+      if (need <= cap) continue;
+      const fits = recentFitsAt(usage, need, cap, at);
+      block(fits === undefined ? quietAt : quietAt === undefined ? fits : Math.min(fits, quietAt));
     }
     return blocked ? wait : null;
+  };
+  /** Whether another owner (or the broker's own calls) has points in the window. */
+  const othersActive = (state: Principal, owner: Owner, at: number): boolean => {
+    for (const other of state.owners.values()) if (other !== owner && usedAt(other.usage, at) > 0) return true;
+    return false;
+  };
+  /** When the other owners' settled points have all left the window (their held ones settle with a pump). */
+  const othersQuietAt = (state: Principal, owner: Owner, at: number): number | undefined => {
+    let quietAt: number | undefined;
+    for (const other of state.owners.values()) {
+      const last = other === owner ? undefined : other.usage.spent[other.usage.spent.length - 1];
+      if (last && last.at + windowMs > at && (quietAt === undefined || last.at + windowMs > quietAt)) quietAt = last.at + windowMs;
+    }
+    return quietAt;
   };
   /** Whether `points` fit now for this lane: the budget, and its owner's and its own shares as they stand. */
   const fits = (state: Principal, owner: Owner, lane: Lane, points: number, at: number, limit: number): boolean =>
@@ -440,8 +463,11 @@ export function createPointsPacer(options: PointsPacerOptions): PointsPacer {
     const laned = either(fitUnder(lane.usage, halfOf(ownerWidest)), fitUnder(owner.usage, laneWidest));
     if (owned === undefined || laned === undefined) return undefined;
     fit = Math.max(fit, owned, laned);
-    // Spread: a tenth of the window passes at most its part (the calls ahead included).
-    for (const [usage, cap] of [[owner.usage, spreadOf(ownerWidest)], [lane.usage, spreadOf(laneWidest)]] as const) {
+    // Spread (when it applies): a tenth of the window passes at most its part (the calls ahead included).
+    const spreads: Array<readonly [Usage, number]> = [];
+    if (state.ring.some((other) => other !== owner) || othersActive(state, owner, at)) spreads.push([owner.usage, spreadOf(ownerWidest)]);
+    if (owner.ring.some((other) => other !== lane)) spreads.push([lane.usage, spreadOf(laneWidest)]);
+    for (const [usage, cap] of spreads) {
       const need = recentAt(usage, at) + ahead;
       if (need <= cap) continue;
       fit = Math.max(fit, ahead <= cap ? (recentFitsAt(usage, need, cap, at) ?? at) : at + (Math.ceil(ahead / cap) - 1) * spreadMs);
