@@ -161,6 +161,9 @@ export function createContext(deps: BrokerDeps = {}) {
         pointsPerMinute: () => (latest ?? settings()).upstreamPointsPerMinute,
         pointsWindowMs: timing.pointsWindowMs,
         now,
+        // With a shared store, the App's and each installation's points window is every instance's.
+        sharedPoints: sharedLimits,
+        apiBase,
       });
       gates.set(apiBase, gate);
     }

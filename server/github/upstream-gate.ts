@@ -28,8 +28,10 @@
 // mints/s against 82 to 111 without them on a 40 ms link; GraphQL at one query a second (their
 // "write" group), a crawl's 20 queries in 19.2 s against 0.88 s.
 import { AsyncLocalStorage } from "node:async_hooks";
+import { hash } from "node:crypto";
+import type { SharedLimits } from "../kv/shared-limits.js";
 import { createPrincipalRegistry, pointsOf, type PrincipalRegistry } from "./call-principal.js";
-import { createPointsPacer, GITHUB_POINTS_PER_MINUTE, MAX_CALL_POINTS, type Admission, type Reservation, type SetTimer, type ShareRefusal, type Tenant } from "./points-pacer.js";
+import { createPointsPacer, GITHUB_POINTS_PER_MINUTE, MAX_CALL_POINTS, POINTS_WINDOW_MS, type Admission, type Reservation, type SetTimer, type ShareRefusal, type Tenant } from "./points-pacer.js";
 
 /**
  * The tenant whose request the App's calls made inside `run` serve (docs/security.md#fair-shares-of-the-apps-budget):
@@ -126,6 +128,16 @@ export interface GateOptions {
   /** The points window (GitHub's minute; tests scale it down on both sides). */
   pointsWindowMs?: number;
   setTimer?: SetTimer;
+  /**
+   * The store the instances share their points windows in (server/kv/shared-limits.ts), read per
+   * call; null: this instance's window only. With one, a call holds its points in this instance's
+   * pacer (its queue and fair shares) and then in the shared window; refused there, it gives the
+   * local points back and waits until the shared window has room (bounded by its signal, the
+   * request's deadline). The store not answering: this instance's window only.
+   */
+  sharedPoints?: () => SharedLimits | null;
+  /** The platform's API base: its principals' shared windows are its own. */
+  apiBase?: string;
 }
 
 interface Waiter {
@@ -140,8 +152,13 @@ export function createUpstreamGate(options: GateOptions): UpstreamGate {
   const queue: Waiter[] = [];
   const principals = createPrincipalRegistry(options.now);
   const pauses = createPauses(options.now);
+  const pointsBudget = options.pointsPerMinute ?? (() => GITHUB_POINTS_PER_MINUTE);
+  // A principal's shared window, per platform (the API base hashed: a key carries no URL).
+  const platformKey = hash("sha256", options.apiBase ?? "", "base64url").slice(0, 16);
+  const sharedKey = (principal: string) => `${platformKey}:${principal}`;
+  const windowMs = options.pointsWindowMs ?? POINTS_WINDOW_MS;
   const points = createPointsPacer({
-    budget: options.pointsPerMinute ?? (() => GITHUB_POINTS_PER_MINUTE),
+    budget: pointsBudget,
     now: options.now,
     windowMs: options.pointsWindowMs,
     setTimer: options.setTimer,
@@ -215,12 +232,31 @@ export function createUpstreamGate(options: GateOptions): UpstreamGate {
       return answer;
     },
     paused,
-    pace(call, signal) {
-      if (call.principal === null || call.points === 0) return Promise.resolve(null);
-      return points.reserve(call.principal, call.points, signal, call.tenant);
+    async pace(call, signal) {
+      if (call.principal === null || call.points === 0) return null;
+      for (;;) {
+        const local = await points.reserve(call.principal, call.points, signal, call.tenant);
+        const shared = options.sharedPoints?.() ?? null;
+        if (!shared) return local;
+        const taken = await shared.takePoints(sharedKey(call.principal), call.points, Math.max(MAX_CALL_POINTS, pointsBudget()), windowMs, options.now());
+        if (taken === "unavailable") return local;
+        if ("settle" in taken) {
+          return {
+            settle(sent) {
+              local.settle(sent);
+              void taken.settle(sent, options.now());
+            },
+          };
+        }
+        // Another instance spent the window: this one's points back, then wait for the shared window.
+        local.settle(false);
+        await sleepUnless(taken.retryAfterMs, signal);
+      }
     },
     tryPace(call) {
       if (call.principal === null || call.points === 0) return null;
+      // With a shared window the points are taken there too, which takes a round trip: `pace`.
+      if (options.sharedPoints?.()) return undefined;
       return points.tryReserve(call.principal, call.points, call.tenant);
     },
     tryEnter,
@@ -342,4 +378,20 @@ export function kindOfCall(method: string, url: string): string {
 function pathOf(url: string): string {
   const query = url.indexOf("?");
   return query < 0 ? url : url.slice(0, query);
+}
+
+/** Resolves after `ms`, or rejects with `signal.reason` as soon as it aborts. */
+function sleepUnless(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (signal?.aborted) return Promise.reject(signal.reason);
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
 }
