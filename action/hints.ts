@@ -59,6 +59,7 @@ export const WORKFLOW_HINTS: Readonly<Record<ErrorCode, string>> = {
   policy_unavailable: `The broker could not read the trust policy from GitHub. ${RERUN}, and tell the broker's operator if it persists.`,
   github_installation_lookup_failed: `GitHub gave the broker an unusable answer about the App's installation. ${RERUN}, and tell the broker's operator if it persists.`,
   installation_lookups_limited: `The broker is holding back installation lookups for this repository's owner: many jobs of repositories the App is not installed on asked for tokens within the last minute (or, with \`repositories\`, this repository's jobs named many repositories the App cannot see). ${RERUN}; if the App should be installed on {repository}, install it, and check the names in \`repositories\`.`,
+  installation_tokens_limited: `The broker is holding {repository} (or its owner) to its share of the GitHub App's budget: other repositories are waiting, and {repository} already has many token requests waiting. ${RERUN}; spread the jobs that ask for tokens (e.g. a matrix's max-parallel).`,
   installation_token_failed: `GitHub refused or failed to mint the token. ${RERUN}; if it persists, tell the broker's operator (the App may lack a permission the broker asks for).`,
   sign_failed: MISMATCH,
   oidc_key_fetch_failed: `The broker could not fetch the OIDC issuer's keys. ${RERUN}.`,

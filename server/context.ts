@@ -174,6 +174,9 @@ export function createContext(deps: BrokerDeps = {}) {
         pointsPerMinute: () => (latest ?? settings()).upstreamPointsPerMinute,
         pointsWindowMs: timing.pointsWindowMs,
         now,
+        // With a shared store, the App's and each installation's points window is every instance's.
+        sharedPoints: sharedLimits,
+        apiBase,
       });
       gates.set(apiBase, gate);
     }
@@ -187,6 +190,13 @@ export function createContext(deps: BrokerDeps = {}) {
         { platform, for: "concurrency" as const, value: gate.queued },
         { platform, for: "points" as const, value: gate.pacing },
       ];
+    }),
+  );
+  metrics.upstreamRefusedFrom(() =>
+    [...gates].flatMap(([apiBase, gate]) => {
+      const platform = URL.canParse(apiBase) ? platformOf(latest ?? settings(), new URL(apiBase), origins) : null;
+      if (platform === null) return [];
+      return Object.entries(gate.refusals).map(([why, value]) => ({ platform, reason: why.replace(" ", "_"), value }));
     }),
   );
   const perApiBase = <T>(create: (options: { apiBase: string; fetch: typeof fetch; timeoutMs: number; now: () => number; gate: UpstreamGate }) => T) => {

@@ -119,6 +119,19 @@ export function createMetrics() {
       for (const wait of upstreamWaits?.() ?? []) this.inc({ platform: wait.platform, for: wait.for }, wait.value);
     },
   });
+  let upstreamRefusals: (() => Array<{ platform: string; reason: string; value: number }>) | undefined;
+  const upstreamRefused = new Counter({
+    name: "tokensmith_upstream_refused_total",
+    help: "Platform calls this process refused before sending them, by platform and reason: no REST points before the request's deadline (points), a /token request over its repository's or owner's share of the App's budget with its queue full (share), the concurrency queue full (queue_full), a rate limit the platform announced (rate_limited). Points or share: the budget is short.",
+    labelNames: ["platform", "reason"] as const,
+    registers,
+    collect() {
+      // The gates count; the counter shows their totals (each only grows).
+      this.reset();
+      for (const platform of ["main", "enterprise"]) for (const reason of ["points", "share", "queue_full", "rate_limited"]) this.inc({ platform, reason }, 0);
+      for (const refusal of upstreamRefusals?.() ?? []) if (refusal.value > 0) this.inc({ platform: refusal.platform, reason: refusal.reason }, refusal.value);
+    },
+  });
   const webhookJobs = new Counter({
     name: "tokensmith_webhook_jobs_total",
     help: "Push jobs run by the webhook queue, by how they ended: done, failed, or interrupted (at shutdown).",
@@ -194,6 +207,11 @@ export function createMetrics() {
     /** The platform gates tell how many calls wait in them, read at scrape time. */
     upstreamWaitingFrom(read: () => Array<{ platform: string; for: "concurrency" | "points"; value: number }>): void {
       upstreamWaits = read;
+    },
+
+    /** The platform gates tell how many calls they refused, by reason, read at scrape time. */
+    upstreamRefusedFrom(read: () => Array<{ platform: string; reason: string; value: number }>): void {
+      upstreamRefusals = read;
     },
 
     /** One answered request (the request log's finish handler). */

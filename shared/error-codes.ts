@@ -125,6 +125,11 @@ export const ERROR_CODES = {
     meaning: "The repository's owner (the OIDC token's `repository_owner_id`) has used its share of the App's platform budget on installation lookups that found no installation (a tenth of `UPSTREAM_POINTS_PER_MINUTE` a minute), or the calling repository its own share on lookups of `repositories` the App cannot see (a fiftieth); `Retry-After` says when to try again.",
     hint: "The broker is holding back installation lookups for this repository's owner (or lookups of `repositories` for this repository); retry after the Retry-After delay.",
   },
+  installation_tokens_limited: {
+    status: 429, routes: ["/token"], retryable: true,
+    meaning: "The repository (or its owner: the OIDC token's `repository_owner_id`) has used its share of the App's platform budget while others wait (an owner half of `UPSTREAM_POINTS_PER_MINUTE`, a repository half of its owner's part) and already has requests waiting for more (8 per repository, 16 per owner); refused before any platform call. `Retry-After` says when to try again.",
+    hint: "The broker is holding this repository (or its owner) to its share of the App's platform budget; retry after the Retry-After delay, and spread the jobs that ask for tokens.",
+  },
   installation_token_failed: {
     status: 502, routes: ["/token", "/sign", "/webhook"], retryable: true,
     meaning: "A token could not be minted for that repository (the platform refused or failed the mint).",

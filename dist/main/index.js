@@ -33420,6 +33420,11 @@ const ERROR_CODES = {
         meaning: "The repository's owner (the OIDC token's `repository_owner_id`) has used its share of the App's platform budget on installation lookups that found no installation (a tenth of `UPSTREAM_POINTS_PER_MINUTE` a minute), or the calling repository its own share on lookups of `repositories` the App cannot see (a fiftieth); `Retry-After` says when to try again.",
         hint: "The broker is holding back installation lookups for this repository's owner (or lookups of `repositories` for this repository); retry after the Retry-After delay.",
     },
+    installation_tokens_limited: {
+        status: 429, routes: ["/token"], retryable: true,
+        meaning: "The repository (or its owner: the OIDC token's `repository_owner_id`) has used its share of the App's platform budget while others wait (an owner half of `UPSTREAM_POINTS_PER_MINUTE`, a repository half of its owner's part) and already has requests waiting for more (8 per repository, 16 per owner); refused before any platform call. `Retry-After` says when to try again.",
+        hint: "The broker is holding this repository (or its owner) to its share of the App's platform budget; retry after the Retry-After delay, and spread the jobs that ask for tokens.",
+    },
     installation_token_failed: {
         status: 502, routes: ["/token", "/sign", "/webhook"], retryable: true,
         meaning: "A token could not be minted for that repository (the platform refused or failed the mint).",
@@ -33655,6 +33660,7 @@ const WORKFLOW_HINTS = {
     policy_unavailable: `The broker could not read the trust policy from GitHub. ${RERUN}, and tell the broker's operator if it persists.`,
     github_installation_lookup_failed: `GitHub gave the broker an unusable answer about the App's installation. ${RERUN}, and tell the broker's operator if it persists.`,
     installation_lookups_limited: `The broker is holding back installation lookups for this repository's owner: many jobs of repositories the App is not installed on asked for tokens within the last minute (or, with \`repositories\`, this repository's jobs named many repositories the App cannot see). ${RERUN}; if the App should be installed on {repository}, install it, and check the names in \`repositories\`.`,
+    installation_tokens_limited: `The broker is holding {repository} (or its owner) to its share of the GitHub App's budget: other repositories are waiting, and {repository} already has many token requests waiting. ${RERUN}; spread the jobs that ask for tokens (e.g. a matrix's max-parallel).`,
     installation_token_failed: `GitHub refused or failed to mint the token. ${RERUN}; if it persists, tell the broker's operator (the App may lack a permission the broker asks for).`,
     sign_failed: MISMATCH,
     oidc_key_fetch_failed: `The broker could not fetch the OIDC issuer's keys. ${RERUN}.`,

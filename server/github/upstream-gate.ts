@@ -2,8 +2,9 @@
 // and Octokit's: lookups, mints, GraphQL, listings, update-branch). It keeps the broker inside
 // GitHub's secondary limits (https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api#about-secondary-rate-limits):
 // - REST points per App and per installation (UPSTREAM_POINTS_PER_MINUTE, read per request; see
-//   points-pacer.ts): a call waits, first in first out, until its points fit in its principal's
-//   window; GraphQL is a budget of its own (2,000 points a minute) and spends none of these;
+//   points-pacer.ts): a call waits until its points fit in its principal's window — the App's
+//   calls for a /token request queue fairly by its owner and repository, each held to a share
+//   while others wait (asTenant, admit), the others first in first out; GraphQL is a budget of its own (2,000 points a minute) and spends none of these;
 // - at most `limit()` requests in flight (UPSTREAM_MAX_CONCURRENCY, read per request), more wait
 //   in a bounded queue;
 // - after the platform said "wait", the calls it concerns are not sent until the wait is over:
@@ -26,8 +27,21 @@
 // Their defaults would also cost speed: one mint in flight per App (their "auth" group), 28.8
 // mints/s against 82 to 111 without them on a 40 ms link; GraphQL at one query a second (their
 // "write" group), a crawl's 20 queries in 19.2 s against 0.88 s.
+import { AsyncLocalStorage } from "node:async_hooks";
+import { hash } from "node:crypto";
+import type { SharedLimits } from "../kv/shared-limits.js";
 import { createPrincipalRegistry, pointsOf, type PrincipalRegistry } from "./call-principal.js";
-import { createPointsPacer, GITHUB_POINTS_PER_MINUTE, type Reservation, type SetTimer } from "./points-pacer.js";
+import { createPointsPacer, GITHUB_POINTS_PER_MINUTE, MAX_CALL_POINTS, POINTS_WINDOW_MS, type Admission, type Reservation, type SetTimer, type ShareRefusal, type Tenant } from "./points-pacer.js";
+
+/**
+ * The tenant whose request the App's calls made inside `run` serve (docs/security.md#fair-shares-of-the-apps-budget):
+ * its installation lookup, policy reads' reader mint and mint queue fairly by it. Calls made
+ * outside (the broker's own: webhooks, crawls, /sign) name none.
+ */
+const tenantScope = new AsyncLocalStorage<Tenant>();
+export function asTenant<T>(tenant: Tenant, run: () => Promise<T>): Promise<T> {
+  return tenantScope.run(tenant, run);
+}
 
 /** Queue length per allowed request in flight: beyond limit × this, a request is refused at once. */
 export const QUEUE_FACTOR = 10;
@@ -45,6 +59,9 @@ export interface LocalRefusal {
   why: "queue full" | "rate limited" | "points";
 }
 
+/** Why the gate refused a call, or `admit` a request (tokensmith_upstream_refused_total's `reason`). */
+export type RefusalReason = LocalRefusal["why"] | "share";
+
 /** A platform call as the gate sees it. */
 export interface GatedCall {
   /** What it is (kindOfCall): GraphQL's limits are its own, every other kind is REST's. */
@@ -57,6 +74,8 @@ export interface GatedCall {
   caller: string | null;
   /** Whose secondary limits it counts against: the caller's App. */
   app: string | null;
+  /** The tenant an App call serves (asTenant), queued fairly by; undefined: the broker's own. */
+  tenant?: Tenant;
 }
 
 export interface UpstreamGate {
@@ -65,7 +84,7 @@ export interface UpstreamGate {
   /** A refusal when this call is paused by a "wait" the platform gave its caller (primary) or its App (secondary); null otherwise. */
   paused(call: GatedCall): LocalRefusal | null;
   /**
-   * Waits until the call's points fit its principal's budget and holds them (FIFO per principal);
+   * Waits until the call's points fit its principal's budget and holds them (fairly by tenant, else FIFO per principal);
    * null when it spends none. Rejects with `signal.reason` if the signal aborts while waiting. The
    * caller settles the reservation: sent (once answered or abandoned), or refunded if never sent.
    */
@@ -87,6 +106,14 @@ export interface UpstreamGate {
   tryEnter(call: GatedCall): (() => void) | LocalRefusal | undefined;
   /** Tell the gate what the platform answered to this call (status, headers, body), for its pauses. */
   observe(call: GatedCall, status: number, headers: Headers, text: string): void;
+  /**
+   * Before a tenant's request starts its platform calls on the App's budget (`app`: `app:<id>`):
+   * admitted to wait for points, or refused at once (its share spent and its queue full;
+   * PointsPacer.admit). Counted in `refusals` as `share`.
+   */
+  admit(app: string, tenant: Tenant): Admission | ShareRefusal;
+  /** Calls (and requests) refused so far, by reason: counters for tokensmith_upstream_refused_total. */
+  readonly refusals: Readonly<Record<RefusalReason, number>>;
   readonly queued: number;
   /** Calls waiting for points. */
   readonly pacing: number;
@@ -101,6 +128,16 @@ export interface GateOptions {
   /** The points window (GitHub's minute; tests scale it down on both sides). */
   pointsWindowMs?: number;
   setTimer?: SetTimer;
+  /**
+   * The store the instances share their points windows in (server/kv/shared-limits.ts), read per
+   * call; null: this instance's window only. With one, a call holds its points in this instance's
+   * pacer (its queue and fair shares) and then in the shared window; refused there, it gives the
+   * local points back and waits until the shared window has room (bounded by its signal, the
+   * request's deadline). The store not answering: this instance's window only.
+   */
+  sharedPoints?: () => SharedLimits | null;
+  /** The platform's API base: its principals' shared windows are its own. */
+  apiBase?: string;
 }
 
 interface Waiter {
@@ -115,15 +152,25 @@ export function createUpstreamGate(options: GateOptions): UpstreamGate {
   const queue: Waiter[] = [];
   const principals = createPrincipalRegistry(options.now);
   const pauses = createPauses(options.now);
+  const pointsBudget = options.pointsPerMinute ?? (() => GITHUB_POINTS_PER_MINUTE);
+  // A principal's shared window, per platform (the API base hashed: a key carries no URL).
+  const platformKey = hash("sha256", options.apiBase ?? "", "base64url").slice(0, 16);
+  const sharedKey = (principal: string) => `${platformKey}:${principal}`;
+  const windowMs = options.pointsWindowMs ?? POINTS_WINDOW_MS;
   const points = createPointsPacer({
-    budget: options.pointsPerMinute ?? (() => GITHUB_POINTS_PER_MINUTE),
+    budget: pointsBudget,
     now: options.now,
     windowMs: options.pointsWindowMs,
     setTimer: options.setTimer,
   });
+  const refusals: Record<RefusalReason, number> = { "queue full": 0, "rate limited": 0, points: 0, share: 0 };
+  const refused = <R extends LocalRefusal>(refusal: R): R => {
+    refusals[refusal.why] += 1;
+    return refusal;
+  };
   const paused = (call: GatedCall): LocalRefusal | null => {
     const leftMs = pauses.leftMs(call);
-    return leftMs > 0 ? { refused: true, retryAfterSeconds: Math.max(1, Math.ceil(leftMs / 1000)), why: "rate limited" } : null;
+    return leftMs > 0 ? refused({ refused: true, retryAfterSeconds: Math.max(1, Math.ceil(leftMs / 1000)), why: "rate limited" }) : null;
   };
 
   const release = () => {
@@ -155,7 +202,7 @@ export function createUpstreamGate(options: GateOptions): UpstreamGate {
       inFlight += 1;
       return once();
     }
-    if (queue.length >= limit * QUEUE_FACTOR) return { refused: true, retryAfterSeconds: QUEUE_FULL_RETRY_AFTER_SECONDS, why: "queue full" };
+    if (queue.length >= limit * QUEUE_FACTOR) return refused({ refused: true, retryAfterSeconds: QUEUE_FULL_RETRY_AFTER_SECONDS, why: "queue full" });
     return undefined;
   };
 
@@ -167,28 +214,57 @@ export function createUpstreamGate(options: GateOptions): UpstreamGate {
       return points.waiting;
     },
     principals,
+    refusals,
     describe(method, url, authorization) {
       const kind = kindOfCall(method, url);
       const caller = principals.principalOf(authorization);
       // GraphQL's points are a budget of their own (2,000 a minute, a query 1, a mutation 5), not REST's.
       const principal = kind === "graphql" ? null : caller;
-      return { kind, principal, points: principal === null ? 0 : pointsOf(method), caller, app: caller === null ? null : principals.appOf(caller) };
+      const call: GatedCall = { kind, principal, points: principal === null ? 0 : pointsOf(method), caller, app: caller === null ? null : principals.appOf(caller) };
+      // Only the App's own budget is shared by every tenant; an installation's is its owner's alone.
+      const tenant = principal?.startsWith("app:") ? tenantScope.getStore() : undefined;
+      if (tenant) call.tenant = tenant;
+      return call;
+    },
+    admit(app, tenant) {
+      const answer = points.admit(app, tenant, MAX_CALL_POINTS);
+      if ("retryAfterMs" in answer) refusals.share += 1;
+      return answer;
     },
     paused,
-    pace(call, signal) {
-      if (call.principal === null || call.points === 0) return Promise.resolve(null);
-      return points.reserve(call.principal, call.points, signal);
+    async pace(call, signal) {
+      if (call.principal === null || call.points === 0) return null;
+      for (;;) {
+        const local = await points.reserve(call.principal, call.points, signal, call.tenant);
+        const shared = options.sharedPoints?.() ?? null;
+        if (!shared) return local;
+        const taken = await shared.takePoints(sharedKey(call.principal), call.points, Math.max(MAX_CALL_POINTS, pointsBudget()), windowMs, options.now());
+        if (taken === "unavailable") return local;
+        if ("settle" in taken) {
+          return {
+            settle(sent) {
+              local.settle(sent);
+              void taken.settle(sent, options.now());
+            },
+          };
+        }
+        // Another instance spent the window: this one's points back, then wait for the shared window.
+        local.settle(false);
+        await sleepUnless(taken.retryAfterMs, signal);
+      }
     },
     tryPace(call) {
       if (call.principal === null || call.points === 0) return null;
-      return points.tryReserve(call.principal, call.points);
+      // With a shared window the points are taken there too, which takes a round trip: `pace`.
+      if (options.sharedPoints?.()) return undefined;
+      return points.tryReserve(call.principal, call.points, call.tenant);
     },
     tryEnter,
     pointsTooLate(call, deadlineAt) {
       if (call.principal === null || call.points === 0) return null;
-      const fitAt = points.earliestFit(call.principal, call.points);
+      const fitAt = points.earliestFit(call.principal, call.points, call.tenant);
       if (fitAt === undefined || fitAt <= deadlineAt) return null;
-      return { refused: true, retryAfterSeconds: Math.max(1, Math.ceil((fitAt - options.now()) / 1000)), why: "points" };
+      return refused({ refused: true, retryAfterSeconds: Math.max(1, Math.ceil((fitAt - options.now()) / 1000)), why: "points" });
     },
     enter(call, signal) {
       if (signal?.aborted) return Promise.reject(signal.reason);
@@ -302,4 +378,20 @@ export function kindOfCall(method: string, url: string): string {
 function pathOf(url: string): string {
   const query = url.indexOf("?");
   return query < 0 ? url : url.slice(0, query);
+}
+
+/** Resolves after `ms`, or rejects with `signal.reason` as soon as it aborts. */
+function sleepUnless(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (signal?.aborted) return Promise.reject(signal.reason);
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
 }

@@ -3,6 +3,7 @@ import type { TokenResponse } from "../../shared/types.js";
 import type { BrokerContext } from "../context.js";
 import type { Installation } from "../installation/find-installation.js";
 import { mintForRepository } from "../installation/mint-for-repository.js";
+import { withMintShare } from "../installation/mint-share.js";
 import type { MintedToken } from "../installation/mint-installation-token.js";
 import { mintTarget, repositoryInstallation } from "../installation/repository-installation.js";
 import { sendJson } from "../http/send-json.js";
@@ -19,7 +20,8 @@ import { checkAllowlist, matchRepository, readRepositoryIdentity, requireApp, re
 /**
  * POST /token: the ladder, top to bottom (docs/design.md#order-of-checks):
  * fields → TOKEN_PERMISSIONS → OIDC verification (with the repository and owner ids) → repository
- * claim → allowlist → App configured → installation lookup (on the claims' owner id) → mint by the
+ * claim → allowlist → App configured → one mint per OIDC token → the repository's share of the App's
+ * budget (server/installation/mint-share.ts) → installation lookup (on the claims' owner id) → mint by the
  * claims' repository id (its answer must name that repository). Between lookup and mint, the trust
  * policies (server/policy/apply-policies.ts): a rule must hold, or nothing is minted. The
  * permissions asked for are the grant (TOKEN_PERMISSIONS ∩ each policy rule that applies ∩
@@ -62,30 +64,31 @@ export function tokenRoute(ctx: BrokerContext): RequestHandler {
     let applied: PolicyOutcome | null;
     try {
       const target = await mintTarget(ctx, { platform, app, owner: body.owner, repo: body.repo, ids, deadlineAt: res.locals.deadlineAt as number | undefined });
-      // A cached installation may be stale (its permissions changed, its repositories moved): a mint
-      // refused on it (404/422) goes round once more, looked up afresh, decided again, minted again.
-      for (let afresh = false; ; afresh = true) {
-        const found = await repositoryInstallation(ctx, target, afresh);
-        // Decided before the mint: a refused request (403 permissions_not_granted, or a trust
-        // policy's 403/503) says nothing about the installation, so the cached one is kept.
-        applied = await applyPolicies(ctx, {
-          settings, platform, app, installation: found.installation, claims, owner: body.owner, repo: body.repo, ids, rule, targets: body.repositories, deadlineAt: target.deadlineAt,
-        });
-        // TOKEN_PERMISSIONS ∩ each rule that applies ∩ the installation (docs/design.md#decisions-where-the-contract-was-open: everything only narrows).
-        // With other repositories: ∩ what each of them lends (its consenting rule ∩ its owner rule).
-        const policyCeilings = [...(applied?.decision.ceilings ?? []), ...(applied?.targets ?? []).map((other) => other.ceiling)];
-        const permissions = permissionsToMint({ tokenPermissions: requested, policyCeilings, installation: found.installation.permissions, requested: body.permissions });
-        const others = (applied?.targets ?? []).map(({ target: other }) => ({ id: other.id, name: other.name }));
-        mintSent = true;
-        const outcome = await mintForRepository(ctx, target, { found, permissions, others, requestId: res.locals.requestId as string | undefined });
-        if ("minted" in outcome) {
-          ({ installation, minted } = outcome);
-          break;
+      // The rest spends the App's budget as this repository's and owner's: its share is decided now,
+      // before any platform call (429 installation_tokens_limited when spent and its queue full).
+      ({ installation, minted, applied } = await withMintShare(ctx, target, async () => {
+        // A cached installation may be stale (its permissions changed, its repositories moved): a mint
+        // refused on it (404/422) goes round once more, looked up afresh, decided again, minted again.
+        for (let afresh = false; ; afresh = true) {
+          const found = await repositoryInstallation(ctx, target, afresh);
+          // Decided before the mint: a refused request (403 permissions_not_granted, or a trust
+          // policy's 403/503) says nothing about the installation, so the cached one is kept.
+          const applied = await applyPolicies(ctx, {
+            settings, platform, app, installation: found.installation, claims, owner: body.owner, repo: body.repo, ids, rule, targets: body.repositories, deadlineAt: target.deadlineAt,
+          });
+          // TOKEN_PERMISSIONS ∩ each rule that applies ∩ the installation (docs/design.md#decisions-where-the-contract-was-open: everything only narrows).
+          // With other repositories: ∩ what each of them lends (its consenting rule ∩ its owner rule).
+          const policyCeilings = [...(applied?.decision.ceilings ?? []), ...(applied?.targets ?? []).map((other) => other.ceiling)];
+          const permissions = permissionsToMint({ tokenPermissions: requested, policyCeilings, installation: found.installation.permissions, requested: body.permissions });
+          const others = (applied?.targets ?? []).map(({ target: other }) => ({ id: other.id, name: other.name }));
+          mintSent = true;
+          const outcome = await mintForRepository(ctx, target, { found, permissions, others, requestId: res.locals.requestId as string | undefined });
+          if ("minted" in outcome) return { ...outcome, applied };
+          // The other repositories in doubt are looked up again (by this round, or the next request).
+          for (const other of outcome.staleOthers) ctx.policies.targets.drop(ctx.policies.targets.key(platform.apiBase, found.installation.id, body.owner, other.name));
+          if (!outcome.installationStale || !found.cached) throw outcome.refused;
         }
-        // The other repositories in doubt are looked up again (by this round, or the next request).
-        for (const other of outcome.staleOthers) ctx.policies.targets.drop(ctx.policies.targets.key(platform.apiBase, found.installation.id, body.owner, other.name));
-        if (!outcome.installationStale || !found.cached) throw outcome.refused;
-      }
+      }));
     } catch (error) {
       if (!mintSent) await claim.release();
       throw error;
