@@ -1,63 +1,42 @@
-// The broker's default log destination: the lines of one event-loop turn, written together.
-import { closeSync, mkdtempSync, openSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterEach, expect, it } from "@jest/globals";
-import { createTurnWriter } from "../server/log-destination.js";
+// The broker's default log destination (createLogger without one): pino's synchronous writer on
+// stdout, so a line is written when it is logged, in order and whole, whatever ends the process
+// next, and a process that makes many loggers (a test, the bench) adds no listener per logger.
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { expect, it } from "@jest/globals";
 import { createLogger } from "../server/log.js";
 
-const dir = mkdtempSync(join(tmpdir(), "tokensmith-log-"));
-let fd: number | undefined;
-afterEach(() => {
-  if (fd !== undefined) closeSync(fd);
-  fd = undefined;
-});
+const LOG = fileURLToPath(new URL("../build/server/log.js", import.meta.url));
 
-function logFile(name: string) {
-  const path = join(dir, name);
-  fd = openSync(path, "w");
-  return { read: () => readFileSync(path, "utf8"), writer: createTurnWriter(fd) };
+/** Runs `body` in a fresh Node process with the built createLogger imported; its stdout lines. */
+function run(body: string): { status: number | null; lines: string[] } {
+  const script = `import { createLogger } from ${JSON.stringify(LOG)};\n${body}`;
+  const child = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", timeout: 20_000 });
+  return { status: child.status, lines: child.stdout.split("\n").filter(Boolean) };
 }
 
-it("writes a turn's lines, in order, once the turn ends", async () => {
-  const { read, writer } = logFile("turn.log");
-  writer.write("one\n");
-  writer.write("two\n");
-  expect(read()).toBe("");
-  await new Promise((resolve) => setImmediate(resolve));
-  expect(read()).toBe("one\ntwo\n");
-  writer.write("three\n");
-  await new Promise((resolve) => setImmediate(resolve));
-  expect(read()).toBe("one\ntwo\nthree\n");
+it("carries pino's lines whole and in order under many writes in one turn", () => {
+  const { status, lines } = run(`const log = createLogger();\nfor (let i = 0; i < 1000; i += 1) log.info({ i, route: "/token" }, "request");`);
+  expect(status).toBe(0);
+  const parsed = lines.map((line) => JSON.parse(line) as { i: number; msg: string });
+  expect(parsed.map((l) => l.i)).toEqual(Array.from({ length: 1000 }, (_, i) => i));
+  expect(parsed.every((l) => l.msg === "request")).toBe(true);
 });
 
-it("writes what is pending at once on flushSync", () => {
-  const { read, writer } = logFile("flush.log");
-  writer.write("pending\n");
-  writer.flushSync();
-  expect(read()).toBe("pending\n");
-  writer.flushSync();
-  expect(read()).toBe("pending\n");
+it("has written a line before the turn ends: process.exit() right after it loses nothing", () => {
+  const { status, lines } = run(`createLogger().info("last words");\nprocess.exit(3);`);
+  expect(status).toBe(3);
+  expect(lines.map((line) => (JSON.parse(line) as { msg: string }).msg)).toEqual(["last words"]);
 });
 
-it("carries pino's lines whole under many writes in one turn", async () => {
-  const { read, writer } = logFile("pino.log");
-  const log = createLogger({ destination: writer });
-  for (let i = 0; i < 1000; i += 1) log.info({ i, route: "/token" }, "request");
-  await new Promise((resolve) => setImmediate(resolve));
-  const lines = read().trimEnd().split("\n").map((line) => JSON.parse(line) as { i: number; msg: string });
-  expect(lines.map((l) => l.i)).toEqual(Array.from({ length: 1000 }, (_, i) => i));
-  expect(lines.every((l) => l.msg === "request")).toBe(true);
+it("has written a line when an uncaught exception ends the process", () => {
+  const { status, lines } = run(`createLogger().info("before the throw");\nthrow new Error("boom");`);
+  expect(status).toBe(1);
+  expect(lines.map((line) => (JSON.parse(line) as { msg: string }).msg)).toEqual(["before the throw"]);
 });
 
-it("is one writer per descriptor, with one exit listener, however many loggers use it", () => {
-  const { read, writer } = logFile("shared.log");
+it("adds no exit listener however many loggers a process makes", () => {
   const listeners = process.listenerCount("exit");
-  const again = createTurnWriter(fd);
-  for (let i = 0; i < 20; i += 1) createLogger({ destination: createTurnWriter(fd) });
-  expect(again).toBe(writer);
+  for (let i = 0; i < 20; i += 1) createLogger();
   expect(process.listenerCount("exit")).toBe(listeners);
-  again.write("one turn\n");
-  writer.flushSync();
-  expect(read()).toBe("one turn\n");
 });

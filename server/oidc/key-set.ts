@@ -1,4 +1,3 @@
-import { createPublicKey, type JsonWebKey, type KeyObject } from "node:crypto";
 import { importJWK, type JWK } from "jose";
 
 type VerifyKey = Awaited<ReturnType<typeof importJWK>>;
@@ -6,7 +5,7 @@ type VerifyKey = Awaited<ReturnType<typeof importJWK>>;
 /** An issuer's key set as the broker holds it: the JWKS as published and its usable RS256 keys. */
 export interface KeySet {
   jwks: { keys: JWK[] };
-  keys: Array<{ kid: string | undefined; key: VerifyKey; direct?: KeyObject }>;
+  keys: Array<{ kid: string | undefined; key: VerifyKey }>;
   /** When the fetch that produced it started (a snapshot keeps its original fetch's time). */
   fetchedAt: number;
   source: "network" | "snapshot";
@@ -14,12 +13,7 @@ export interface KeySet {
   fetchNumber: number;
 }
 
-/**
- * `direct`: the same key as a node:crypto KeyObject, for verify-oidc-token.ts's one-shot check;
- * absent when jose would refuse the key at verification (an RSA modulus under 2048 bits), so such a
- * key is only ever used through jose, which refuses it as before.
- */
-export type KeyPick = { key: VerifyKey; direct?: KeyObject } | { reason: "kid_not_found" | "key_ambiguous" };
+export type KeyPick = { key: VerifyKey } | { reason: "kid_not_found" | "key_ambiguous" };
 
 /** The RS256 signing keys of a JWKS; throws when it has none (the set is then unusable). */
 export async function importKeySet(jwks: unknown, fetchedAt: number, source: KeySet["source"], fetchNumber: number): Promise<KeySet> {
@@ -32,7 +26,7 @@ export async function importKeySet(jwks: unknown, fetchedAt: number, source: Key
     if (jwk.alg !== undefined && jwk.alg !== "RS256") continue;
     try {
       const key = await importJWK({ ...jwk, alg: "RS256", ext: false }, "RS256");
-      keys.push({ kid: typeof jwk.kid === "string" ? jwk.kid : undefined, key, ...directKey(jwk) });
+      keys.push({ kid: typeof jwk.kid === "string" ? jwk.kid : undefined, key });
     } catch {
       // A malformed key in the set does not invalidate the others.
     }
@@ -41,27 +35,12 @@ export async function importKeySet(jwks: unknown, fetchedAt: number, source: Key
   return { jwks: { keys: list as JWK[] }, keys, fetchedAt, source, fetchNumber };
 }
 
-/**
- * The same key as a KeyObject (from the JWK jose imported it from: KeyObject.from() of a
- * non-extractable CryptoKey is deprecated, DEP0204) when jose would take it for RS256 at
- * verification (a modulus of 2048 bits or more); none when node:crypto cannot read it.
- */
-function directKey(jwk: JWK): { direct?: KeyObject } {
-  try {
-    const direct = createPublicKey({ key: { kty: jwk.kty, n: jwk.n, e: jwk.e } as JsonWebKey, format: "jwk" });
-    const modulusLength = direct.asymmetricKeyDetails?.modulusLength;
-    return typeof modulusLength === "number" && modulusLength >= 2048 ? { direct } : {};
-  } catch {
-    return {};
-  }
-}
-
 /** The key a token names by `kid`, or its only key when it names none. */
 export function pickKey(set: KeySet, kid: string | undefined): KeyPick {
   if (kid !== undefined) {
     const found = set.keys.find((k) => k.kid === kid);
-    return found ? { key: found.key, direct: found.direct } : { reason: "kid_not_found" };
+    return found ? { key: found.key } : { reason: "kid_not_found" };
   }
-  if (set.keys.length === 1) return { key: set.keys[0]!.key, direct: set.keys[0]!.direct };
+  if (set.keys.length === 1) return { key: set.keys[0]!.key };
   return { reason: "key_ambiguous" };
 }

@@ -1,4 +1,3 @@
-import { verify as verifySignature, type KeyObject } from "node:crypto";
 import { compactVerify, type JWTPayload } from "jose";
 import { BrokerError } from "../../shared/broker-error.js";
 import type { OidcReason } from "../../shared/error-codes.js";
@@ -57,42 +56,24 @@ export async function verifyOidcToken<P>(input: VerifyInput<P>): Promise<{ claim
   const trusted = input.issuers.find((candidate) => candidate.issuer === unverified.iss);
   if (!trusted) refuse("issuer_mismatch");
   if (header.kid !== undefined && typeof header.kid !== "string") refuse("malformed_token");
-  const { crit } = header as { crit?: unknown };
 
   const pick = await trusted.keys.getKey(header.kid, input.snapshot);
   if ("reason" in pick) refuse(pick.reason);
 
   // The signature covers the header and payload segments exactly as sent, and the claims below are
-  // the ones decoded from that payload segment: once it verifies, they are the issuer's own.
-  // The common token (no `crit` header, a key jose takes, a signature segment that is valid
-  // base64url) is checked with node:crypto's one-shot RSA-SHA256 verify; anything else goes
-  // through jose, which refuses what it does not understand as before. Kept for speed (issue 28,
-  // docs/operations.md "Fast paths"): jose's check is WebCrypto's — a promise, a thread-pool job
-  // and the key re-checked per call — 0.05-0.09 ms of CPU per /token where this is 0.025 ms.
-  const signature = input.token.slice(input.token.lastIndexOf(".") + 1);
-  if (crit === undefined && pick.direct && signature.length % 4 !== 1) {
-    if (!verifyDirect(input.token, signature, pick.direct)) refuse("signature_invalid");
-  } else {
-    try {
-      await compactVerify(input.token, pick.key, { algorithms: ["RS256"] });
-    } catch (error) {
-      refuse(reasonFor(error));
-    }
+  // the ones decoded from that payload segment: once it verifies, they are the issuer's own. jose
+  // checks it (RS256 only; a `crit` header it does not understand, a key under 2048 bits or a
+  // malformed signature segment are refused). A hand-made node:crypto check did not win the 10 %
+  // a fast path needs (docs/operations.md#fast-paths), so jose's is the only one.
+  try {
+    await compactVerify(input.token, pick.key, { algorithms: ["RS256"] });
+  } catch (error) {
+    refuse(reasonFor(error));
   }
   const broken = checkClaims(unverified, { issuer: trusted.issuer, audiences: input.audiences, nowSeconds: Math.floor(input.now() / 1000) });
   if (broken) refuse(broken.reason, `${broken.claim} claim`);
   trusted.keys.noteVerified(input.snapshot);
   return { claims: unverified as OidcClaims, trusted };
-}
-
-/** RS256 (RSASSA-PKCS1-v1_5 with SHA-256) over the header and payload segments exactly as sent. */
-function verifyDirect(token: string, signature: string, key: KeyObject): boolean {
-  const signingInput = Buffer.from(token.slice(0, token.length - signature.length - 1), "latin1");
-  try {
-    return verifySignature("RSA-SHA256", signingInput, key, Buffer.from(signature, "base64url"));
-  } catch {
-    return false;
-  }
 }
 
 /** A JWS segment as a JSON object, or undefined. (Read before the issuer is pinned; verified after.) */
