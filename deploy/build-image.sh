@@ -3,7 +3,7 @@
 # BASE=<image> builds on that base; BASE=pinned on the Containerfile's default, the official
 # node:24-bookworm-slim pinned by digest (where a registry is reachable: GitHub's runners). Without
 # BASE, the base is built here from Debian packages and the npm registry — no image registry
-# needed — once, and reused: localhost/tokensmith-node:24-bookworm-slim. The runtime's
+# needed — once, and reused: localhost/tokensmith-node:24-bookworm-slim-headers (with Node's headers, as the official image has them). The runtime's
 # distroless-style root is made from that base's own packages, either way (Containerfile).
 # The image's OCI labels: version from package.json, revision and created from the commit
 # (VERSION, REVISION, CREATED, SOURCE override them).
@@ -34,7 +34,7 @@ if [ "${BASE:-}" = pinned ]; then
   BASE="$(sed -n 's/^ARG BASE=//p' Containerfile)"
 fi
 if [ -z "${BASE:-}" ]; then
-  BASE=localhost/tokensmith-node:24-bookworm-slim
+  BASE=localhost/tokensmith-node:24-bookworm-slim-headers
   debian=localhost/tokensmith-debian:bookworm-slim
   if ! podman image exists "$debian"; then
     echo "== base: Debian bookworm minbase (mmdebstrap) as $debian" >&2
