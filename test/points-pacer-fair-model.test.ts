@@ -325,7 +325,9 @@ async function run(budget: number, steps: readonly Op[]) {
       call.reservation!.settle(true);
     }
     await flush();
-    await world.advance(WINDOW_MS);
+    // A window and a slice: an answer's points stay until the end of its slice plus the window, so
+    // an answer off a slice's edge (after a 1 ms clock move) frees its points only after a full window.
+    await world.advance(WINDOW_MS + WINDOW_MS / SLICES_PER_WINDOW);
     await flush();
     world.checkSafety();
   }
