@@ -29,7 +29,7 @@ describe("startSandbox({ link })", () => {
     expect(status).toBe(200);
     expect(body.repository).toBe("octo-org/app");
     const mint = sandbox.platform.mints.at(-1)!;
-    expect(mint).toMatchObject({ status: 201, repositories: ["octo-org/app"] });
+    expect(mint).toMatchObject({ status: 201, repositories: ["app"] });
     // The broker's calls (at least the mint: a POST with a JSON body up, the token down) crossed the link.
     expect(link.stats.connections).toBeGreaterThanOrEqual(1);
     expect(link.stats.bytesUp).toBeGreaterThan(200);

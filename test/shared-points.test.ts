@@ -49,7 +49,6 @@ describe("two instances on one Redis (LEGACY_QUOTA_KV) share the App's points wi
     // Alone, each instance would send its lookup and 5 mints (26 points): 52 between the two.
     const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => exchange(i % 2 === 0 ? a : b, "shared")));
 
-    console.log(JSON.stringify(answers.map((r) => [r.status, r.body?.error])), fx.sim.requests.map((r) => r.method + " " + r.path + " " + r.auth.kind).join("\n"));
     const appPoints = fx.sim.requests.filter((r) => r.auth.kind === "app").reduce((sum, r) => sum + (r.method === "GET" ? 1 : 5), 0);
     expect(appPoints).toBeLessThanOrEqual(BUDGET);
     expect(fx.sim.limits.refused.points).toBe(refusedBefore);

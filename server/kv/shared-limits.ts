@@ -114,7 +114,9 @@ export function openSharedLimits(connection: RedisConnection, options: { url: st
   const warn = throttledWarning((op, error) =>
     options.log.warn({ store: redactUrl(options.url), op, err: error instanceof Error ? error.name : "unknown" }, "shared limits unavailable; this instance keeps to its own"),
   );
-  const call = boundedCall(options.timeoutMs, warn);
+  // The connection's breaker: a black-holed Redis costs one call one bound, then is skipped for a
+  // few seconds (docs/operations.md#redis-outages), the points window on every mint included.
+  const call = boundedCall(options.timeoutMs, warn, connection.breaker);
   const bounded = <R>(op: string, fallback: R, run: () => Promise<R>): Promise<R> =>
     call(op, fallback, async () => {
       await connection.ready();
