@@ -108,6 +108,10 @@ export async function updatePullRequests(platform: Platform, push: BranchPush, p
   const updateOne = async (pull: OpenPullRequest): Promise<UpdateResult | "stopped"> => {
     let notBefore = 0;
     for (let attempt = 1; ; attempt += 1) {
+      // Noted before the wait for a slot, not between the slot and the call: nothing (a store round
+      // trip) sits between the pacer's grant and the call it paced. A pull request noted but not sent
+      // is only looked at once more after a takeover (earlierUpdateLanded), then sent.
+      await pacing.sending?.(pull.number);
       const paced = await pacing.pacer.wait(pacing.installationId, pacing.rates, { notBefore, stopped: pacing.stopped, maxWaitMs: MAX_PAUSE_MS });
       if (pacing.stopped?.()) return "stopped";
       if (!paced.paced) {
@@ -124,7 +128,6 @@ export async function updatePullRequests(platform: Platform, push: BranchPush, p
         platform.log.warn({ repository: push.repository, number: pull.number, error: error instanceof BrokerError ? error.code : "internal_error", request_id: platform.requestId }, "update-branch not sent: no fresh token");
         return { updated: false, status: 0, error: "installation_token_failed" };
       }
-      await pacing.sending?.(pull.number);
       try {
         await platform.request("PUT /repos/{owner}/{repo}/pulls/{pull_number}/update-branch", {
           owner: push.owner,
