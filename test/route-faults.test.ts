@@ -17,7 +17,7 @@ let counter = 0;
 const t = brokerPerTest({
   secrets: [TRIGGER, HOOK],
   env: { PROCESS_TRIGGER_SECRET: TRIGGER, HOST_WEBHOOK_SECRET: HOOK, AUTO_UPDATE_BRANCHES: "on", UPDATE_BRANCH_PER_MINUTE: "100000", UPDATE_BRANCH_PER_HOUR: "100000" },
-  broker: { timing: { upstreamTimeoutMs: 400 }, retry: { attempts: 3, baseDelayMs: 10, maxWaitMs: 1500 } },
+  broker: { timing: { upstreamTimeoutMs: 1_000 }, retry: { attempts: 3, baseDelayMs: 10, maxWaitMs: 1500 } },
   setup: (fx) => {
     installationId = fx.sim.addInstallation({ appId: fx.app.id, account: ACCOUNT, permissions: { ...INSTALLED_PERMISSIONS }, repositories: "all" });
   },

@@ -7,7 +7,9 @@ import { brokerPerTest } from "./support/broker-per-test.js";
 
 const secrets: string[] = [];
 
-const t = brokerPerTest({ secrets, broker: { timing: { upstreamTimeoutMs: 400 }, retry: { attempts: 3, baseDelayMs: 10, maxWaitMs: 1500 } } });
+// The upstream timeout is short so that hangs end quickly, but not so short that a loaded CI machine
+// turns a plain answer into a timeout (400 ms did once: the 503 arrived late and was logged as a network failure).
+const t = brokerPerTest({ secrets, broker: { timing: { upstreamTimeoutMs: 1_000 }, retry: { attempts: 3, baseDelayMs: 10, maxWaitMs: 1500 } } });
 
 async function exchange() {
   const oidcToken = await t.fx.sim.oidc.sign();

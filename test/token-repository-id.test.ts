@@ -21,7 +21,7 @@ const secrets: string[] = [SECRET];
 const t = brokerPerTest({
   secrets,
   env: { PROCESS_TRIGGER_SECRET: SECRET },
-  broker: { timing: { upstreamTimeoutMs: 400 }, retry: { attempts: 2, baseDelayMs: 10, maxWaitMs: 1000 } },
+  broker: { timing: { upstreamTimeoutMs: 1_000 }, retry: { attempts: 2, baseDelayMs: 10, maxWaitMs: 1000 } },
 });
 
 let ent: Simulator;
