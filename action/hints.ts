@@ -64,6 +64,7 @@ export const WORKFLOW_HINTS: Readonly<Record<ErrorCode, string>> = {
   sign_failed: MISMATCH,
   oidc_key_fetch_failed: `The broker could not fetch the OIDC issuer's keys. ${RERUN}.`,
   server_busy: `The broker is overloaded. ${RERUN}.`,
+  sender_limited: `The broker is holding this runner's address to its share of requests: many requests came from it within the last seconds (a shared NAT, or a proxy the broker's operator has not declared with TRUST_PROXY_HOPS). ${RERUN}, and tell the broker's operator if it persists.`,
   deadline_exceeded: `The broker could not answer in time (GitHub was slow). ${RERUN}, and tell the broker's operator if it persists.`,
   app_key_unavailable: `The broker could not reach the key store that holds its GitHub App key. ${RERUN}, and tell the broker's operator if it persists.`,
   app_unconfigured: "The broker is misconfigured (its GitHub App credentials, HOST_APP_ID and HOST_APP_PRIVATE_KEY, are missing or unusable): nothing in this workflow can fix it; tell the broker's operator.",

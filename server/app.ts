@@ -9,6 +9,7 @@ import { jsonObjectBody, KIB } from "./http/json-body.js";
 import { BODY_BUDGETS, DEADLINE_RETRY_AFTER_S } from "./http/limits.js";
 import { closeAfterAnswer } from "./http/lingering-close.js";
 import { requestLog } from "./http/request-log.js";
+import { admitSenders } from "./http/sender-admission.js";
 import { releasesRoute } from "./routes/releases.js";
 import { signRoute } from "./routes/sign.js";
 import { tokenRoute } from "./routes/token.js";
@@ -64,7 +65,14 @@ export function createApp(deps: BrokerDeps = {}): BrokerApp {
   app.use(notFound);
   app.use(onError);
 
-  const listener = createRequestListener(app, { path: "/token", handlers: [log, ...token], onError });
+  // Each sender held to its request rate before anything of its request is read (docs/operations.md#senders).
+  const listener = admitSenders(createRequestListener(app, { path: "/token", handlers: [log, ...token], onError }), {
+    rate: () => ctx.settings().senderRequestsPerSecond,
+    trustProxyHops: () => ctx.settings().trustProxyHops,
+    now: ctx.now,
+    log: ctx.log,
+    onLimited: (outcome, route) => ctx.metrics.sendersLimited.inc({ outcome, route }),
+  });
   return Object.assign(app, { broker: ctx, listener, unauthenticatedBodies: budgets, close: async () => {
     await webhook.close();
     await ctx.close();

@@ -171,8 +171,16 @@ export function createMetrics() {
   webhookQueueDepth.set(0);
 
   let processDefaults = false;
+  const sendersLimited = new Counter({
+    name: "tokensmith_senders_limited_total",
+    help: "Requests held to their sender's rate (SENDER_REQUESTS_PER_SECOND) before they were read, by route (or other) and outcome: delayed (waited for the sender's next start) or refused (429 sender_limited, its queue full).",
+    labelNames: ["route", "outcome"] as const,
+    registers,
+  });
+
   return {
     registry,
+    sendersLimited,
     tokensMinted,
     oidcKeyFetches,
     keySnapshotUsed,

@@ -1,5 +1,5 @@
 import { plainHttpProblems } from "./plain-http-problems.js";
-import { MIN_SECRET_LENGTH, parsePolicyMode, parseUpstreamPointsPerMinute, type Env, type Settings } from "./settings.js";
+import { DEFAULT_SENDER_REQUESTS_PER_SECOND, MIN_SECRET_LENGTH, parsePolicyMode, parseUpstreamPointsPerMinute, type Env, type Settings } from "./settings.js";
 import { secretFileProblems } from "./secret-files.js";
 import { loadPkcs11Binding } from "./signing/pkcs11-signer.js";
 import { parseStartSettings } from "./start-settings.js";
@@ -70,6 +70,11 @@ export function settingsProblems(settings: Settings, env: Env): SettingProblem[]
     const raw = env[name];
     if (raw === undefined || raw.trim() === "" || /^[0-9]+$/.test(raw.trim()) && Number(raw.trim()) > 0 && Number.isSafeInteger(Number(raw.trim()))) continue;
     problems.push({ level: "error", fails: true, fields: { setting: name }, message: `${name} is not a positive whole number: using the default, ${fallback}` });
+  }
+  for (const [name, fallback] of [["SENDER_REQUESTS_PER_SECOND", DEFAULT_SENDER_REQUESTS_PER_SECOND], ["TRUST_PROXY_HOPS", 0]] as const) {
+    const raw = env[name];
+    if (raw === undefined || raw.trim() === "" || (/^[0-9]+$/.test(raw.trim()) && Number.isSafeInteger(Number(raw.trim())))) continue;
+    problems.push({ level: "error", fails: true, fields: { setting: name }, message: `${name} is not a whole number: using the default, ${fallback}` });
   }
   const points = parseUpstreamPointsPerMinute(env.UPSTREAM_POINTS_PER_MINUTE);
   if (points.problem) problems.push({ level: "error", fails: true, fields: { setting: "UPSTREAM_POINTS_PER_MINUTE" }, message: points.problem });

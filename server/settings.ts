@@ -68,6 +68,10 @@ export interface Settings {
   policyCacheSeconds: number;
   /** POLICY_CHECK_RUNS: a pull request that changes a policy file gets a check run with the validation. */
   policyCheckRuns: boolean;
+  /** SENDER_REQUESTS_PER_SECOND: requests a second each sender may start (docs/operations.md#senders); 0: no limit. */
+  senderRequestsPerSecond: number;
+  /** TRUST_PROXY_HOPS: proxies in front of the broker whose X-Forwarded-For names the sender. */
+  trustProxyHops: number;
 }
 
 /** Every variable the broker reads; the memo key is their raw values. */
@@ -80,6 +84,7 @@ export const SETTING_NAMES = [
   "RELEASES_CRAWL_LEASE_SECONDS",
   "WEBHOOK_QUEUE", "UPDATE_BRANCH_PER_MINUTE", "UPDATE_BRANCH_PER_HOUR",
   "UPSTREAM_MAX_CONCURRENCY", "UPSTREAM_POINTS_PER_MINUTE", "TOKEN_POLICY", "POLICY_CACHE_SECONDS", "POLICY_CHECK_RUNS",
+  "SENDER_REQUESTS_PER_SECOND", "TRUST_PROXY_HOPS",
   "HOST_APP_KEY_URI", "HOST_APP_KEY_PIN", "HOST_APP_PRIVATE_KEY_NEXT", "HOST_APP_KEY_URI_NEXT",
   "ENT_APP_KEY_URI", "ENT_APP_KEY_PIN", "ENT_APP_PRIVATE_KEY_NEXT", "ENT_APP_KEY_URI_NEXT",
 ] as const;
@@ -144,6 +149,8 @@ export function parseSettings(env: Env): Settings {
     tokenPolicy: parsePolicyMode(env.TOKEN_POLICY).mode,
     policyCacheSeconds: positiveInteger(env.POLICY_CACHE_SECONDS) ?? 60,
     policyCheckRuns: parseFlag(env.POLICY_CHECK_RUNS),
+    senderRequestsPerSecond: wholeNumber(env.SENDER_REQUESTS_PER_SECOND) ?? DEFAULT_SENDER_REQUESTS_PER_SECOND,
+    trustProxyHops: wholeNumber(env.TRUST_PROXY_HOPS) ?? 0,
   };
 }
 
@@ -255,6 +262,17 @@ function splitList(raw: string | undefined): string[] {
 
 function nonEmpty(raw: string | undefined): string | null {
   return raw === undefined || raw === "" ? null : raw;
+}
+
+/** Requests a second per sender when SENDER_REQUESTS_PER_SECOND is unset (docs/operations.md#senders). */
+export const DEFAULT_SENDER_REQUESTS_PER_SECOND = 200;
+
+/** A whole number from 0 (0 switches a limit off); anything else null. */
+function wholeNumber(raw: string | undefined): number | null {
+  const text = (raw ?? "").trim();
+  if (!/^[0-9]+$/.test(text)) return null;
+  const value = Number(text);
+  return Number.isSafeInteger(value) ? value : null;
 }
 
 function positiveInteger(raw: string | undefined): number | null {

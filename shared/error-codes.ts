@@ -145,6 +145,11 @@ export const ERROR_CODES = {
     meaning: "The broker could not retrieve the issuer's key set (reason jwks_unavailable); no verdict was reached.",
     hint: "The broker could not reach the OIDC issuer's keys; retrying usually helps.",
   },
+  sender_limited: {
+    status: 429, routes: ["*"], retryable: true,
+    meaning: "The caller's address (behind `TRUST_PROXY_HOPS` proxies, the address they saw; an IPv6 address by its /64) is over `SENDER_REQUESTS_PER_SECOND` with two seconds' worth of its requests already waiting; refused before its request is read. `Retry-After` says when to try again.",
+    hint: "The broker is holding this address to its share of requests; retry after the Retry-After delay, and spread the requests it sends.",
+  },
   server_busy: {
     status: 503, routes: ["/token", "/webhook"], retryable: true,
     meaning: "The broker is already holding as many bytes of not-yet-authenticated request bodies on this route as it allows (/token 32 MiB, /webhook 64 MiB, counted as they arrive); `Retry-After` says when to try again.",

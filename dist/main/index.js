@@ -33440,6 +33440,11 @@ const ERROR_CODES = {
         meaning: "The broker could not retrieve the issuer's key set (reason jwks_unavailable); no verdict was reached.",
         hint: "The broker could not reach the OIDC issuer's keys; retrying usually helps.",
     },
+    sender_limited: {
+        status: 429, routes: ["*"], retryable: true,
+        meaning: "The caller's address (behind `TRUST_PROXY_HOPS` proxies, the address they saw; an IPv6 address by its /64) is over `SENDER_REQUESTS_PER_SECOND` with two seconds' worth of its requests already waiting; refused before its request is read. `Retry-After` says when to try again.",
+        hint: "The broker is holding this address to its share of requests; retry after the Retry-After delay, and spread the requests it sends.",
+    },
     server_busy: {
         status: 503, routes: ["/token", "/webhook"], retryable: true,
         meaning: "The broker is already holding as many bytes of not-yet-authenticated request bodies on this route as it allows (/token 32 MiB, /webhook 64 MiB, counted as they arrive); `Retry-After` says when to try again.",
@@ -33665,6 +33670,7 @@ const WORKFLOW_HINTS = {
     sign_failed: MISMATCH,
     oidc_key_fetch_failed: `The broker could not fetch the OIDC issuer's keys. ${RERUN}.`,
     server_busy: `The broker is overloaded. ${RERUN}.`,
+    sender_limited: `The broker is holding this runner's address to its share of requests: many requests came from it within the last seconds (a shared NAT, or a proxy the broker's operator has not declared with TRUST_PROXY_HOPS). ${RERUN}, and tell the broker's operator if it persists.`,
     deadline_exceeded: `The broker could not answer in time (GitHub was slow). ${RERUN}, and tell the broker's operator if it persists.`,
     app_key_unavailable: `The broker could not reach the key store that holds its GitHub App key. ${RERUN}, and tell the broker's operator if it persists.`,
     app_unconfigured: "The broker is misconfigured (its GitHub App credentials, HOST_APP_ID and HOST_APP_PRIVATE_KEY, are missing or unusable): nothing in this workflow can fix it; tell the broker's operator.",

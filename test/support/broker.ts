@@ -46,8 +46,20 @@ export async function startBroker(
       done();
     },
   });
+  // `env` as the test has it at that moment, with SENDER_REQUESTS_PER_SECOND "0" while it sets none.
+  const OFF = "SENDER_REQUESTS_PER_SECOND";
+  const unset = (target: Record<string, string | undefined>) => target[OFF] === undefined;
+  const withDefaults = new Proxy(env, {
+    get: (target, name) => (name === OFF && unset(target) ? "0" : Reflect.get(target, name)),
+    has: (target, name) => name === OFF || Reflect.has(target, name),
+    ownKeys: (target) => [...new Set([...Reflect.ownKeys(target), OFF])],
+    getOwnPropertyDescriptor: (target, name) =>
+      name === OFF && unset(target) ? { value: "0", enumerable: true, configurable: true, writable: true } : Reflect.getOwnPropertyDescriptor(target, name),
+  });
   const app = createApp({
-    env: () => env,
+    // The suite's clients all send from 127.0.0.1, faster than any one real sender: the per-sender
+    // rate is off unless a test sets it (test/sender-admission.test.ts does).
+    env: () => withDefaults,
     fetch: loopbackOnlyUpstreamFetch,
     logger: createLogger({ level: "debug", destination }),
     timing: { ...TEST_TIMING, ...options.timing },

@@ -30,7 +30,12 @@ export async function spawnBrokerToExit(env: Record<string, string | undefined>,
   return { code, lines };
 }
 
-export async function spawnBroker(env: Record<string, string | undefined>, timeoutMs = 10_000): Promise<BrokerProcess> {
+/**
+ * Runs the built broker and resolves once it listens. One that does not within `timeoutMs` (30 s: a
+ * CI machine running the suite's other files can take 10 s to start a process) is killed before
+ * the wait fails, so no broker outlives its test.
+ */
+export async function spawnBroker(env: Record<string, string | undefined>, timeoutMs = 30_000): Promise<BrokerProcess> {
   const child = spawn(process.execPath, [MAIN], {
     env: { PATH: process.env.PATH, PORT: "0", ...env },
     stdio: ["ignore", "pipe", "pipe"],
@@ -38,7 +43,10 @@ export async function spawnBroker(env: Record<string, string | undefined>, timeo
   const lines: string[] = [];
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`broker did not start: ${lines.join("\n")}`)), timeoutMs);
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`broker did not start within ${timeoutMs} ms: ${lines.join("\n")}`));
+    }, timeoutMs);
     const onData = (chunk: Buffer) => {
       for (const line of chunk.toString().split("\n").filter(Boolean)) {
         lines.push(line);
