@@ -4,12 +4,19 @@
 // them), each request the next of six kinds in turn. Replies with the count of answers per kind
 // and status over the fork IPC channel.
 import { createHmac, randomUUID } from "node:crypto";
+import net from "node:net";
 import autocannon from "autocannon";
 import fc from "fast-check";
 import { tokenSigner } from "./token-support.js";
 
 const FLOOD = JSON.parse(process.env.NEIGHBOURS_FLOOD);
-const { urls, seconds, connections, secret, ready } = FLOOD;
+const { urls, seconds, connections, secret, ready, address } = FLOOD;
+
+// A is a sender of its own, as a tenant's runners are: its connections leave from `address` (any
+// 127.x address is this host's), B's from 127.0.0.1. autocannon has no option for it: every
+// net.connect(port, host) of this process is given the address.
+const connect = net.connect;
+net.connect = (...args) => (typeof args[0] === "object" ? connect(...args) : connect({ port: Number(args[0]), host: args[1], localAddress: address }));
 const lockedTokens = tokenSigner(ready.templates.locked, ready.oidcKeyPem);
 const noisy = ready.installations.noisy;
 const repository = { full_name: "noisy-org/app", id: ready.repositoryIds.app };

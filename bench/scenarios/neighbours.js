@@ -36,6 +36,8 @@ export const APP_POINTS_PER_MINUTE = 900;
 const B_RATE = Number(process.env.BENCH_NEIGHBOURS_B_RATE || 2);
 /** A's connections (split between the instances). */
 const A_CONNECTIONS = Number(process.env.BENCH_NEIGHBOURS_CONNECTIONS || 32);
+/** The address A's connections leave from (B's: 127.0.0.1): a sender of its own (docs/operations.md#senders). */
+const A_ADDRESS = process.env.BENCH_NEIGHBOURS_A_ADDRESS || "127.0.0.2";
 /** A Redis DB no test uses (the suite's Redis is its own; tests keep to key prefixes on DB 0/2). */
 const REDIS_DB = Number(process.env.BENCH_NEIGHBOURS_REDIS_DB || 13);
 /** The Redis the two instances share (BENCH_NEIGHBOURS_REDIS: another, e.g. a test's own), on DB REDIS_DB. */
@@ -140,7 +142,7 @@ async function topology(sim, ready, { name, instances, redis }, seconds) {
     await ask(sim, "reset", "reset");
     const flood = fork(here("../neighbours-flood-process.js"), [], {
       stdio: "inherit",
-      env: { ...process.env, NEIGHBOURS_FLOOD: JSON.stringify({ urls, seconds, connections: A_CONNECTIONS, secret: SECRET, ready }) },
+      env: { ...process.env, NEIGHBOURS_FLOOD: JSON.stringify({ urls, seconds, connections: A_CONNECTIONS, secret: SECRET, ready, address: A_ADDRESS }) },
     });
     const exited = new Promise((_, reject) => flood.once("exit", (code) => reject(new Error(`tenant A's senders exited with ${code}`))));
     const cpuBefore = brokers.map((b) => b.cpuMs());
