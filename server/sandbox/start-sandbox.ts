@@ -266,6 +266,9 @@ async function started(options: SandboxOptions, world: World, opened: Array<() =
     AUTO_UPDATE_BRANCHES: "true",
     UPDATE_BRANCH_PER_MINUTE: "1000",
     UPDATE_BRANCH_PER_HOUR: "1000000",
+    // Every job of a sandbox sends from 127.0.0.1, where real runners each have an address of their
+    // own: no per-sender rate unless the test sets one (docs/operations.md#senders).
+    SENDER_REQUESTS_PER_SECOND: "0",
     ...options.env,
   };
   // The broker's log stays in memory (`sandbox.logs`): the sandbox's own lines are what a user reads.
