@@ -1,9 +1,11 @@
-// `node bench/rest-client.js [lean|octokit|lean-fetch] [CALLS]`: this process's CPU per platform call (a mint:
+// `node bench/rest-client.js [client|octokit|client-fetch] [CALLS]`: this process's CPU per platform call (a mint:
 // POST /app/installations/1/access_tokens with a body, a 201 JSON answer of GitHub's size) made
-// by the broker's lean REST client (server/github/platform-client.ts) or by @octokit/request,
-// both over the broker's transport (server/upstream-fetch.ts; `lean-fetch`: the lean client over
-// Node's fetch instead, the transport's library alternative), 8 at a time, against an answering
-// server in a process of its own (its CPU is not counted). Figures: docs/operations.md#fast-paths.
+// by the broker's platform client (server/github/platform-client.ts: @octokit/request with the
+// broker's fetch wrapper, fetchText) or by plain @octokit/request, both over the broker's transport
+// (server/upstream-fetch.ts; `client-fetch`: the client over Node's fetch instead, the transport's
+// library alternative), 8 at a time, against an answering server in a process of its own (its CPU
+// is not counted). `BENCH_BUILD=<dir>` loads the client from another build (main's, for the hand-made
+// client it replaced). Figures: docs/operations.md#fast-paths.
 import { fork } from "node:child_process";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -20,7 +22,7 @@ if (process.argv[2] === "server") {
     req.on("end", () => res.writeHead(201, { "content-type": "application/json; charset=utf-8", "x-ratelimit-remaining": "4999" }).end(answer));
   }).listen(0, "127.0.0.1", () => process.send(server.address().port));
 } else {
-  const [mode = "lean", calls = "4000"] = process.argv.slice(2);
+  const [mode = "client", calls = "4000"] = process.argv.slice(2);
   const build = resolve(process.env.BENCH_BUILD ?? "build");
   const { createPlatformClient } = await import(pathToFileURL(`${build}/server/github/platform-client.js`).href);
   const { upstreamFetch } = await import(pathToFileURL(`${build}/server/upstream-fetch.js`).href);
@@ -28,11 +30,11 @@ if (process.argv[2] === "server") {
   const port = await new Promise((done) => child.once("message", done));
   const apiBase = `http://127.0.0.1:${port}`;
   const body = { repositories: ["app"], permissions: { contents: "write" } };
-  const lean = createPlatformClient({ apiBase, fetch: mode === "lean-fetch" ? globalThis.fetch : upstreamFetch, timeoutMs: 10_000 });
+  const client = createPlatformClient({ apiBase, fetch: mode === "client-fetch" ? globalThis.fetch : upstreamFetch, timeoutMs: 10_000 });
   const octokit = octokitRequest.defaults({ baseUrl: apiBase, request: { fetch: upstreamFetch }, headers: { "x-github-api-version": "2022-11-28" } });
   const one =
     mode !== "octokit"
-      ? () => lean({ method: "POST", path: "/app/installations/1/access_tokens", bearer: "app-jwt", body })
+      ? () => client({ method: "POST", path: "/app/installations/1/access_tokens", bearer: "app-jwt", body })
       : () => octokit("POST /app/installations/{installation_id}/access_tokens", { installation_id: 1, headers: { authorization: "Bearer app-jwt" }, ...body });
   const run = async (count) => {
     let next = 0;
