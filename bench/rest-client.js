@@ -1,5 +1,6 @@
 // `node bench/rest-client.js [client|octokit|client-fetch] [CALLS]`: this process's CPU per platform call (a mint:
-// POST /app/installations/1/access_tokens with a body, a 201 JSON answer of GitHub's size) made
+// POST /app/installations/1/access_tokens with a body, a 201 JSON answer of GitHub's size, the
+// repository's object included; `BENCH_NO_REPOSITORY=1`: without it, as the earlier figures were made) made
 // by the broker's platform client (server/github/platform-client.ts: @octokit/request with the
 // broker's fetch wrapper, fetchText) or by plain @octokit/request, both over the broker's transport
 // (server/upstream-fetch.ts; `client-fetch`: the client over Node's fetch instead, the transport's
@@ -13,9 +14,14 @@ import { request as octokitRequest } from "@octokit/request";
 
 if (process.argv[2] === "server") {
   const { createServer } = await import("node:http");
+  // A one-repository mint's answer, as /token asks for it: GitHub lists the repository, its full
+  // object (the simulator's, 4.5 KB of JSON) — most of the answer's bytes and of its parsing.
+  const { repositoryJson } = await import(pathToFileURL(`${resolve(process.env.BENCH_BUILD ?? "build")}/simulator/github-state.js`).href);
+  const repository = repositoryJson({ id: 101, owner: "octo-org", ownerId: 7, name: "app", fullName: "octo-org/app" }, { apiBase: "https://api.github.com", url: "https://github.com" });
   const answer = JSON.stringify({
     token: `ghs_${"x".repeat(36)}`, expires_at: "2030-01-01T00:00:00Z",
     permissions: { contents: "write", metadata: "read", pull_requests: "write" }, repository_selection: "selected",
+    ...(process.env.BENCH_NO_REPOSITORY ? {} : { repositories: [repository] }),
   });
   const server = createServer((req, res) => {
     req.resume();
