@@ -1,12 +1,12 @@
 // `node bench/rest-client.js [client|octokit|client-fetch] [CALLS]`: this process's CPU per platform call (a mint:
 // POST /app/installations/1/access_tokens with a body, a 201 JSON answer of GitHub's size, the
 // repository's object included; `BENCH_NO_REPOSITORY=1`: without it, as the earlier figures were made) made
-// by the broker's platform client (server/github/platform-client.ts: @octokit/request with the
-// broker's fetch wrapper, fetchText) or by plain @octokit/request, both over the broker's transport
+// by the broker's hand-made platform client (server/github/platform-client.ts: one fetch, one
+// JSON.parse) or by plain @octokit/request, its library alternative, both over the broker's transport
 // (server/upstream-fetch.ts; `client-fetch`: the client over Node's fetch instead, the transport's
 // library alternative), 8 at a time, against an answering server in a process of its own (its CPU
-// is not counted). `BENCH_BUILD=<dir>` loads the client from another build (main's, for the hand-made
-// client it replaced). Figures: docs/operations.md#fast-paths.
+// is not counted). `BENCH_BUILD=<dir>` loads the client from another build (to compare two commits).
+// Figures: docs/operations.md#fast-paths.
 import { fork } from "node:child_process";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
