@@ -96,6 +96,9 @@ const KINDS = [
   ["fuzz", () => fuzz[counter % fuzz.length]],
 ];
 
+// BENCH_NEIGHBOURS_KINDS: a comma-separated list of the kinds' positions above (0 to 5) to send only those (to find which one costs B).
+const only = process.env.BENCH_NEIGHBOURS_KINDS?.split(",").map(Number);
+if (only) KINDS.splice(0, KINDS.length, ...KINDS.filter((_, i) => only.includes(i)));
 const counts = Object.fromEntries(KINDS.map(([name]) => [name, {}]));
 
 async function flood(url, share) {

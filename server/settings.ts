@@ -265,7 +265,7 @@ function nonEmpty(raw: string | undefined): string | null {
 }
 
 /** Requests a second per sender when SENDER_REQUESTS_PER_SECOND is unset (docs/operations.md#senders). */
-export const DEFAULT_SENDER_REQUESTS_PER_SECOND = 200;
+export const DEFAULT_SENDER_REQUESTS_PER_SECOND = 100;
 
 /** A whole number from 0 (0 switches a limit off); anything else null. */
 function wholeNumber(raw: string | undefined): number | null {

@@ -120,6 +120,8 @@ async function topology(sim, ready, { name, instances, redis }, seconds) {
     POLICY_CHECK_RUNS: "on",
     AUTO_UPDATE_BRANCHES: "on",
     TOKEN_POLICY: "optional",
+    // BENCH_NEIGHBOURS_SENDER_RATE: the brokers' SENDER_REQUESTS_PER_SECOND (0: off, the broker before issue 37's admission); unset: the default.
+    ...(process.env.BENCH_NEIGHBOURS_SENDER_RATE === undefined ? {} : { SENDER_REQUESTS_PER_SECOND: process.env.BENCH_NEIGHBOURS_SENDER_RATE }),
   };
   if (redis) {
     await cleanRedis();
@@ -209,7 +211,7 @@ export async function run(options = {}) {
   const sim = fork(here("../neighbours-simulator-process.js"), [], { stdio: "inherit" });
   const ready = await ask(sim, null, "ready");
   const rows = [
-    { metric: `${seconds} s quiet baseline then ${seconds} s flood per topology; B ${B_RATE} jobs/s; A ${A_CONNECTIONS} connections; A's share assumed ${A_SHARE_POINTS_PER_MINUTE} of ${APP_POINTS_PER_MINUTE} App points a minute; load average at start`, value: loadavg().map((x) => x.toFixed(1)).join(" "), target: "", ok: null },
+    { metric: `${seconds} s quiet baseline then ${seconds} s flood per topology; B ${B_RATE} jobs/s; A ${A_CONNECTIONS} connections from ${A_ADDRESS}; brokers' SENDER_REQUESTS_PER_SECOND ${process.env.BENCH_NEIGHBOURS_SENDER_RATE ?? "default"}; A's share assumed ${A_SHARE_POINTS_PER_MINUTE} of ${APP_POINTS_PER_MINUTE} App points a minute; load average at start`, value: loadavg().map((x) => x.toFixed(1)).join(" "), target: "", ok: null },
   ];
   try {
     for (const shape of [{ name: "one instance", instances: 1, redis: false }, { name: "two instances, one Redis", instances: 2, redis: true }]) {
