@@ -118,7 +118,14 @@ export function admitSenders(listener: RequestListener, options: SenderAdmission
       return refuse(req, res, Math.ceil((sender.waiting.length + 1) / rate));
     }
     options.onLimited?.("delayed", route);
-    sender.waiting.push({ start: () => listener(req, res), gone: () => req.destroyed || res.destroyed || res.writableEnded });
+    const start = () => {
+      try {
+        listener(req, res);
+      } catch {
+        res.destroy(); // the listener answers its own failures; one that escaped must not end the process from a timer
+      }
+    };
+    sender.waiting.push({ start, gone: () => req.destroyed || res.destroyed || res.writableEnded });
     schedule(sender, rate);
   };
 
