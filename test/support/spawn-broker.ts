@@ -37,7 +37,9 @@ export async function spawnBrokerToExit(env: Record<string, string | undefined>,
  */
 export async function spawnBroker(env: Record<string, string | undefined>, timeoutMs = 30_000): Promise<BrokerProcess> {
   const child = spawn(process.execPath, [MAIN], {
-    env: { PATH: process.env.PATH, PORT: "0", ...env },
+    // SENDER_REQUESTS_PER_SECOND off unless the test sets it: the suite's clients all send from
+    // 127.0.0.1, faster than one real sender (test/sender-admission.test.ts tests the limit).
+    env: { PATH: process.env.PATH, PORT: "0", SENDER_REQUESTS_PER_SECOND: "0", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const lines: string[] = [];
