@@ -8,7 +8,9 @@ const secrets: string[] = [];
 const LOOKUP = /\/repos\/octo-org\/app\/installation$/;
 
 // Deadline 1 s; a platform attempt or key-set fetch gives up after 2.5 s, once: the late failure comes after the answer.
-const t = brokerPerTest({ secrets, broker: { timing: { requestDeadlineMs: 1_000, upstreamTimeoutMs: 2_500, jwksTimeoutMs: 2_500 }, retry: { attempts: 1, baseDelayMs: 10, maxWaitMs: 0 } } });
+// The deadline is short so that hangs end quickly, but long enough for a cold /token (discovery, key
+// set, lookup, mint) on a CI machine running the suite's other files (1 s was not, once).
+const t = brokerPerTest({ secrets, broker: { timing: { requestDeadlineMs: 2_500, upstreamTimeoutMs: 5_000, jwksTimeoutMs: 5_000 }, retry: { attempts: 1, baseDelayMs: 10, maxWaitMs: 0 } } });
 
 type Entry = { msg?: string; status?: number; code?: string; request_id?: string; route?: string };
 const entries = () => t.broker.logs.map((line) => JSON.parse(line) as Entry);
@@ -56,7 +58,7 @@ describe("request deadline", () => {
     const res = await postJson(`${t.broker.url}/token`, { oidcToken: await token(), owner: "octo-org", repo: "app" });
     expect(res.status).toBe(200);
     secrets.push(res.body.token as string);
-    await new Promise((r) => setTimeout(r, 1_500)); // past the deadline: its timer was cleared
+    await new Promise((r) => setTimeout(r, 3_000)); // past the deadline: its timer was cleared
     expect(requestLines()).toEqual([expect.objectContaining({ status: 200 })]);
     expect(entries().some((e) => e.msg?.startsWith("request deadline passed"))).toBe(false);
   });
@@ -73,7 +75,7 @@ describe("abandoned requests", () => {
 
     await until(() => requestLines().length === 1, "the request line");
     expect(requestLines()[0]).toEqual(expect.objectContaining({ route: "/token", status: 499 }));
-    // Neither the deadline (1 s) nor the late failure (2.5 s) writes a second line.
+    // Neither the deadline (2.5 s) nor the late failure (5 s) writes a second line.
     await until(() => entries().some((e) => e.msg === "work ended after its request was answered or abandoned"), "the late failure's log line");
     expect(requestLines()).toHaveLength(1);
     expect(entries().some((e) => e.msg?.startsWith("request deadline passed"))).toBe(false);
