@@ -51,14 +51,27 @@ function send(url: string, options: { localAddress?: string; headers?: Record<st
 }
 
 const limitedText = async (b: TestBroker) => (await b.app.broker.metrics.registry.metrics()).split("\n").filter((l) => l.startsWith("tokensmith_senders_limited_total"));
+/** How many requests the broker has put to wait and refused so far (its counter, all routes). */
+async function limited(b: TestBroker) {
+  const count = (outcome: string) =>
+    limitedText(b).then((lines) => lines.filter((l) => l.includes(`outcome="${outcome}"`)).reduce((sum, l) => sum + Number(l.split(" ").pop()), 0));
+  return { delayed: await count("delayed"), refused: await count("refused") };
+}
 
 /** The broker's clock: held by the test while it looks at what waits (a bucket refills only as it moves), else the real one. */
 let held: number | undefined;
 const moved = { now: () => held ?? Date.now() };
+/** Long enough for an answer that should not come to show itself on a quiet machine (never what a check waits on). */
 const settle = () => new Promise((resolve) => setTimeout(resolve, 300));
-async function until(done: () => boolean) {
-  for (let i = 0; i < 100 && !done(); i += 1) await new Promise((resolve) => setTimeout(resolve, 50));
-  expect(done()).toBe(true);
+/** Waits (up to 20 s: CI machines are loaded) until the broker has seen what the test sent. */
+async function until(done: () => boolean | Promise<boolean>) {
+  for (let i = 0; i < 400 && !(await done()); i += 1) await new Promise((resolve) => setTimeout(resolve, 50));
+  expect(await done()).toBe(true);
+}
+/** Requests still in flight when a check fails must not fail the next test: their rejections are handled here too. */
+function inFlight<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(() => undefined);
+  return promise;
 }
 
 describe("a sender over its rate", () => {
@@ -67,7 +80,8 @@ describe("a sender over its rate", () => {
     broker = await startBroker({ SENDER_REQUESTS_PER_SECOND: "5" }, moved);
     const got: Answer[] = [];
     // 5 start at once (the bucket), 10 wait (two seconds at 5 a second), 5 are refused at once.
-    const all = Promise.all(Array.from({ length: 20 }, () => send(broker!.url).then((a) => (got.push(a), a))));
+    const all = inFlight(Promise.all(Array.from({ length: 20 }, () => send(broker!.url).then((a) => (got.push(a), a)))));
+    await until(async () => got.length >= 10 && (await limited(broker!)).delayed >= 10);
     await settle();
     expect(got.map((a) => a.status).sort()).toEqual([...Array(5).fill(400), ...Array(5).fill(429)]);
     for (const a of got.filter((a) => a.status === 429)) {
@@ -100,8 +114,8 @@ describe("a sender over its rate", () => {
     broker = await startBroker({ SENDER_REQUESTS_PER_SECOND: "2" }, moved);
     const got: Answer[] = [];
     // 2 at once, 4 waiting for a clock that stands still.
-    const flood = Promise.all(Array.from({ length: 6 }, () => send(broker!.url, { localAddress: "127.0.0.1" }).then((a) => (got.push(a), a))));
-    await settle();
+    const flood = inFlight(Promise.all(Array.from({ length: 6 }, () => send(broker!.url, { localAddress: "127.0.0.1" }).then((a) => (got.push(a), a)))));
+    await until(async () => got.length >= 2 && (await limited(broker!)).delayed >= 4);
     expect(got).toHaveLength(2);
     const other = await send(broker.url, { localAddress: "127.0.0.2" });
     expect(other.status).toBe(400);
@@ -114,8 +128,8 @@ describe("a sender over its rate", () => {
     held = Date.now();
     broker = await startBroker({ SENDER_REQUESTS_PER_SECOND: "1" }, moved);
     // 1 served, 2 waiting: full.
-    const first = Promise.all([send(broker.url), send(broker.url), send(broker.url)]);
-    await settle();
+    const first = inFlight(Promise.all([send(broker.url), send(broker.url), send(broker.url)]));
+    await until(async () => (await limited(broker!)).delayed >= 2);
     const big = await send(broker.url, { body: JSON.stringify({ oidcToken: "x".repeat(100 * 1024), owner: "o", repo: "r" }) });
     expect(big.status).toBe(429);
     expect(big.headers.connection).toBe("close");
@@ -132,13 +146,17 @@ describe("a sender over its rate", () => {
     held = Date.now();
     broker = await startBroker({ SENDER_REQUESTS_PER_SECOND: "2" }, moved);
     await Promise.all([send(broker.url), send(broker.url)]);
+    // The abandoned one waits first, the other behind it (each seen waiting by the broker before the next is sent).
     const gone = new AbortController();
     const abandoned = send(broker.url, { signal: gone.signal }).catch((error: Error) => error);
+    await until(async () => (await limited(broker!)).delayed >= 1);
     let next: Answer | undefined;
-    const waiting = send(broker.url).then((a) => (next = a));
-    await settle();
+    const waiting = inFlight(send(broker.url).then((a) => (next = a)));
+    await until(async () => (await limited(broker!)).delayed >= 2);
     gone.abort();
     expect(await abandoned).toMatchObject({ name: "AbortError" });
+    // The broker has seen the client go: only the waiting request's connection is left.
+    await until(async () => (await broker!.connections()) === 1);
     // Half a second: one start. It goes to the request still waiting, not to the abandoned one.
     held = held! + 500;
     await until(() => next !== undefined);
@@ -158,19 +176,29 @@ describe("a sender over its rate", () => {
 
 describe("who the sender is", () => {
   it("without TRUST_PROXY_HOPS, X-Forwarded-For changes nothing: a client cannot leave its own bucket", async () => {
-    broker = await startBroker({ SENDER_REQUESTS_PER_SECOND: "2" });
-    const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => send(broker!.url, { headers: { "x-forwarded-for": `203.0.113.${i}` } })));
-    expect(answers.filter((a) => a.status === 429)).toHaveLength(2);
+    held = Date.now();
+    broker = await startBroker({ SENDER_REQUESTS_PER_SECOND: "2" }, moved);
+    // One sender whatever the header says: 2 start, 4 wait, 2 are refused.
+    const all = inFlight(Promise.all(Array.from({ length: 8 }, (_, i) => send(broker!.url, { headers: { "x-forwarded-for": `203.0.113.${i}` } }))));
+    await until(async () => (await limited(broker!)).delayed + (await limited(broker!)).refused >= 6);
+    expect(await limited(broker)).toEqual({ delayed: 4, refused: 2 });
+    held = undefined;
+    expect((await all).filter((a) => a.status === 429)).toHaveLength(2);
   });
 
   it("with TRUST_PROXY_HOPS=1, each address the proxy saw is a sender of its own", async () => {
-    broker = await startBroker({ SENDER_REQUESTS_PER_SECOND: "1", TRUST_PROXY_HOPS: "1" });
+    held = Date.now();
+    broker = await startBroker({ SENDER_REQUESTS_PER_SECOND: "1", TRUST_PROXY_HOPS: "1" }, moved);
     // 6 clients behind one proxy, each once: none waits. A client forging an extra hop is still itself.
     const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => send(broker!.url, { headers: { "x-forwarded-for": `198.51.100.7, 203.0.113.${i}` } })));
     for (const a of answers) expect(a.status).toBe(400);
-    const same = await Promise.all(Array.from({ length: 5 }, () => send(broker!.url, { headers: { "x-forwarded-for": `10.9.9.9, 203.0.113.0` } })));
-    // 203.0.113.0 has spent (most of) its second: at most 1 starts, 2 wait, the rest are refused.
-    expect(same.filter((a) => a.status === 429).length).toBeGreaterThanOrEqual(2);
+    expect(await limited(broker)).toEqual({ delayed: 0, refused: 0 });
+    const same = inFlight(Promise.all(Array.from({ length: 5 }, () => send(broker!.url, { headers: { "x-forwarded-for": `10.9.9.9, 203.0.113.0` } }))));
+    // 203.0.113.0 has spent its second (the clock stands): 2 wait, 3 are refused.
+    await until(async () => (await limited(broker!)).delayed + (await limited(broker!)).refused >= 5);
+    expect(await limited(broker)).toEqual({ delayed: 2, refused: 3 });
+    held = undefined;
+    expect((await same).filter((a) => a.status === 429)).toHaveLength(3);
   });
 
   it("the code is in the shared table as a retryable 429", () => {

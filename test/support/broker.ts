@@ -29,6 +29,8 @@ export interface TestBroker {
   env: Record<string, string | undefined>;
   /** Every log line the broker wrote, raw. */
   logs: string[];
+  /** Connections the broker holds open at this moment (its server's count). */
+  connections(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -76,6 +78,7 @@ export async function startBroker(
     app,
     env,
     logs,
+    connections: () => new Promise<number>((resolve, reject) => server.getConnections((error, count) => (error ? reject(error) : resolve(count)))),
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
