@@ -67,8 +67,10 @@ export function createApp(deps: BrokerDeps = {}): BrokerApp {
 
   // Each sender held to its request rate before anything of its request is read (docs/operations.md#senders).
   const listener = admitSenders(createRequestListener(app, { path: "/token", handlers: [log, ...token], onError }), {
-    rate: () => ctx.settings().senderRequestsPerSecond,
-    trustProxyHops: () => ctx.settings().trustProxyHops,
+    limits: () => {
+      const { senderRequestsPerSecond, trustProxyHops } = ctx.settings();
+      return { rate: senderRequestsPerSecond, trustProxyHops };
+    },
     now: ctx.now,
     log: ctx.log,
     onLimited: (outcome, route) => ctx.metrics.sendersLimited.inc({ outcome, route }),

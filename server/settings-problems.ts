@@ -16,19 +16,22 @@ interface SettingProblem {
 }
 
 /**
- * The settings read as a positive whole number, with the default a malformed value falls back to
- * (server/settings.ts): the broker still starts, but not as the operator asked, so doctor fails it.
+ * The settings read as a whole number, with the default a malformed value falls back to and the
+ * least value accepted (0 where 0 switches something off; server/settings.ts): the broker still
+ * starts, but not as the operator asked, so doctor fails it.
  */
-export const WHOLE_NUMBER_SETTINGS: ReadonlyArray<readonly [string, number]> = [
-  ["RELEASES_CACHE_TTL_SECONDS", 300],
-  ["RELEASES_STALE_SECONDS", 86_400],
-  ["RELEASES_MAX_INSTALLATIONS", 100],
-  ["RELEASES_MAX_REPOSITORIES", 2000],
-  ["RELEASES_CRAWL_LEASE_SECONDS", 10],
-  ["UPDATE_BRANCH_PER_MINUTE", 60],
-  ["UPDATE_BRANCH_PER_HOUR", 500],
-  ["UPSTREAM_MAX_CONCURRENCY", 50],
-  ["POLICY_CACHE_SECONDS", 60],
+export const WHOLE_NUMBER_SETTINGS: ReadonlyArray<readonly [name: string, fallback: number, least: 0 | 1]> = [
+  ["RELEASES_CACHE_TTL_SECONDS", 300, 1],
+  ["RELEASES_STALE_SECONDS", 86_400, 1],
+  ["RELEASES_MAX_INSTALLATIONS", 100, 1],
+  ["RELEASES_MAX_REPOSITORIES", 2000, 1],
+  ["RELEASES_CRAWL_LEASE_SECONDS", 10, 1],
+  ["UPDATE_BRANCH_PER_MINUTE", 60, 1],
+  ["UPDATE_BRANCH_PER_HOUR", 500, 1],
+  ["UPSTREAM_MAX_CONCURRENCY", 50, 1],
+  ["POLICY_CACHE_SECONDS", 60, 1],
+  ["SENDER_REQUESTS_PER_SECOND", DEFAULT_SENDER_REQUESTS_PER_SECOND, 0],
+  ["TRUST_PROXY_HOPS", 0, 0],
 ];
 
 /** Every start-up problem, one per line, in the order the broker logs them. */
@@ -66,15 +69,10 @@ export function settingsProblems(settings: Settings, env: Env): SettingProblem[]
   if (!settings.tokenPermissions.ok) {
     problems.push({ level: "error", fails: true, fields: { problem: settings.tokenPermissions.problem }, message: "TOKEN_PERMISSIONS unusable: /token answers 400 invalid_token_permissions" });
   }
-  for (const [name, fallback] of WHOLE_NUMBER_SETTINGS) {
-    const raw = env[name];
-    if (raw === undefined || raw.trim() === "" || /^[0-9]+$/.test(raw.trim()) && Number(raw.trim()) > 0 && Number.isSafeInteger(Number(raw.trim()))) continue;
-    problems.push({ level: "error", fails: true, fields: { setting: name }, message: `${name} is not a positive whole number: using the default, ${fallback}` });
-  }
-  for (const [name, fallback] of [["SENDER_REQUESTS_PER_SECOND", DEFAULT_SENDER_REQUESTS_PER_SECOND], ["TRUST_PROXY_HOPS", 0]] as const) {
-    const raw = env[name];
-    if (raw === undefined || raw.trim() === "" || (/^[0-9]+$/.test(raw.trim()) && Number.isSafeInteger(Number(raw.trim())))) continue;
-    problems.push({ level: "error", fails: true, fields: { setting: name }, message: `${name} is not a whole number: using the default, ${fallback}` });
+  for (const [name, fallback, least] of WHOLE_NUMBER_SETTINGS) {
+    const raw = env[name]?.trim();
+    if (raw === undefined || raw === "" || (/^[0-9]+$/.test(raw) && Number.isSafeInteger(Number(raw)) && Number(raw) >= least)) continue;
+    problems.push({ level: "error", fails: true, fields: { setting: name }, message: `${name} is not a ${least === 1 ? "positive " : ""}whole number: using the default, ${fallback}` });
   }
   const points = parseUpstreamPointsPerMinute(env.UPSTREAM_POINTS_PER_MINUTE);
   if (points.problem) problems.push({ level: "error", fails: true, fields: { setting: "UPSTREAM_POINTS_PER_MINUTE" }, message: points.problem });

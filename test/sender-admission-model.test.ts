@@ -67,7 +67,7 @@ class World {
         r.startedAt = this.clock;
         r.startedSeq = ++this.seq;
       },
-      { rate: () => this.rate, trustProxyHops: () => 0, now: () => this.clock, log, setTimer: (wake, ms) => void this.timers.push({ due: this.clock + ms, wake }) },
+      { limits: () => ({ rate: this.rate, trustProxyHops: 0 }), now: () => this.clock, log, setTimer: (wake, ms) => void this.timers.push({ due: this.clock + ms, wake }) },
     );
   }
 

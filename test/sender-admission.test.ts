@@ -171,6 +171,7 @@ describe("a sender over its rate", () => {
     const answers = await Promise.all(Array.from({ length: 60 }, () => send(broker!.url)));
     for (const a of answers) expect(a.status).toBe(400);
     expect(await limitedText(broker)).toEqual([]);
+    expect(broker.logs.filter((l) => l.includes("TRUST_PROXY_HOPS"))).toEqual([]);
   });
 });
 
@@ -184,6 +185,10 @@ describe("who the sender is", () => {
     expect(await limited(broker)).toEqual({ delayed: 4, refused: 2 });
     held = undefined;
     expect((await all).filter((a) => a.status === 429)).toHaveLength(2);
+    // The operator is told once that a proxy seems to be in front and is not declared.
+    const told = broker.logs.filter((l) => l.includes("TRUST_PROXY_HOPS is 0"));
+    expect(told).toHaveLength(1);
+    expect(JSON.parse(told[0]!)).toMatchObject({ level: "warn", setting: "TRUST_PROXY_HOPS" });
   });
 
   it("with TRUST_PROXY_HOPS=1, each address the proxy saw is a sender of its own", async () => {
@@ -199,6 +204,7 @@ describe("who the sender is", () => {
     expect(await limited(broker)).toEqual({ delayed: 2, refused: 3 });
     held = undefined;
     expect((await same).filter((a) => a.status === 429)).toHaveLength(3);
+    expect(broker.logs.filter((l) => l.includes("TRUST_PROXY_HOPS is 0"))).toEqual([]);
   });
 
   it("the code is in the shared table as a retryable 429", () => {

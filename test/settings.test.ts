@@ -130,16 +130,17 @@ describe("webhook pacing budgets (UPDATE_BRANCH_PER_MINUTE, UPDATE_BRANCH_PER_HO
 });
 
 describe("whole-number settings that do not parse: the default, and a problem doctor fails", () => {
-  it.each(WHOLE_NUMBER_SETTINGS.map(([name, fallback]) => [name, fallback] as const))("%s (default %d)", (name, fallback) => {
+  it.each(WHOLE_NUMBER_SETTINGS.map(([name, fallback, least]) => [name, fallback, least] as const))("%s (default %d, at least %d)", (name, fallback, least) => {
     // The table's default is the parser's: a malformed value and the default read the same.
     expect(parseSettings({ [name]: "12 a minute" })).toEqual(parseSettings({}));
     expect(parseSettings({ [name]: String(fallback) })).toEqual(parseSettings({}));
     expect(parseSettings({ [name]: String(fallback + 1) })).not.toEqual(parseSettings({}));
-    for (const bad of ["12 a minute", "0", "-3", "1.5", "9007199254740993"]) {
+    for (const bad of ["12 a minute", ...(least === 1 ? ["0"] : []), "-3", "1.5", "9007199254740993"]) {
       const problems = settingsProblems(parseSettings({ [name]: bad }), { [name]: bad }).filter((p) => p.fields.setting === name);
-      expect(problems).toEqual([{ level: "error", fails: true, fields: { setting: name }, message: `${name} is not a positive whole number: using the default, ${fallback}` }]);
+      const what = least === 1 ? "a positive whole number" : "a whole number";
+      expect(problems).toEqual([{ level: "error", fails: true, fields: { setting: name }, message: `${name} is not ${what}: using the default, ${fallback}` }]);
     }
-    for (const fine of [undefined, "", " 7 ", "1"]) {
+    for (const fine of [undefined, "", " 7 ", "1", ...(least === 0 ? ["0", " 0"] : [])]) {
       expect(settingsProblems(parseSettings({ [name]: fine }), { [name]: fine }).filter((p) => p.fields.setting === name)).toEqual([]);
     }
   });

@@ -18,10 +18,12 @@ import type { Logger } from "../log.js";
  * senders live in an LRU of bounded size, so a flood from many addresses cannot grow memory.
  */
 export interface SenderAdmissionOptions {
-  /** Requests a second per sender (SENDER_REQUESTS_PER_SECOND, read per request); 0: no limit. */
-  rate: () => number;
-  /** Proxies in front of the broker whose X-Forwarded-For is believed (TRUST_PROXY_HOPS). */
-  trustProxyHops: () => number;
+  /**
+   * The settings, read once per request: `rate`, requests a second per sender
+   * (SENDER_REQUESTS_PER_SECOND; 0: no limit); `trustProxyHops`, proxies in front of the broker
+   * whose X-Forwarded-For is believed (TRUST_PROXY_HOPS).
+   */
+  limits: () => { rate: number; trustProxyHops: number };
   now: () => number;
   log: Logger;
   /** Counts each request delayed or refused (tokensmith_senders_limited_total). */
@@ -50,6 +52,7 @@ export function admitSenders(listener: RequestListener, options: SenderAdmission
   const senders = new LRUCache<string, Sender>({ max: options.maxSenders ?? 50_000 });
   const setTimer = options.setTimer ?? ((wake: () => void, ms: number) => void setTimeout(wake, ms));
   const warned = new Map<string, number>();
+  let warnedForwarded = false;
 
   const refill = (sender: Sender, rate: number) => {
     const at = options.now();
@@ -63,7 +66,7 @@ export function admitSenders(listener: RequestListener, options: SenderAdmission
     sender.timer = false;
     let rate: number;
     try {
-      rate = options.rate();
+      rate = options.limits().rate;
     } catch {
       rate = 0; // unreadable settings: start what waits (its route answers for itself)
     }
@@ -91,13 +94,20 @@ export function admitSenders(listener: RequestListener, options: SenderAdmission
     let rate: number;
     let hops: number;
     try {
-      rate = options.rate();
-      hops = options.trustProxyHops();
+      ({ rate, trustProxyHops: hops } = options.limits());
     } catch {
       // Settings that cannot be read: the route answers (its own 500), nothing is thrown out of the server.
       return listener(req, res);
     }
     if (!(rate > 0)) return listener(req, res);
+    if (hops === 0 && !warnedForwarded && req.headers["x-forwarded-for"] !== undefined) {
+      // Behind a proxy that is not declared, every client is the proxy: one sender, one share.
+      warnedForwarded = true;
+      options.log.warn(
+        { setting: "TRUST_PROXY_HOPS" },
+        "requests carry X-Forwarded-For but TRUST_PROXY_HOPS is 0: each proxy in front of the broker counts as one sender (docs/deploying.md#5-tls-at-a-reverse-proxy)",
+      );
+    }
     const key = senderOf(req, hops);
     let sender = senders.get(key);
     if (!sender) {
