@@ -1,5 +1,5 @@
 // The reporter that ends every run with its slowest files (test/support/slowest-reporter.js,
-// named in jest.config.ts): the ten slowest, slowest first, with their test counts.
+// named in jest.config.mjs): the ten slowest, slowest first, with their test counts.
 import { describe, expect, it, jest } from "@jest/globals";
 import SlowestReporter, { slowestLines, type FileResult } from "./support/slowest-reporter.js";
 

@@ -49,7 +49,8 @@ const QUEUE_SECONDS = 2;
 const DRAIN_BODY_MAX = 64 * 1024;
 
 export function admitSenders(listener: RequestListener, options: SenderAdmissionOptions): RequestListener {
-  const senders = new LRUCache<string, Sender>({ max: options.maxSenders ?? 50_000 });
+  // maxSize, not max: storage grows with the senders seen instead of 50,000 slots up front.
+  const senders = new LRUCache<string, Sender>({ maxSize: options.maxSenders ?? 50_000, sizeCalculation: () => 1 });
   const setTimer = options.setTimer ?? ((wake: () => void, ms: number) => void setTimeout(wake, ms));
   const warned = new Map<string, number>();
   let warnedForwarded = false;
