@@ -352,6 +352,8 @@ async function started(options: SandboxOptions, world: World, opened: Array<() =
     mintJobToken: async (claims) => sim.oidc.sign(claimsFor(claims)),
     async runAction({ inputs = {}, job, post = false, env: extra = {} } = {}) {
       const { aud: _audience, ...claims } = claimsFor(job);
+      // The job's claims for this run; then what a test had set (docs/sandbox.md#the-runners-id-token-endpoint).
+      const before = sim.actions.claims;
       sim.actions.claims = claims;
       try {
         const stepEnv = { ...jobEnv(job), ...extra };
@@ -360,7 +362,7 @@ async function started(options: SandboxOptions, world: World, opened: Array<() =
         const after = await runBundledStep("post", { inputs: { "auth-mode": "public-app", "broker-url": brokerUrl, ...inputs }, env: stepEnv, state: main.state });
         return { ...main, log: [...main.log, ...after.log], exitCode: after.exitCode };
       } finally {
-        sim.actions.claims = defaultRunnerClaims;
+        sim.actions.claims = before;
       }
     },
     async setPolicy(repository, yaml, { owner = false } = {}) {
