@@ -102,9 +102,9 @@ export function createContext(deps: BrokerDeps = {}) {
     }
     return null;
   };
-  const fetchImpl = observeFetch(deps.fetch ?? upstreamFetch, metrics, (url) => platformOf(latest ?? settings(), url, origins), undefined, principalOf);
   // A wrong LOG_LEVEL stops server/main.ts before this; any other caller logs at info rather than throw.
   const log = deps.logger ?? createLogger({ level: parseLogLevel((deps.env ?? (() => process.env))().LOG_LEVEL) ?? "info" });
+  const fetchImpl = observeFetch(deps.fetch ?? upstreamFetch, metrics, (url) => platformOf(latest ?? settings(), url, origins), undefined, principalOf, log);
   const timing: Timing = { ...DEFAULT_TIMING, ...deps.timing };
   const readSettings: () => Settings = createSettingsReader(deps.env ?? (() => process.env));
   // The settings as the latest request read them: what the platform gates go by, so a gate reads

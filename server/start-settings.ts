@@ -12,7 +12,7 @@ import type { Env } from "./settings.js";
 const START_SETTING_NAMES = ["PORT", "HOST", "LOG_LEVEL", "MAX_CONNECTIONS", "ADMIN_PORT", "ADMIN_HOST"] as const;
 
 /** pino's levels (https://getpino.io/#/docs/api?id=level-string). */
-const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 type LogLevel = (typeof LOG_LEVELS)[number];
 
 interface StartProblem {

@@ -214,6 +214,16 @@ class OpenapiDescription {
 let loaded: OpenapiDescription | undefined;
 let absent = false;
 
+/**
+ * Whether this process has warned that @octokit/openapi is absent: kept where every instance of
+ * this module sees it, not in module state, since test runners evaluate a package's modules again
+ * per test file (jest, vitest's vm pools) or per registry reset. Not on globalThis either: jest
+ * gives each test file a global and a copy of `process` of its own, but every copy shares the
+ * process object's prototype (as do module instances loaded with a query string).
+ */
+const WARNED = Symbol.for("tokensmith.simulator.openapi-absent-warned");
+const processWide = Object.getPrototypeOf(process) as { [WARNED]?: true };
+
 /** The api.github.com description, read once per process (13 MB; the GHES ones differ little here). */
 export function githubRestDescription(): OpenapiDescription {
   loaded ??= new OpenapiDescription(JSON.parse(readFileSync(packageFile("@octokit/openapi", "generated/api.github.com.json"), "utf8")) as Description);
@@ -224,7 +234,7 @@ const OPENAPI_ABSENT_WARNING =
   "the simulator does not check request bodies against GitHub's REST description: @octokit/openapi is not installed (npm install --save-dev @octokit/openapi to check them)";
 
 /**
- * The description when @octokit/openapi is installed, else undefined after one warning. It is a
+ * The description when @octokit/openapi is installed, else undefined after one warning a process. It is a
  * development dependency (about 400 MB unpacked, too much for every install of tokensmith):
  * `tokensmith/testing` from `npm install tokensmith` alone runs without the body checks.
  */
@@ -235,7 +245,10 @@ export function githubRestDescriptionIfInstalled(): OpenapiDescription | undefin
     packageFile("@octokit/openapi", "generated/api.github.com.json");
   } catch {
     absent = true;
-    process.emitWarning(OPENAPI_ABSENT_WARNING, { code: "TOKENSMITH_SIMULATOR_NO_OPENAPI" });
+    if (!processWide[WARNED]) {
+      Object.defineProperty(processWide, WARNED, { value: true, configurable: true });
+      process.emitWarning(OPENAPI_ABSENT_WARNING, { code: "TOKENSMITH_SIMULATOR_NO_OPENAPI" });
+    }
     return undefined;
   }
   return githubRestDescription();

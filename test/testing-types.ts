@@ -84,6 +84,10 @@ export async function typeTest(): Promise<void> {
   void [same, back];
 
   const run: ActionRun = await sandbox.runAction();
+  // More variables for the action's steps; undefined leaves one out. Values are strings.
+  await sandbox.runAction({ env: { TOKENSMITH_RETRY_BASE_MS: "0", ACTIONS_ID_TOKEN_REQUEST_URL: undefined } });
+  // @ts-expect-error a variable's value is a string
+  await sandbox.runAction({ env: { TOKENSMITH_RETRY_BASE_MS: 0 } });
   const installationId: string | undefined = run.outputs["installation-id"];
   void installationId;
   await sandbox.close();

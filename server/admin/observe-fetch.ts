@@ -1,3 +1,4 @@
+import type { Logger } from "../log.js";
 import type { Metrics, UpstreamCall } from "../metrics.js";
 import { inUpstreamSpan } from "../tracing.js";
 
@@ -9,9 +10,11 @@ export type PrincipalOf = (authorization: string | undefined) => string | null;
 /**
  * Wraps the broker's injected fetch (every platform and issuer call goes through it) to count each
  * call, time it to its response headers, trace it (when tracing is on), and note the platform's x-ratelimit-remaining. The call's
- * label comes from the method and path, never the path itself (it names repositories).
+ * label comes from the method and path, never the path itself (it names repositories). At
+ * `debug`, `log` gets one line per call (docs/operations.md#running-it): its label, method, path
+ * (no query) and status, what a tester reads in `sandbox.logs` to see what a job cost upstream.
  */
-export function observeFetch(fetchImpl: typeof fetch, metrics: Metrics, platformOf: PlatformOf, now: () => number = performance.now.bind(performance), principalOf?: PrincipalOf): typeof fetch {
+export function observeFetch(fetchImpl: typeof fetch, metrics: Metrics, platformOf: PlatformOf, now: () => number = performance.now.bind(performance), principalOf?: PrincipalOf, log?: Logger): typeof fetch {
   return async (input, init) => {
     const url = new URL(input instanceof Request ? input.url : String(input));
     const method = (init?.method ?? (input instanceof Request ? input.method : "GET")).toUpperCase();
@@ -19,7 +22,9 @@ export function observeFetch(fetchImpl: typeof fetch, metrics: Metrics, platform
     const started = now();
     try {
       const response = await inUpstreamSpan(call, method, url, () => fetchImpl(input, init));
-      metrics.observeUpstream({ call, status: response.status, seconds: (now() - started) / 1000 });
+      const seconds = (now() - started) / 1000;
+      metrics.observeUpstream({ call, status: response.status, seconds });
+      if (log?.isLevelEnabled("debug")) log.debug({ call, method, path: url.pathname, status: response.status, duration_ms: Math.round(seconds * 1000) }, "upstream call");
       const remaining = response.headers.get("x-ratelimit-remaining");
       const platform = remaining !== null && /^[0-9]+$/.test(remaining) ? platformOf(url) : null;
       if (platform) {
@@ -30,7 +35,9 @@ export function observeFetch(fetchImpl: typeof fetch, metrics: Metrics, platform
       }
       return response;
     } catch (error) {
-      metrics.observeUpstream({ call, status: "error", seconds: (now() - started) / 1000 });
+      const seconds = (now() - started) / 1000;
+      metrics.observeUpstream({ call, status: "error", seconds });
+      if (log?.isLevelEnabled("debug")) log.debug({ call, method, path: url.pathname, status: "error", duration_ms: Math.round(seconds * 1000), err: error }, "upstream call");
       throw error;
     }
   };

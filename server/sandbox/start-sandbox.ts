@@ -12,6 +12,7 @@ import { createApp } from "../app.js";
 import { serve } from "../http/serve.js";
 import { dropPoliciesOnPush, dropReadersOnInstallationChange } from "../policy/drop-on-push.js";
 import { createLogger } from "../log.js";
+import { LOG_LEVELS, parseLogLevel } from "../start-settings.js";
 import { createPlatformView, type PlatformView } from "./platform-view.js";
 import { runBundledStep } from "./run-bundled-action.js";
 import { DEFAULT_WORLD, parseWorld, seedWorld, type World } from "./world.js";
@@ -27,7 +28,11 @@ export interface SandboxOptions {
   world?: World;
   /** The broker's port on 127.0.0.1 (default 0: a free one). The simulator always takes a free one. */
   port?: number;
-  /** More broker settings (e.g. `SIGN_ALLOWED_REPOSITORIES`), over the sandbox's own. */
+  /**
+   * More broker settings (e.g. `SIGN_ALLOWED_REPOSITORIES`), over the sandbox's own. `LOG_LEVEL`
+   * sets the level of {@link Sandbox.logs} (default `info`; `debug` adds a line per call the broker
+   * makes upstream); a level pino does not have rejects the start.
+   */
   env?: Record<string, string>;
   /**
    * Put an emulated network link between the broker (and the runner) and the platform: every byte
@@ -187,9 +192,12 @@ export interface Sandbox {
   mintJobToken(claims?: JobClaims): Promise<string>;
   /**
    * Runs the bundled action (`dist/main`) as the runner runs it, for a job with `claims`, against
-   * this broker; then its post step (revocation) when `post` is true.
+   * this broker; then its post step (revocation) when `post` is true. `env` is merged over the
+   * job's variables for both steps (a variable set to `undefined` is left out): the action's test
+   * settings (`TOKENSMITH_RETRY_BASE_MS: "0"`, docs/action.md#other-failures), or a job without
+   * `id-token: write` (`ACTIONS_ID_TOKEN_REQUEST_URL: undefined`).
    */
-  runAction(options?: { inputs?: Record<string, string>; job?: JobClaims; post?: boolean }): Promise<ActionRun>;
+  runAction(options?: { inputs?: Record<string, string>; job?: JobClaims; post?: boolean; env?: Record<string, string | undefined> }): Promise<ActionRun>;
   /**
    * Sets (or, with `null`, deletes) a trust policy on the default branch: `repository`'s
    * `.github/tokensmith.yml`, or with `owner: true` the owner policy `.github/tokensmith-org.yml` in
@@ -204,8 +212,9 @@ export interface Sandbox {
   /** The emulated link in front of the platform (`link` option): its settings and byte counts. */
   readonly link: Link | undefined;
   /**
-   * The broker's log lines (JSON, one object a line, `info` and up; the last {@link LOG_LINES_KEPT}),
-   * as it would write them to stdout. It never logs a token, key or OIDC JWT.
+   * The broker's log lines (JSON, one object a line, at the `LOG_LEVEL` of `env`, default `info`;
+   * the last {@link LOG_LINES_KEPT}), as it would write them to stdout. It never logs a token, key
+   * or OIDC JWT.
    */
   readonly logs: readonly string[];
   /** Stops the broker and the simulator. */
@@ -234,6 +243,8 @@ const loopbackOnlyFetch: typeof fetch = (input, init) => {
 export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
   const world = parseWorld(options.world ?? DEFAULT_WORLD);
   if (options.link) checkLink(options.link);
+  // As the broker's own start refuses it (docs/settings.md): before anything is opened.
+  if (parseLogLevel(options.env?.LOG_LEVEL) === null) throw new RangeError(`env.LOG_LEVEL is not one of ${LOG_LEVELS.join(", ")}: ${JSON.stringify(options.env?.LOG_LEVEL)}`);
   // What is open so far, closed newest first if a later step fails.
   const opened: Array<() => Promise<void>> = [];
   try {
@@ -283,7 +294,7 @@ async function started(options: SandboxOptions, world: World, opened: Array<() =
       done();
     },
   });
-  const app = createApp({ env: () => env, fetch: loopbackOnlyFetch, logger: createLogger({ level: "info", destination: sink }) });
+  const app = createApp({ env: () => env, fetch: loopbackOnlyFetch, logger: createLogger({ level: parseLogLevel(env.LOG_LEVEL) ?? "info", destination: sink }) });
   opened.push(() => app.close());
   const server = await listenBroker(app, options.port ?? 0);
   const brokerUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -339,17 +350,19 @@ async function started(options: SandboxOptions, world: World, opened: Array<() =
     installationId,
     world,
     mintJobToken: async (claims) => sim.oidc.sign(claimsFor(claims)),
-    async runAction({ inputs = {}, job, post = false } = {}) {
+    async runAction({ inputs = {}, job, post = false, env: extra = {} } = {}) {
       const { aud: _audience, ...claims } = claimsFor(job);
+      // The job's claims for this run; then what a test had set (docs/sandbox.md#the-runners-id-token-endpoint).
+      const before = sim.actions.claims;
       sim.actions.claims = claims;
       try {
-        const stepEnv = jobEnv(job);
+        const stepEnv = { ...jobEnv(job), ...extra };
         const main = await runBundledStep("main", { inputs: { "auth-mode": "public-app", "broker-url": brokerUrl, ...inputs }, env: stepEnv });
         if (!post || main.exitCode !== 0) return main;
         const after = await runBundledStep("post", { inputs: { "auth-mode": "public-app", "broker-url": brokerUrl, ...inputs }, env: stepEnv, state: main.state });
         return { ...main, log: [...main.log, ...after.log], exitCode: after.exitCode };
       } finally {
-        sim.actions.claims = defaultRunnerClaims;
+        sim.actions.claims = before;
       }
     },
     async setPolicy(repository, yaml, { owner = false } = {}) {
