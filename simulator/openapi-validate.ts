@@ -4,7 +4,9 @@
 // ("Invalid request.\n\nFor 'properties/…', … is not a string."), before any handler runs; and
 // tests check the simulator's answers against the operation's response schemas.
 // https://github.com/github/rest-api-description
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import { packageFile } from "./package-file.js";
 
@@ -25,7 +27,7 @@ export interface OpenapiOperation {
   validateResponse(status: number, body: unknown): string[];
 }
 
-interface Description {
+export interface Description {
   paths: Record<string, Record<string, RawOperation>>;
   components: SchemaObject;
 }
@@ -133,7 +135,11 @@ class OpenapiDescription {
   private readonly schemas: Record<string, Json>;
   private bundles = 0;
 
-  constructor(description: Description) {
+  private readonly undescribed: Set<string>;
+
+  /** `undescribed`: operations known not to be in the whole description (a subset's list). */
+  constructor(description: Description, undescribed: readonly string[] = []) {
+    this.undescribed = new Set(undescribed);
     this.sharedResponses = (description.components.responses ?? {}) as Record<string, RawResponse>;
     this.schemas = (description.components.schemas ?? {}) as Record<string, Json>;
     for (const [path, item] of Object.entries(description.paths)) {
@@ -142,6 +148,17 @@ class OpenapiDescription {
         if (raw) this.byShape.set(`${method.toUpperCase()} ${shape(path)}`, { path, method: method.toUpperCase(), raw });
       }
     }
+  }
+
+  /** Whether this description holds the operation of `method` and a route pattern (or template). */
+  describes(method: string, routePattern: string): boolean {
+    const key = `${method.toUpperCase()} ${shape(routePattern)}`;
+    return this.byShape.has(key) || this.undescribed.has(key);
+  }
+
+  /** Whether this description holds the component schema `name`. */
+  hasSchema(name: string): boolean {
+    return this.schemas[name] !== undefined;
   }
 
   /** The operation a simulator route (`/repos/:owner/:repo/pulls`) implements, if GitHub describes one. */
@@ -183,7 +200,10 @@ class OpenapiDescription {
 
   private build(method: string, path: string, raw: RawOperation): OpenapiOperation {
     const compile = (schema: SchemaObject | undefined): ValidateFunction | undefined => (schema ? this.compile(schema) : undefined);
-    const bodyValidator = compile(raw.requestBody?.content?.["application/json"]?.schema);
+    const bodySchema = raw.requestBody?.content?.["application/json"]?.schema;
+    // Compiled on the first body it judges (a few milliseconds each), not when a route is added:
+    // a simulator has some twenty such routes and most tests call two or three of them.
+    let bodyValidator: ValidateFunction | undefined;
     const responseValidators = new Map<number, ValidateFunction | undefined>();
     const documentationUrl = raw.externalDocs?.url ?? "https://docs.github.com/rest";
     return {
@@ -191,10 +211,11 @@ class OpenapiDescription {
       method,
       path,
       documentationUrl,
-      hasBody: bodyValidator !== undefined,
+      hasBody: bodySchema !== undefined,
       validateBody: (body) => {
         // No body at all is left to the handler (every operation the simulator implements takes an optional one).
-        if (!bodyValidator || body === undefined) return undefined;
+        if (!bodySchema || body === undefined) return undefined;
+        bodyValidator ??= compile(bodySchema)!;
         if (bodyValidator(body)) return undefined;
         return `Invalid request.\n\n${githubMessage(bodyValidator.errors![0]!, body)}`;
       },
@@ -211,7 +232,94 @@ class OpenapiDescription {
   }
 }
 
-let loaded: OpenapiDescription | undefined;
+/** What the simulator asks of GitHub's REST description. */
+export interface RestDescription {
+  operation(method: string, routePattern: string): OpenapiOperation | undefined;
+  validateComponent(name: string, value: unknown): string[];
+}
+
+/**
+ * The part of the description the simulator's own routes use, cut from the installed
+ * @octokit/openapi by `npm run generate:openapi-subset` (simulator/openapi-subset.json, about
+ * 240 KB): the operations of its routes and the components they reach, with the package's version.
+ * Read instead of the whole 13 MB file (3 ms instead of 300 ms of CPU, once per test file under
+ * jest: docs/development.md#test-time); anything it does not hold is looked up in the whole
+ * description, read then. A subset cut from another version of the package is not used.
+ */
+export interface DescriptionSubset {
+  openapiVersion: string;
+  /** The simulator's routes GitHub does not describe (method and path shape), so not looked up again. */
+  undescribed: string[];
+  paths: Description["paths"];
+  components: { schemas: Record<string, Json>; responses: Record<string, Json> };
+}
+
+/** The subset of `description` that `routes` (method + simulator pattern) use. */
+export function cutDescriptionSubset(description: Description, openapiVersion: string, routes: ReadonlyArray<{ method: string; pattern: string }>): DescriptionSubset {
+  const wanted = new Set(routes.map((r) => `${r.method.toUpperCase()} ${shape(routePath(r.pattern))}`));
+  const paths: Description["paths"] = {};
+  const components = description.components as { schemas?: Record<string, Json>; responses?: Record<string, Json> };
+  const schemas = components.schemas ?? {};
+  const responses: Record<string, Json> = {};
+  const reached = new Set<string>();
+  for (const [path, item] of Object.entries(description.paths)) {
+    for (const method of HTTP_METHODS) {
+      const raw = item[method];
+      if (!raw || !wanted.has(`${method.toUpperCase()} ${shape(path)}`)) continue;
+      (paths[path] ??= {})[method] = raw;
+      reachableComponents(raw as unknown as Json, schemas, reached);
+      for (const described of Object.values(raw.responses)) {
+        const ref = described.$ref;
+        if (!ref?.startsWith("#/components/responses/")) continue;
+        const name = ref.slice("#/components/responses/".length);
+        const shared = components.responses?.[name];
+        if (shared === undefined) continue;
+        responses[name] = shared;
+        reachableComponents(shared, schemas, reached);
+      }
+    }
+  }
+  const keptSchemas = Object.fromEntries([...reached].sort().map((name) => [name, schemas[name]!]));
+  const found = new Set(Object.entries(paths).flatMap(([path, item]) => Object.keys(item).map((method) => `${method.toUpperCase()} ${shape(path)}`)));
+  const undescribed = [...wanted].filter((key) => !found.has(key)).sort();
+  return { openapiVersion, undescribed, paths, components: { schemas: keptSchemas, responses } };
+}
+
+/** A simulator pattern as the description's path: no GHES prefix, a trailing `*` one parameter. */
+export function routePath(pattern: string): string {
+  return pattern.replace(/^\/api\/v3(?=\/)/, "").replace(/\/\*$/, "/:rest");
+}
+
+/** The subset's file (in the repository, not in the package), found from simulator/ or build/simulator/. */
+export function descriptionSubsetFile(): string | undefined {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 3; i += 1) {
+    const candidate = join(dir, "simulator", "openapi-subset.json");
+    if (existsSync(candidate)) return candidate;
+    dir = dirname(dir);
+  }
+  return undefined;
+}
+
+function readSubset(): OpenapiDescription | undefined {
+  const file = descriptionSubsetFile();
+  if (!file) return undefined;
+  try {
+    const subset = JSON.parse(readFileSync(file, "utf8")) as DescriptionSubset;
+    if (subset.openapiVersion !== installedOpenapiVersion()) return undefined;
+    return new OpenapiDescription(subset as unknown as Description, subset.undescribed);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The installed @octokit/openapi's version. */
+export function installedOpenapiVersion(): string {
+  return (JSON.parse(readFileSync(packageFile("@octokit/openapi", "package.json"), "utf8")) as { version: string }).version;
+}
+
+let whole: OpenapiDescription | undefined;
+let loaded: RestDescription | undefined;
 let absent = false;
 
 /**
@@ -224,9 +332,23 @@ let absent = false;
 const WARNED = Symbol.for("tokensmith.simulator.openapi-absent-warned");
 const processWide = Object.getPrototypeOf(process) as { [WARNED]?: true };
 
-/** The api.github.com description, read once per process (13 MB; the GHES ones differ little here). */
-export function githubRestDescription(): OpenapiDescription {
-  loaded ??= new OpenapiDescription(JSON.parse(readFileSync(packageFile("@octokit/openapi", "generated/api.github.com.json"), "utf8")) as Description);
+/** The whole api.github.com description as installed (13 MB; the GHES ones differ little here). */
+export function wholeGithubRestDescription(): Description {
+  return JSON.parse(readFileSync(packageFile("@octokit/openapi", "generated/api.github.com.json"), "utf8")) as Description;
+}
+
+/**
+ * The api.github.com description, read once per module instance: the subset of the simulator's
+ * routes first, the whole description on a miss.
+ */
+export function githubRestDescription(): RestDescription {
+  if (loaded) return loaded;
+  const subset = readSubset();
+  const wholeOne = () => (whole ??= new OpenapiDescription(wholeGithubRestDescription()));
+  loaded = {
+    operation: (method, pattern) => (subset?.describes(method, pattern) ? subset : wholeOne()).operation(method, pattern),
+    validateComponent: (name, value) => (subset?.hasSchema(name) ? subset : wholeOne()).validateComponent(name, value),
+  };
   return loaded;
 }
 
@@ -238,7 +360,7 @@ const OPENAPI_ABSENT_WARNING =
  * development dependency (about 400 MB unpacked, too much for every install of tokensmith):
  * `tokensmith/testing` from `npm install tokensmith` alone runs without the body checks.
  */
-export function githubRestDescriptionIfInstalled(): OpenapiDescription | undefined {
+export function githubRestDescriptionIfInstalled(): RestDescription | undefined {
   if (loaded) return loaded;
   if (absent) return undefined;
   try {

@@ -3,7 +3,7 @@
 // A row whose pattern is an operation of GitHub's REST description (method + path template) has
 // its JSON request body checked against that description before the handler runs, so no route can
 // take a body the platform refuses (see openapi-validate.ts).
-import { githubRestDescriptionIfInstalled, type OpenapiOperation } from "./openapi-validate.js";
+import { githubRestDescriptionIfInstalled, routePath, type OpenapiOperation } from "./openapi-validate.js";
 import type { RouteContext, RouteHandler, RouteResult } from "./types.js";
 
 export const DOCS_ROOT = "https://docs.github.com/rest";
@@ -52,7 +52,7 @@ type DescribeOperation = (method: string, pattern: string) => OpenapiOperation |
 // so no body is checked (see githubRestDescriptionIfInstalled).
 const describeGithubOperation: DescribeOperation = (method, pattern) =>
   // A trailing `*` (a path or a ref with slashes in it) is one `{path}` or `{ref}` parameter there.
-  githubRestDescriptionIfInstalled()?.operation(method, pattern.replace(/^\/api\/v3(?=\/)/, "").replace(/\/\*$/, "/:rest"));
+  githubRestDescriptionIfInstalled()?.operation(method, routePath(pattern));
 
 /** Bodies are judged only for callers GitHub would let in: 401 comes before 422. */
 const AUTHENTICATED = new Set(["app", "installation"]);
@@ -94,7 +94,7 @@ export class Router {
     const { regex, names } = compile(pattern);
     // Newest first, so a later task can replace a placeholder (e.g. the 501 GraphQL row).
     const row: Row = { method: method.toUpperCase(), pattern, regex, names, handler, rest: options.rest ?? false };
-    // Looked up (and its body schema compiled) now, while the simulator is being put together.
+    // Looked up now, while the simulator is being put together (its body schema is compiled on first use).
     if (row.method !== "GET") row.operation = this.describe(row.method, pattern) ?? null;
     this.rows.unshift(row);
   }
