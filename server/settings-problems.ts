@@ -55,9 +55,8 @@ export function settingsProblems(settings: Settings, env: Env): SettingProblem[]
     }
   }
   const disabled: Record<string, string> = { PROCESS_TRIGGER_SECRET: "/sign and /releases answer 503 sign_disabled / releases_disabled", HOST_WEBHOOK_SECRET: "/webhook answers 503 webhook_disabled" };
-  for (const { setting, why, refused } of settings.weakSecrets) {
-    const effect = refused ? `treated as unset, ${disabled[setting]}` : "guessable: replace it (e.g. openssl rand -hex 32)";
-    problems.push({ level: "error", fails: true, fields: { setting }, message: `${setting} ${why} (at least ${MIN_SECRET_LENGTH} random characters): ${effect}` });
+  for (const { setting, why } of settings.weakSecrets) {
+    problems.push({ level: "error", fails: true, fields: { setting }, message: `${setting} ${why} (at least ${MIN_SECRET_LENGTH} random characters; make one with openssl rand -hex 32): treated as unset, ${disabled[setting]}` });
   }
   for (const [setting, list] of [["ALLOWED_REPOSITORIES", settings.allowedRepositories], ["SIGN_ALLOWED_REPOSITORIES", settings.signAllowedRepositories]] as const) {
     if (!list || list.invalid.length === 0) continue;

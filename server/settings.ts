@@ -35,11 +35,11 @@ export interface Settings {
   /** SIGN_ALLOWED_REPOSITORIES: the repositories /sign may write to; null = every installed one. */
   signAllowedRepositories: Allowlist | null;
   tokenPermissions: PermissionsParse;
-  /** Null when unset, blank or a placeholder (see `weakSecrets`): the routes answer as when unset. */
+  /** Null when unset, blank or refused (see `weakSecrets`): the routes answer as when unset. */
   processTriggerSecret: string | null;
   webhookSecret: string | null;
-  /** Secrets set but refused (too short or a placeholder), with why: names only, never a value. */
-  weakSecrets: Array<{ setting: (typeof TRIMMED_SECRETS)[number]; why: string; refused: boolean }>;
+  /** Secrets set but refused (a placeholder or too short), with why: names only, never a value. */
+  weakSecrets: Array<{ setting: (typeof TRIMMED_SECRETS)[number]; why: string }>;
   /** Secrets whose raw value trimming changed (names only): main.ts warns about each at start-up. */
   trimmedSecrets: string[];
   autoUpdateBranches: boolean;
@@ -205,22 +205,22 @@ const PLACEHOLDER_WORDS = ["replaceme", "changeme", "changeit", "changethis", "y
 
 /**
  * What is wrong with a set secret, or null when it is usable (or unset: that is not weak, just
- * off). A placeholder copied from an example is refused: the routes it guards answer as when it
- * is unset (fail closed). A short one is kept (the API contract takes any secret, and an upgrade
- * must not turn a working /sign into 503) but is a start-up error line and a `doctor` failure.
+ * off). A placeholder copied from an example, or a secret shorter than MIN_SECRET_LENGTH, is
+ * refused: the routes it guards answer as when it is unset (fail closed), and the start-up log and
+ * `doctor` say why (docs/settings.md#optional).
  */
-export function secretWeakness(raw: string | undefined): { why: string; refused: boolean } | null {
+export function secretWeakness(raw: string | undefined): { why: string } | null {
   const text = (raw ?? "").trim();
   if (text === "") return null;
   const letters = text.toLowerCase().replace(/[^a-z0-9]/g, "");
-  if (PLACEHOLDER_WORDS.some((word) => letters.includes(word))) return { why: "is a placeholder, not a generated secret", refused: true };
-  if (text.length < MIN_SECRET_LENGTH) return { why: `is shorter than ${MIN_SECRET_LENGTH} characters`, refused: false };
+  if (PLACEHOLDER_WORDS.some((word) => letters.includes(word))) return { why: "is a placeholder, not a generated secret" };
+  if (text.length < MIN_SECRET_LENGTH) return { why: `is shorter than ${MIN_SECRET_LENGTH} characters` };
   return null;
 }
 
-/** The trimmed secret, or null when unset, blank or a placeholder: a placeholder fails closed, as if unset. */
+/** The trimmed secret, or null when unset, blank or refused (a placeholder, too short): it fails closed, as if unset. */
 function strongSecret(raw: string | undefined): string | null {
-  return secretWeakness(raw)?.refused ? null : nonEmpty(raw?.trim());
+  return secretWeakness(raw) === null ? nonEmpty(raw?.trim()) : null;
 }
 
 function weakSecrets(env: Env): Settings["weakSecrets"] {

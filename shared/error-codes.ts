@@ -187,13 +187,13 @@ export const ERROR_CODES = {
   },
   sign_disabled: {
     status: 503, routes: ["/sign"], retryable: false,
-    meaning: "PROCESS_TRIGGER_SECRET is not set.",
-    hint: "The broker's operator must set PROCESS_TRIGGER_SECRET to enable /sign.",
+    meaning: "PROCESS_TRIGGER_SECRET is not set, or is refused (shorter than 32 characters, or a placeholder such as replace-me).",
+    hint: "The broker's operator must set PROCESS_TRIGGER_SECRET to at least 32 random characters (openssl rand -hex 32) to enable /sign.",
   },
   releases_disabled: {
     status: 503, routes: ["/releases"], retryable: false,
-    meaning: "PROCESS_TRIGGER_SECRET is not set.",
-    hint: "The broker's operator must set PROCESS_TRIGGER_SECRET to enable /releases.",
+    meaning: "PROCESS_TRIGGER_SECRET is not set, or is refused (shorter than 32 characters, or a placeholder such as replace-me).",
+    hint: "The broker's operator must set PROCESS_TRIGGER_SECRET to at least 32 random characters (openssl rand -hex 32) to enable /releases.",
   },
   platform_rate_limited: {
     status: 503, routes: ["/releases"], retryable: true,
@@ -207,8 +207,8 @@ export const ERROR_CODES = {
   },
   webhook_disabled: {
     status: 503, routes: ["/webhook"], retryable: false,
-    meaning: "HOST_WEBHOOK_SECRET is not set.",
-    hint: "The broker's operator must set HOST_WEBHOOK_SECRET to enable /webhook.",
+    meaning: "HOST_WEBHOOK_SECRET is not set, or is refused (shorter than 32 characters, or a placeholder such as replace-me).",
+    hint: "The broker's operator must set HOST_WEBHOOK_SECRET to at least 32 random characters (openssl rand -hex 32) to enable /webhook.",
   },
   webhook_queue_unavailable: {
     status: 503, routes: ["/webhook"], retryable: true,

@@ -4,7 +4,7 @@
 // down and TOKEN_PERMISSIONS beyond the installation's grant each fail with their own line; with
 // trust policies on, each installation says whether the App can read its owner's `.github`.
 import { execFile } from "node:child_process";
-import { generateKeyPairSync } from "node:crypto";
+import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { blobSha } from "../simulator/rest-contents-routes.js";
@@ -30,10 +30,13 @@ let deadApiPort: number;
 const OWNER_POLICY = "rules:\n  - name: everyone\n    permissions: {contents: read}\n";
 let policyApp: { id: number; privateKeyPem: string };
 const policyInstallations: Record<string, number> = {};
+const TRIGGER_32 = randomBytes(16).toString("hex"); // what `openssl rand -hex 16` prints: 32 characters
+const HOOK_32 = randomBytes(16).toString("hex");
 
 beforeAll(async () => {
   fx = await tokenFixture();
-  good = { ...fx.env, SERVICE_JWKS_CACHE: REDIS_URL, LEGACY_QUOTA_KV: "memory://", WEBHOOK_QUEUE: `${REDIS_URL}?prefix=doctor-test` };
+  // Both shared secrets exactly MIN_SECRET_LENGTH (32) long: the least a secret may be (docs/settings.md#optional).
+  good = { ...fx.env, SERVICE_JWKS_CACHE: REDIS_URL, LEGACY_QUOTA_KV: "memory://", WEBHOOK_QUEUE: `${REDIS_URL}?prefix=doctor-test`, PROCESS_TRIGGER_SECRET: TRIGGER_32, HOST_WEBHOOK_SECRET: HOOK_32 };
   deadIssuer = `http://127.0.0.1:${await freePort()}/issuer`;
   deadRedisPort = await freePort();
   // bin/tokensmith.js builds first when the build is stale: once here, not in six processes at once.
@@ -61,7 +64,7 @@ beforeAll(async () => {
   runs.ownerPolicy = doctor({ ...policyEnv, TOKEN_POLICY: "optional" });
   runs.ownerPolicyRequired = doctor({ ...policyEnv, TOKEN_POLICY: "required" });
   runs.unparsable = doctor({ ...good, TOKEN_PERMISSIONS: "contents:own", HOST_APP_ID: undefined, ADMIN_PORT: "eighty", UPSTREAM_POINTS_PER_MINUTE: "450/min", UPDATE_BRANCH_PER_HOUR: "lots",
-    PORT: "abc", HOST: "not a host!", LOG_LEVEL: "verbose", MAX_CONNECTIONS: "0", PROCESS_TRIGGER_SECRET: "replace-me", HOST_WEBHOOK_SECRET: "hook-too-short", ALLOWED_REPOSITORIES: "octo-org/app, octo-org/*, octo-org/api-*" });
+    PORT: "abc", HOST: "not a host!", LOG_LEVEL: "verbose", MAX_CONNECTIONS: "0", PROCESS_TRIGGER_SECRET: "replace-me", HOST_WEBHOOK_SECRET: HOOK_32.slice(0, 31), ALLOWED_REPOSITORIES: "octo-org/app, octo-org/*, octo-org/api-*" });
   // Settled before the tests read them, so no process outlives a failed test's file.
   await Promise.all(Object.values(runs));
 }, 150_000);
@@ -83,7 +86,7 @@ function doctor(env: Record<string, string | undefined>) {
 const linesOf = (stdout: string) => stdout.split("\n").filter((line) => /^(ok|FAIL|warn) /.test(line));
 
 describe("tokensmith doctor", () => {
-  it("a good configuration: every check ok, exit 0, the App's slug and permissions, no secret printed", async () => {
+  it("a good configuration (both shared secrets exactly 32 characters): every check ok, exit 0, the App's slug and permissions, no secret printed", async () => {
     expect([npx, bin]).toEqual(["npx", "tokensmith"]);
     const { code, stdout, stderr } = await runs.good!;
     expect(stderr).toBe("");
@@ -100,7 +103,7 @@ describe("tokensmith doctor", () => {
     ]);
     expect(stdout).toContain("All checks passed.");
     expect(code).toBe(0);
-    expectNoSecrets([stdout], [fx.app.privateKeyPem]);
+    expectNoSecrets([stdout], [fx.app.privateKeyPem, TRIGGER_32, HOOK_32]);
     expect(stdout).not.toMatch(/eyJ|BEGIN|PRIVATE KEY/);
   });
 
@@ -165,10 +168,10 @@ describe("tokensmith doctor", () => {
     expect(lines).toContain("FAIL HOST is not an IP address or a host name: the broker does not start");
     expect(lines).toContain("FAIL LOG_LEVEL is not one of fatal, error, warn, info, debug, trace, silent: the broker does not start");
     expect(lines).toContain("FAIL MAX_CONNECTIONS is not a whole number from 1: the broker does not start");
-    expect(lines).toContain("FAIL PROCESS_TRIGGER_SECRET is a placeholder, not a generated secret (at least 32 random characters): treated as unset, /sign and /releases answer 503 sign_disabled / releases_disabled");
-    expect(lines).toContain("FAIL HOST_WEBHOOK_SECRET is shorter than 32 characters (at least 32 random characters): guessable: replace it (e.g. openssl rand -hex 32)");
+    expect(lines).toContain("FAIL PROCESS_TRIGGER_SECRET is a placeholder, not a generated secret (at least 32 random characters; make one with openssl rand -hex 32): treated as unset, /sign and /releases answer 503 sign_disabled / releases_disabled");
+    expect(lines).toContain("FAIL HOST_WEBHOOK_SECRET is shorter than 32 characters (at least 32 random characters; make one with openssl rand -hex 32): treated as unset, /webhook answers 503 webhook_disabled");
     expect(lines).toContain('FAIL ALLOWED_REPOSITORIES has entries that are not owner/name (no entry is a pattern), which match nothing: "octo-org/*", "octo-org/api-*"');
-    expect(stdout).not.toContain("hook-too-short");
+    expect(stdout).not.toContain(HOOK_32.slice(0, 31));
     expect(lines).toContain("FAIL UPSTREAM_POINTS_PER_MINUTE is not a whole number from 5: using GitHub's 900 in this process");
     expect(lines).toContain("FAIL UPDATE_BRANCH_PER_HOUR is not a positive whole number: using the default, 500");
     expect(code).toBe(1);

@@ -159,10 +159,14 @@ describe("item 4: only an installation token's shape is masked and accepted", ()
 
 describe("item 5: an expires_at that names no real instant is refused", () => {
   const today = new Date().toISOString().slice(0, 10);
+  const year = today.slice(0, 4);
   it.each([
     ["hour 24 (read by Date.parse as the next midnight)", `${today}T24:00:00Z`],
     ["fractional seconds (the platform writes none)", new Date(Date.now() + 3_600_000).toISOString()],
     ["second 60", `${today}T23:59:60Z`],
+    // Days no month has: Date.parse rolls them over into the next month (March 1 or 2, December 1).
+    ["February 30", `${year}-02-30T12:00:00Z`],
+    ["November 31", `${year}-11-31T12:00:00Z`],
   ])("%s", async (_name, expiresAt) => {
     const answer = goodAnswer({ expires_at: expiresAt });
     const broker = await canned(() => ({ status: 200, body: answer }));
@@ -170,6 +174,7 @@ describe("item 5: an expires_at that names no real instant is refused", () => {
     expect(failure(step)).toContain(`expires_at "${expiresAt}" is not a real time written as the platform writes it (YYYY-MM-DDThh:mm:ssZ)`);
     expect(broker.revocations().map((r) => r.authorization)).toEqual([`Bearer ${answer.token as string}`]);
     expect(step.outputs).toEqual({});
+    expect(step.state).toEqual({}); // nothing left for post: the token is already revoked
   });
 });
 

@@ -25,7 +25,7 @@ afterEach(async () => {
 async function dashboard(host: string): Promise<{ port: number; stderr: () => string }> {
   // The broker is never asked in these tests (no /api/releases request): a closed loopback port.
   const child = spawn(process.execPath, [BIN, "dashboard", "--broker", "http://127.0.0.1:9", "--host", host, "--port", "0"], {
-    env: { PATH: process.env.PATH, TOKENSMITH_SECRET: "dashboard-loopback-secret" },
+    env: { PATH: process.env.PATH, TOKENSMITH_SECRET: "dashboard-loopback-secret-0123456789abcdef" },
     stdio: ["ignore", "pipe", "pipe"],
   });
   running.push(child);

@@ -3,13 +3,16 @@
 // `ghs_` + 36) on every path that handles one — the bundled action's mask, outputs and revocation,
 // /sign, /releases, a webhook push job — with every REST request naming its API version; and OIDC
 // `sub` in both forms (classic and immutable), matched by a policy written for both, while the
-// broker decides on `repository` and its ids, never on `sub` (docs/policies.md#matching-sub).
+// broker decides on `repository` and its ids, never on `sub` (docs/policies.md#matching-sub). The
+// bundled action runs on Node 24, the runner's runtime (action.yml: runs.using: node24), in a job
+// of either `sub` form as well.
 import { beforeAll, describe, expect, it } from "@jest/globals";
 import { decodeJwt } from "jose";
 import { postJson } from "./support/broker.js";
 import { brokerPerTest } from "./support/broker-per-test.js";
 import { expectNoSecrets, INSTALLED_PERMISSIONS } from "./support/fixtures.js";
 import { runStep, type StepResult } from "./support/action-runner.js";
+import { node24 } from "./support/action-node24.js";
 import { runnerJobEnv } from "./support/runner-env.js";
 import { pushAudit, sendPush } from "./support/push-audit.js";
 import type { TokenFormat } from "../simulator/index.js";
@@ -18,6 +21,10 @@ const TRIGGER = "platform-2026-trigger-secret-0123456";
 const HOOK = "platform-2026-webhook-secret-0123456";
 const HOOK_ORG = "hooks-2026";
 let hookInstallation: number;
+let node = "";
+beforeAll(() => {
+  node = node24();
+}, 360_000);
 
 const t = brokerPerTest({
   secrets: [TRIGGER, HOOK],
@@ -62,14 +69,14 @@ describe.each<TokenFormat>(["classic", "stateless"])("%s installation tokens", (
 
   it("the bundled action masks the token first, outputs it, and its post step revokes it", async () => {
     const env = runnerJobEnv(t.fx.sim);
-    const main = await runStep("main", { inputs: { "auth-mode": "public-app", "broker-url": t.broker.url }, env });
+    const main = await runStep("main", { node, inputs: { "auth-mode": "public-app", "broker-url": t.broker.url }, env });
     expect(main.exitCode).toBe(0);
     const token = main.outputs.token!;
     expect(token).toMatch(SHAPES[format]);
     expect(mintedTokens()).toEqual([token]);
     expectMaskedFirst(main, token);
     expect(main.state.token).toBe(token);
-    const post = await runStep("post", { env, state: main.state });
+    const post = await runStep("post", { node, env, state: main.state });
     expect(post.exitCode).toBe(0);
     expect(post.lines).toEqual(["tokensmith: token revoked"]);
     expect(t.fx.sim.tokens.get(token)!.revoked).toBe(true);
@@ -156,6 +163,65 @@ describe("OIDC sub, classic and immutable", () => {
     expect(both.status).toBe(200);
     expect(t.fx.sim.tokens.get(String(both.body.token))?.permissions).toEqual({ contents: "read" });
     expect(await exchange({ ref: "refs/heads/dev" })).toMatchObject({ status: 403, body: { error: "policy_denied" } });
+  });
+
+  /**
+   * The tokens minted since this test began, split into the job's (scoped to repositories, what
+   * /token asks for) and the broker's own policy readers (the whole installation, contents: read).
+   */
+  const mintedFor = () => {
+    const mints = t.fx.sim.requests.filter((r) => r.method === "POST" && /\/access_tokens$/.test(r.path) && r.response?.status === 201);
+    const scoped = (r: (typeof mints)[number]) => {
+      const body = (r.body ?? {}) as Record<string, unknown>;
+      return body.repositories !== undefined || body.repository_ids !== undefined;
+    };
+    const token = (r: (typeof mints)[number]) => (r.response!.body as { token: string }).token;
+    return { job: mints.filter(scoped).map(token), readers: mints.filter((r) => !scoped(r)).map(token) };
+  };
+
+  /** The `sub` of every ID token the runner's endpoint handed out since this test began. */
+  const runnerSubjects = () =>
+    t.fx.sim.requests.filter((r) => r.path === "/_actions/idtoken" && r.response?.status === 200).map((r) => decodeJwt((r.response!.body as { value: string }).value).sub);
+
+  it("the bundled action on Node 24, in a job whose sub is immutable: a policy naming only that form lets the token out (masked first, output, revoked by post)", async () => {
+    t.broker.env.TOKEN_POLICY = "required";
+    t.fx.sim.git.setFile("octo-org/app", ".github/tokensmith.yml", "rules:\n  - name: immutable-only\n    if: {event: push, claims: {sub: \"repo:octo-org@654321/app@123456:ref:refs/heads/main\"}}\n    permissions: {contents: read}\n");
+    const env = runnerJobEnv(t.fx.sim);
+    const main = await immutable(() => runStep("main", { node, inputs: { "auth-mode": "public-app", "broker-url": t.broker.url }, env }));
+    expect(runnerSubjects()).toEqual(["repo:octo-org@654321/app@123456:ref:refs/heads/main"]);
+    expect(main.exitCode).toBe(0);
+    const token = main.outputs.token!;
+    expect(token).toMatch(SHAPES.stateless);
+    const minted = mintedFor();
+    expect(minted.job).toEqual([token]);
+    expect(main.lines.filter((line) => minted.readers.some((reader) => line.includes(reader)))).toEqual([]); // the broker's reader never reaches the job
+    expect(t.fx.sim.tokens.get(token)?.permissions).toEqual({ contents: "read" });
+    expect(JSON.parse(main.outputs.permissions!)).toEqual({ contents: "read" });
+    expectMaskedFirst(main, token);
+    expect(main.state.token).toBe(token);
+    const post = await runStep("post", { node, env, state: main.state });
+    expect(post.exitCode).toBe(0);
+    expect(post.lines).toEqual(["tokensmith: token revoked"]);
+    expect(t.fx.sim.tokens.get(token)!.revoked).toBe(true);
+    expectEveryRestRequestVersioned();
+  });
+
+  it("the bundled action on Node 24, in a job whose sub is immutable: a policy naming only the classic form refuses it (policy_denied), nothing minted, masked or output", async () => {
+    t.broker.env.TOKEN_POLICY = "required";
+    t.fx.sim.git.setFile("octo-org/app", ".github/tokensmith.yml", "rules:\n  - name: classic-only\n    if: {event: push, claims: {sub: \"repo:octo-org/app:ref:refs/heads/*\"}}\n    permissions: {contents: read}\n");
+    const main = await immutable(() => runStep("main", { node, inputs: { "auth-mode": "public-app", "broker-url": t.broker.url }, env: runnerJobEnv(t.fx.sim) }));
+    expect(runnerSubjects()).toEqual(["repo:octo-org@654321/app@123456:ref:refs/heads/main"]);
+    expect(main.exitCode).toBe(1);
+    const errors = main.lines.filter((line) => line.startsWith("::error::"));
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toContain("policy_denied");
+    const minted = mintedFor();
+    expect(minted.job).toEqual([]);
+    expect(minted.readers).toHaveLength(1); // the broker read the policy, then refused
+    expect(main.lines.filter((line) => minted.readers.some((reader) => line.includes(reader)))).toEqual([]);
+    expect(main.lines.filter((line) => line.startsWith("::add-mask::ghs_"))).toEqual([]);
+    expect(main.outputs).toEqual({});
+    expect(main.state).toEqual({});
   });
 
   it("a policy with the classic form alone does not match the immutable sub (why docs/policies.md says to list both)", async () => {

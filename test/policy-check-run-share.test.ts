@@ -11,7 +11,7 @@ import { pullRequestChanging as changing } from "./support/policy-pull-request.j
 import { INSTALLED_PERMISSIONS } from "./support/fixtures.js";
 import { signatureFor } from "../server/webhook/verify-signature.js";
 
-const SECRET = "check-run-share-secret";
+const SECRET = "check-run-share-secret-0123456789abcdef";
 const OTHER = "other-org";
 const t = brokerPerTest({
   // Policies read where they exist (the default), so /token and the check runs share one reader token per installation.

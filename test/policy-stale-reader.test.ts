@@ -11,7 +11,7 @@ import { brokerPerTest } from "./support/broker-per-test.js";
 import { READER_RECHECK_MS } from "../server/policy/reader-tokens.js";
 import { signatureFor } from "../server/webhook/verify-signature.js";
 
-const SECRET = "stale-reader-secret";
+const SECRET = "stale-reader-secret-0123456789abcdef";
 const READ_ONLY = "rules:\n  - name: read-only\n    if: {event: push}\n    permissions: {contents: read}\n";
 /** Consent for octo-org/app's jobs to read this repository. */
 const CONSENT = "rules:\n  - name: app-reads\n    if: {repository: octo-org/app, event: push}\n    permissions: {contents: read}\n";

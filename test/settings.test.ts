@@ -1,7 +1,7 @@
 // Table tests of the pure parts: settings rules (docs/settings.md), the permissions parser, the trust
 // decisions and the error-code table. The same rules are exercised over HTTP in token*.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { ERROR_CODES, OIDC_REASONS } from "../shared/error-codes.js";
 import { parseTokenPermissions } from "../shared/token-permissions.js";
@@ -63,24 +63,25 @@ describe("shared secrets", () => {
   it.each([
     [undefined, null],
     ["   ", null],
-    ["policy-webhook-secret", { why: "is shorter than 32 characters", refused: false }],
-    ["0123456789abcdef0123456789abcde", { why: "is shorter than 32 characters", refused: false }],
+    ["policy-webhook-secret", { why: "is shorter than 32 characters" }],
+    ["0123456789abcdef0123456789abcde", { why: "is shorter than 32 characters" }],
+    [" 0123456789abcdef0123456789abcde\n", { why: "is shorter than 32 characters" }], // counted after trimming
     ["0123456789abcdef0123456789abcdef", null],
     [" 0123456789abcdef0123456789abcdef\n", null],
-    ["replace-me", { why: "is a placeholder, not a generated secret", refused: true }],
-    ["CHANGEME", { why: "is a placeholder, not a generated secret", refused: true }],
-    ["replace-me-with-a-long-random-string-please", { why: "is a placeholder, not a generated secret", refused: true }],
-    ["change_me_0123456789abcdef0123456789", { why: "is a placeholder, not a generated secret", refused: true }],
+    ["replace-me", { why: "is a placeholder, not a generated secret" }],
+    ["CHANGEME", { why: "is a placeholder, not a generated secret" }],
+    ["replace-me-with-a-long-random-string-please", { why: "is a placeholder, not a generated secret" }],
+    ["change_me_0123456789abcdef0123456789", { why: "is a placeholder, not a generated secret" }],
   ])("%j → %j", (raw, expected) => expect(secretWeakness(raw)).toEqual(expected));
 
-  it("a placeholder is read as unset (the routes answer 503 as when unset); a short secret is kept; both are named, without their value, among the problems", () => {
+  it("a placeholder and a short secret are both read as unset (the routes answer 503 as when unset); each is named, with the minimum and how to make one, never its value", () => {
     const env = { PROCESS_TRIGGER_SECRET: "replace-me", HOST_WEBHOOK_SECRET: "short-secret" };
     const settings = parseSettings(env);
     expect(settings.processTriggerSecret).toBeNull();
-    expect(settings.webhookSecret).toBe("short-secret");
+    expect(settings.webhookSecret).toBeNull();
     const messages = settingsProblems(settings, env).map((p) => p.message);
-    expect(messages).toContain("PROCESS_TRIGGER_SECRET is a placeholder, not a generated secret (at least 32 random characters): treated as unset, /sign and /releases answer 503 sign_disabled / releases_disabled");
-    expect(messages).toContain("HOST_WEBHOOK_SECRET is shorter than 32 characters (at least 32 random characters): guessable: replace it (e.g. openssl rand -hex 32)");
+    expect(messages).toContain("PROCESS_TRIGGER_SECRET is a placeholder, not a generated secret (at least 32 random characters; make one with openssl rand -hex 32): treated as unset, /sign and /releases answer 503 sign_disabled / releases_disabled");
+    expect(messages).toContain("HOST_WEBHOOK_SECRET is shorter than 32 characters (at least 32 random characters; make one with openssl rand -hex 32): treated as unset, /webhook answers 503 webhook_disabled");
     expect(messages.join("\n")).not.toContain("short-secret");
   });
 });
@@ -292,10 +293,10 @@ describe("the built broker warns at start-up about a trimmed secret", () => {
 });
 
 describe("weak secrets, over HTTP", () => {
-  // A placeholder fails closed: even the right bearer is refused, so nobody is let in with it. A
-  // short secret still works (the API contract takes any secret), and is reported.
+  // A placeholder fails closed: even the right bearer or signature is refused, so nobody is let in
+  // with it (docs/settings.md#optional).
   const TRIGGER = "replace-me";
-  const HOOK = "webhook-secret-too-short";
+  const HOOK = "changeme-webhook-secret-0123456789abcdef";
   const t = brokerPerTest({ env: { PROCESS_TRIGGER_SECRET: TRIGGER, HOST_WEBHOOK_SECRET: HOOK }, secrets: [TRIGGER, HOOK] });
 
   it("/releases and /sign answer 503 as when PROCESS_TRIGGER_SECRET is unset, even to its bearer", async () => {
@@ -306,27 +307,75 @@ describe("weak secrets, over HTTP", () => {
     expect([sign.status, sign.body.error]).toEqual([503, "sign_disabled"]);
   });
 
-  it("/webhook still verifies a delivery signed with the short secret", async () => {
-    const raw = JSON.stringify({ zen: "Keep it logically awesome.", hook_id: 1 });
-    const response = await fetch(`${t.broker.url}/webhook`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-github-event": "ping", "x-github-delivery": randomUUID(), "x-hub-signature-256": signatureFor(HOOK, raw) },
-      body: raw,
-    });
-    expect(response.status).toBe(200);
-    expect(await response.json()).toMatchObject({ ok: true, ignored: "ping" });
-  });
-
-  it("the built broker starts and logs one error line per weak secret, naming it and the minimum, never the value", async () => {
-    const spawned = await spawnBroker({ PROCESS_TRIGGER_SECRET: TRIGGER, HOST_WEBHOOK_SECRET: HOOK });
-    await spawned.stop();
-    const lines = spawned.lines.map((l) => JSON.parse(l) as { level: number; setting?: string; msg: string }).filter((e) => e.setting === "PROCESS_TRIGGER_SECRET" || e.setting === "HOST_WEBHOOK_SECRET");
-    expect(lines.map((e) => [e.level, e.setting])).toEqual([["error", "PROCESS_TRIGGER_SECRET"], ["error", "HOST_WEBHOOK_SECRET"]]);
-    for (const line of lines) expect(line.msg).toContain("at least 32 random characters");
-    expectNoSecrets(spawned.lines, [HOOK]);
-    expect(spawned.lines.join("\n")).not.toContain(TRIGGER);
+  it("/webhook answers 503 webhook_disabled to a delivery signed with the placeholder", async () => {
+    expect(await ping(t.broker.url, HOOK)).toEqual({ status: 503, body: { error: "webhook_disabled" } });
   });
 });
+
+describe("a secret shorter than 32 characters, over HTTP against the built broker", () => {
+  // What `openssl rand -hex 16` prints: exactly MIN_SECRET_LENGTH (32) characters, which works; one
+  // character less is refused as if unset (docs/settings.md#optional).
+  const TRIGGER_32 = randomBytes(16).toString("hex");
+  const HOOK_32 = randomBytes(16).toString("hex");
+  const TRIGGER_31 = TRIGGER_32.slice(0, 31);
+  const HOOK_31 = HOOK_32.slice(0, 31);
+  let fx: TokenFixture;
+  beforeAll(async () => {
+    fx = await tokenFixture();
+  });
+  afterAll(async () => {
+    await fx.sim.close();
+  });
+  const weakLines = (lines: string[]) =>
+    lines.map((l) => JSON.parse(l) as { level: string; setting?: string; msg: string }).filter((e) => e.setting === "PROCESS_TRIGGER_SECRET" || e.setting === "HOST_WEBHOOK_SECRET");
+
+  it("31 characters: /releases, /sign and /webhook answer 503 as when unset, even to the right bearer and signature; one error line per setting naming the minimum and openssl rand -hex 32, never the value", async () => {
+    expect([TRIGGER_31.length, HOOK_31.length]).toEqual([31, 31]);
+    const broker = await spawnBroker({ ...fx.env, PROCESS_TRIGGER_SECRET: TRIGGER_31, HOST_WEBHOOK_SECRET: HOOK_31 });
+    try {
+      const releases = await fetch(`${broker.url}/releases`, { headers: { authorization: `Bearer ${TRIGGER_31}` } });
+      expect([releases.status, ((await releases.json()) as { error: string }).error]).toEqual([503, "releases_disabled"]);
+      const sign = await postJson(`${broker.url}/sign`, {}, { authorization: `Bearer ${TRIGGER_31}` });
+      expect([sign.status, sign.body.error]).toEqual([503, "sign_disabled"]);
+      expect(await ping(broker.url, HOOK_31)).toEqual({ status: 503, body: { error: "webhook_disabled" } });
+    } finally {
+      await broker.stop();
+    }
+    expect(weakLines(broker.lines).map((e) => [e.level, e.setting, e.msg])).toEqual([
+      ["error", "PROCESS_TRIGGER_SECRET", "PROCESS_TRIGGER_SECRET is shorter than 32 characters (at least 32 random characters; make one with openssl rand -hex 32): treated as unset, /sign and /releases answer 503 sign_disabled / releases_disabled"],
+      ["error", "HOST_WEBHOOK_SECRET", "HOST_WEBHOOK_SECRET is shorter than 32 characters (at least 32 random characters; make one with openssl rand -hex 32): treated as unset, /webhook answers 503 webhook_disabled"],
+    ]);
+    expectNoSecrets(broker.lines, [TRIGGER_31, HOOK_31]);
+    expect(fx.sim.requests.filter((r) => r.method === "POST")).toEqual([]); // nothing reached the platform
+  });
+
+  it("32 characters: the same requests are let in (/releases 200, /sign judges the body, /webhook verifies the ping); no error line", async () => {
+    const broker = await spawnBroker({ ...fx.env, PROCESS_TRIGGER_SECRET: TRIGGER_32, HOST_WEBHOOK_SECRET: HOOK_32 });
+    try {
+      const releases = await fetch(`${broker.url}/releases`, { headers: { authorization: `Bearer ${TRIGGER_32}` } });
+      await releases.text();
+      expect(releases.status).toBe(200);
+      const sign = await postJson(`${broker.url}/sign`, {}, { authorization: `Bearer ${TRIGGER_32}` });
+      expect([sign.status, sign.body.error]).toEqual([400, "missing_required_fields"]);
+      expect(await ping(broker.url, HOOK_32)).toEqual({ status: 200, body: { ok: true, ignored: "ping" } });
+    } finally {
+      await broker.stop();
+    }
+    expect(weakLines(broker.lines)).toEqual([]);
+    expectNoSecrets(broker.lines, [TRIGGER_32, HOOK_32]);
+  });
+});
+
+/** A signed `ping` delivery to /webhook: its status and JSON body. */
+async function ping(url: string, secret: string): Promise<{ status: number; body: unknown }> {
+  const raw = JSON.stringify({ zen: "Keep it logically awesome.", hook_id: 1 });
+  const response = await fetch(`${url}/webhook`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-github-event": "ping", "x-github-delivery": randomUUID(), "x-hub-signature-256": signatureFor(secret, raw) },
+    body: raw,
+  });
+  return { status: response.status, body: await response.json() };
+}
 
 describe("parseTokenPermissions", () => {
   it.each([

@@ -132,11 +132,19 @@ describe("webhook signature", () => {
     expect(verifySignature(secret, Buffer.from("Hello, World?"), vector)).toBe(false);
   });
 
-  it("accepts the test vector over HTTP (then finds the body is not JSON): a short secret is reported, not refused", async () => {
+  it("refuses the test vector's secret over HTTP: 26 characters is under the 32 minimum, so /webhook answers 503 as when unset, even to the vector's own signature", async () => {
     t.broker.env.HOST_WEBHOOK_SECRET = "It's a Secret to Everybody";
     const signature = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17";
+    expect(await deliver("Hello, World!", { signature })).toMatchObject({ status: 503, body: { error: "webhook_disabled" } });
+  });
+
+  it("verifies over HTTP with a 32-character secret (then finds the body is not JSON)", async () => {
+    const secret = "It's a Secret to Everybody ".padEnd(32, "!");
+    expect(secret).toHaveLength(32);
+    t.broker.env.HOST_WEBHOOK_SECRET = secret;
+    const signature = signatureFor(secret, "Hello, World!");
     expect(await deliver("Hello, World!", { signature })).toMatchObject({ status: 400, body: { error: "invalid_json" } });
-    expect(await deliver("Hello, World!", { signature: signature.replace(/7$/, "8") })).toMatchObject({ status: 401, body: { error: "invalid_signature" } });
+    expect(await deliver("Hello, World!", { signature: signature.replace(/.$/, (c) => (c === "0" ? "1" : "0")) })).toMatchObject({ status: 401, body: { error: "invalid_signature" } });
   });
 
   it("refuses a valid signature over a body that was then altered", async () => {
