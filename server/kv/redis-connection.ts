@@ -1,5 +1,10 @@
-import { Redis } from "ioredis";
+import { createRequire } from "node:module";
+import type { Redis } from "ioredis";
 import { createStoreBreaker, type StoreBreaker } from "./store-breaker.js";
+
+/** ioredis, loaded when a Redis store is first opened (a broker without one never loads it). */
+let ioredis: typeof import("ioredis") | undefined;
+const loadIoredis = () => (ioredis ??= createRequire(import.meta.url)("ioredis") as typeof import("ioredis"));
 
 /**
  * The broker's one Redis client library (ioredis, which BullMQ needs too) and one connection per
@@ -23,7 +28,7 @@ export function isRedisUrl(url: string | null | undefined): url is string {
 }
 
 export function openRedisConnection(url: string, options: { timeoutMs: number }): RedisConnection {
-  const redis = new Redis(url, {
+  const redis = new (loadIoredis().Redis)(url, {
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
