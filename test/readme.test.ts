@@ -1,6 +1,7 @@
 // The README is the newcomer's first screen: short, with the two commands; the reference lives in
 // docs/, whose error tables are generated from shared/error-codes.ts. Every relative link in the
-// README and docs/ must lead to a file that exists, and to a heading of it when it names one.
+// README and docs/ must lead to a file that exists, and to a heading of it when it names one, and
+// every test file they cite as proof (`test/<name>.test.ts`) must exist.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { describe, expect, it } from "@jest/globals";
 import { errorCodesMarkdown, reasonsMarkdown, replaceSection } from "../shared/error-table-markdown.js";
@@ -49,5 +50,33 @@ describe("links in README.md and docs/*.md", () => {
     }
     expect(broken).toEqual([]);
     if (document === "README.md") expect(links.length).toBeGreaterThanOrEqual(10);
+  });
+});
+
+/** The files under test/ a document names (in code spans or prose): `test/<path>.ts` or `.js`. */
+function citedTestFiles(text: string): string[] {
+  return [...text.matchAll(/\btest\/[A-Za-z0-9_./-]*[A-Za-z0-9_-]\.(?:ts|js)\b/g)].map((match) => match[0]);
+}
+
+describe("test files cited in README.md and docs/*.md", () => {
+  it("finds a cited test file in a code span, in prose and under test/support", () => {
+    expect(citedTestFiles("**Tests.** `test/a-b.test.ts` and test/support/c.ts; not contest/d.ts nor test/.")).toEqual(["test/a-b.test.ts", "test/support/c.ts"]);
+  });
+
+  it("every one exists", () => {
+    const missing: string[] = [];
+    let count = 0;
+    for (const document of DOCUMENTS) {
+      for (const cited of citedTestFiles(readFileSync(new URL(document, ROOT), "utf8"))) {
+        count += 1;
+        try {
+          statSync(new URL(cited, ROOT));
+        } catch {
+          missing.push(`${document}: ${cited}`);
+        }
+      }
+    }
+    expect(missing).toEqual([]);
+    expect(count).toBeGreaterThan(50);
   });
 });
