@@ -16,7 +16,7 @@ import { RELEASES_STALE_GRACE_MS } from "./releases/stale-answer.js";
 import { createPolicyService } from "./policy/policy-service.js";
 import { createStoreRegistry } from "./kv/key-value-store.js";
 import { openSharedLimits, type SharedLimits } from "./kv/shared-limits.js";
-import { sharedLimitsAddress } from "./kv/shared-limits-address.js";
+import { sharedStoreAddress } from "./kv/shared-store.js";
 import { createLogger, type Logger } from "./log.js";
 import { createMetrics } from "./metrics.js";
 import { countLookups } from "./cache/count-lookups.js";
@@ -118,13 +118,13 @@ export function createContext(deps: BrokerDeps = {}) {
   const notInstalled = createNotInstalledCache({ now });
   const sharedByAddress = new Map<string, SharedLimits | null>();
   const sharedLimits = (): SharedLimits | null => {
-    const address = sharedLimitsAddress(latest ?? settings());
+    const address = sharedStoreAddress(latest ?? settings());
     if (!address) return null;
-    const key = `${address.prefix}\u0000${address.url}`;
+    const key = `${address.limitsPrefix}\u0000${address.url}`;
     let shared = sharedByAddress.get(key);
     if (shared === undefined) {
       const connection = stores.redisFor(address.url);
-      shared = connection && openSharedLimits(connection, { ...address, log, timeoutMs: timing.kvTimeoutMs });
+      shared = connection && openSharedLimits(connection, { url: address.url, prefix: address.limitsPrefix, log, timeoutMs: timing.kvTimeoutMs });
       // Another instance's drop (an installation delivery it received) drops this one's copies at once.
       shared?.onDrop((ownerId) => notInstalled.dropOwner(ownerId));
       sharedByAddress.set(key, shared);

@@ -1,7 +1,7 @@
 // Issue 37, item 3: n broker instances on one Redis learn "not installed" once and give an owner one
 // share of installation lookups, not n. Two built brokers (real processes) against the simulator,
 // sharing the suite's Redis through LEGACY_QUOTA_KV, or WEBHOOK_QUEUE's Redis when that is the one
-// configured; a Redis of the test's own stopped shows each instance back on its own limits.
+// configured, or SERVICE_JWKS_CACHE's when only it is (server/kv/shared-store.ts); a Redis of the test's own stopped shows each instance back on its own limits.
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { postJson } from "./support/broker.js";
@@ -88,6 +88,15 @@ describe("two instances on one Redis (LEGACY_QUOTA_KV)", () => {
     // B never saw the delivery: it finds the App at once all the same.
     expect((await exchange(b, repository)).status).toBe(200);
     expect(lookupsOf("drifter-org")).toBe(2);
+  }, 60_000);
+});
+
+describe("two instances on SERVICE_JWKS_CACHE's Redis only", () => {
+  it("it is the shared store when it is the only Redis: replays against A then B cost one lookup", async () => {
+    const [a, b] = await pair({ SERVICE_JWKS_CACHE: REDIS_URL });
+    const oidcToken = await fx.sim.oidc.sign({ repository: "keyset-org/tool" });
+    for (const at of [a, b, a, b]) expect((await exchange(at, "keyset-org/tool", oidcToken)).status).toBe(404);
+    expect(lookupsOf("keyset-org")).toBe(1);
   }, 60_000);
 });
 

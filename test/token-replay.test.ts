@@ -1,12 +1,18 @@
 // Issue 37 item 4: one OIDC token mints once. Its `jti` is claimed once the token is verified, for
 // as long as the token could verify; a replay is 409 oidc_token_replayed, on this instance or, with
-// a Redis store bound, on any instance sharing it. The simulator records every mint asked for.
+// a shared store configured (the one the shared limits use: LEGACY_QUOTA_KV, else WEBHOOK_QUEUE,
+// else SERVICE_JWKS_CACHE), on any instance sharing it. The simulator records every mint asked for.
 import { afterAll, describe, expect, it } from "@jest/globals";
 import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
 import { ERROR_CODES } from "../shared/error-codes.js";
 import { postJson, startBroker, type TestBroker } from "./support/broker.js";
 import { brokerPerTest } from "./support/broker-per-test.js";
 import { deleteKeysUnder, REDIS_URL } from "./support/redis-url.js";
+import { spawnBroker, type BrokerProcess } from "./support/spawn-broker.js";
+
+/** WEBHOOK_QUEUE's key prefix in the two-process case (its claims under `<prefix>:oidc-jti:`), deleted afterwards. */
+const QUEUE_PREFIX = `token-replay-${randomUUID().slice(0, 8)}`;
 
 const secrets: string[] = [];
 const t = brokerPerTest({ secrets });
@@ -25,7 +31,7 @@ async function post(url: string, oidcToken: string, extra: Record<string, unknow
 }
 
 afterAll(async () => {
-  await deleteKeysUnder(["tokensmith-oidc-jti"]);
+  await deleteKeysUnder(["tokensmith-oidc-jti", QUEUE_PREFIX]);
 });
 
 describe("one OIDC token mints once", () => {
@@ -116,4 +122,45 @@ describe("across instances sharing one Redis (SERVICE_JWKS_CACHE)", () => {
     expect((await post(brokers[1]!.url, next)).status).toBe(409);
     expect(mints() - before).toBe(2);
   });
+});
+
+describe("two broker processes sharing only WEBHOOK_QUEUE's Redis", () => {
+  const processes: BrokerProcess[] = [];
+  afterAll(async () => {
+    for (const broker of processes) {
+      await broker.stop();
+      t.logs.push(...broker.lines);
+    }
+  }, 30_000);
+
+  it("a token used on one is 409 oidc_token_replayed on the other; the claim is under the queue's prefix", async () => {
+    // No LEGACY_QUOTA_KV, no SERVICE_JWKS_CACHE: WEBHOOK_QUEUE is the shared store, as for the shared limits.
+    const env = { ...t.fx.env, HOST_WEBHOOK_SECRET: "token-replay-webhook-secret-0123456789", WEBHOOK_QUEUE: `${REDIS_URL}?prefix=${QUEUE_PREFIX}` };
+    processes.push(...(await Promise.all([0, 1].map(() => spawnBroker(env)))));
+    const [a, b] = processes as [BrokerProcess, BrokerProcess];
+    // A job on each first: each process's first claim opens its Redis connection (see above).
+    for (const broker of processes) expect((await post(broker.url, await signed())).status).toBe(200);
+    const before = mints();
+
+    const token = await signed();
+    expect((await post(a.url, token)).status).toBe(200);
+    const replay = await post(b.url, token);
+    expect([replay.status, replay.body]).toEqual([409, { error: "oidc_token_replayed" }]);
+    // The other way round too, and both at once: one mint per token, whichever instance is asked.
+    const other = await signed();
+    expect((await post(b.url, other)).status).toBe(200);
+    expect((await post(a.url, other)).status).toBe(409);
+    const raced = await signed();
+    const answers = await Promise.all(processes.flatMap((broker) => Array.from({ length: 8 }, () => post(broker.url, raced))));
+    expect(answers.map((answer) => answer.status).sort()).toEqual([200, ...Array<number>(15).fill(409)]);
+    expect(mints() - before).toBe(3);
+
+    // Where the claims are: under WEBHOOK_QUEUE's prefix, one per token.
+    const redis = new Redis(REDIS_URL);
+    try {
+      expect((await redis.keys(`${QUEUE_PREFIX}:oidc-jti:*`)).length).toBe(5);
+    } finally {
+      await redis.quit();
+    }
+  }, 60_000);
 });

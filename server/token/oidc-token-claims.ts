@@ -5,7 +5,7 @@ import { CLOCK_TOLERANCE_SECONDS } from "../oidc/check-claims.js";
 
 // One OIDC token mints once (docs/security.md "Replayed OIDC tokens"): a verified token's `jti`
 // is claimed for as long as the token could still verify (`exp` + the clock tolerance), in this
-// process's memory and, when a Redis store is bound, in Redis with `SET key NX PX`, so every
+// process's memory and, when a shared store is configured, in its Redis with `SET key NX PX`, so every
 // broker instance sees the claim. A replay (a second POST with the same token, here or on another
 // instance) finds it taken. Without this, one leaked or looping token could spend the App's mint
 // budget: 32 connections replaying one token for 10 s minted 176 tokens (issue 37).
@@ -18,12 +18,19 @@ export interface HeldClaim {
   release(): Promise<void>;
 }
 
+/** Where the instances share their claims: a lease lock on the shared store, and its keys' prefix. */
+export interface SharedClaims {
+  lock: LeaseLock;
+  /** Keys are `<keyPrefix>:<id>`. */
+  keyPrefix: string;
+}
+
 export interface OidcTokenClaims {
   /**
    * Claims `id` until `untilMs`; "replayed" when it is held already (here, or in Redis by any
    * instance). Redis that does not answer costs only the cross-instance view (the lock logs it).
    */
-  claim(id: string, untilMs: number, lock: LeaseLock | null): Promise<HeldClaim | "replayed">;
+  claim(id: string, untilMs: number, shared: SharedClaims | null): Promise<HeldClaim | "replayed">;
   /** Claims held in memory now (for tests and metrics). */
   size(): number;
 }
@@ -49,18 +56,17 @@ export function createOidcTokenClaims(options: { now: () => number; limit?: numb
   // id → the claim's holder (so a late release never ends a newer holder's claim), kept until the
   // claim may end, on the cache primitive (docs/design.md#caches): full, the oldest claim goes first.
   const held = createLoadingCache<object>({ max: limit, now: options.now });
-  const redisKey = (id: string) => `tokensmith-oidc-jti:${id}`;
 
   const heldNow = (id: string): boolean => held.peek(id) !== undefined;
 
   return {
-    async claim(id, untilMs, lock) {
+    async claim(id, untilMs, shared) {
       if (heldNow(id)) return "replayed";
       const ttlMs = Math.max(1, Math.ceil(untilMs - options.now()));
       // Taken in memory before Redis is asked: concurrent replays in this process wait for nothing.
       const holder = {};
       held.set(id, holder, untilMs - options.now());
-      const lease = lock ? await lock.acquire(redisKey(id), ttlMs) : "unavailable";
+      const lease = shared ? await shared.lock.acquire(`${shared.keyPrefix}:${id}`, ttlMs) : "unavailable";
       if (lease === "taken") return "replayed"; // another instance holds it; the memory entry keeps later replays here local
       return {
         async release() {
