@@ -224,6 +224,7 @@ export async function startHttpServer(deps: HttpServerDeps): Promise<RunningServ
       headers: { ...req.headers },
       body,
       auth: deps.judge(typeof header === "string" ? header : undefined),
+      receivedAt: Date.now(),
     };
     deps.requests.push(record);
     // In flight from arrival until answered or dropped (a hang counts until the client gives up).

@@ -29,6 +29,11 @@ export interface RecordedRequest {
   body: unknown;
   auth: RequestAuth;
   /**
+   * `Date.now()` once the request (its body included) was in, before it was handled: lets a test
+   * compare when calls reached the platform (the calls of one points window, say).
+   */
+  receivedAt: number;
+  /**
    * A REST request's `X-GitHub-Api-Version` (null: it named none, which GitHub takes as
    * 2022-11-28); absent for requests outside the REST API (OIDC issuer, runner, GraphQL).
    */
