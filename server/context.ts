@@ -15,6 +15,7 @@ import { createCrawlTokenCache } from "./releases/crawl-token-cache.js";
 import { RELEASES_STALE_GRACE_MS } from "./releases/stale-answer.js";
 import { createPolicyService } from "./policy/policy-service.js";
 import { createStoreRegistry } from "./kv/key-value-store.js";
+import type { StoreCallOutcome } from "./kv/bounded-call.js";
 import { openSharedLimits, type SharedLimits } from "./kv/shared-limits.js";
 import { sharedStoreAddress } from "./kv/shared-store.js";
 import { createLogger, type Logger } from "./log.js";
@@ -111,7 +112,8 @@ export function createContext(deps: BrokerDeps = {}) {
   // UPSTREAM_MAX_CONCURRENCY as of the request (docs/settings.md) without reading the environment per call.
   let latest: Settings | undefined;
   const settings = (): Settings => (latest = readSettings());
-  const stores = createStoreRegistry({ log, timeoutMs: timing.kvTimeoutMs });
+  const countCall = (outcome: StoreCallOutcome) => metrics.storeCalls.inc({ outcome });
+  const stores = createStoreRegistry({ log, timeoutMs: timing.kvTimeoutMs, countCall });
 
   // The not-installed answers and lookup windows every instance shares (docs/operations.md#caches):
   // on the store the latest request's settings name, one per URL and prefix (null: none usable).
@@ -124,7 +126,7 @@ export function createContext(deps: BrokerDeps = {}) {
     let shared = sharedByAddress.get(key);
     if (shared === undefined) {
       const connection = stores.redisFor(address.url);
-      shared = connection && openSharedLimits(connection, { url: address.url, prefix: address.limitsPrefix, log, timeoutMs: timing.kvTimeoutMs });
+      shared = connection && openSharedLimits(connection, { url: address.url, prefix: address.limitsPrefix, log, timeoutMs: timing.kvTimeoutMs, countCall });
       // Another instance's drop (an installation delivery it received) drops this one's copies at once.
       shared?.onDrop((ownerId) => notInstalled.dropOwner(ownerId));
       sharedByAddress.set(key, shared);

@@ -150,6 +150,13 @@ export function createMetrics() {
     labelNames: ["setting"] as const,
     registers,
   });
+  const storeCalls = new Counter({
+    name: "tokensmith_store_calls_total",
+    help: "The broker's calls to Redis outside the webhook queue (SERVICE_JWKS_CACHE and LEGACY_QUOTA_KV's stores and locks, the shared lookup limits), by outcome: ok, error (failed at once: refused, closed), timeout (waited out its bound), skipped (not sent: that Redis failed within the last few seconds).",
+    labelNames: ["outcome"] as const,
+    registers,
+  });
+  for (const outcome of ["ok", "error", "timeout", "skipped"]) storeCalls.inc({ outcome }, 0);
   const buildInfo = new Gauge({
     name: "tokensmith_build_info",
     help: "Always 1, labelled with the broker's version and the Node.js version running it (which build a fleet runs).",
@@ -188,6 +195,7 @@ export function createMetrics() {
     webhookDeliveries,
     webhookJobs,
     storeReachable,
+    storeCalls,
     cacheRequests,
 
     /**

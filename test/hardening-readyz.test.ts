@@ -1,7 +1,7 @@
 // /readyz tells the truth (issue 29): the built broker (a child process, as operators run it)
 // answers 503 with the reasons while it cannot mint — App not configured, the key set never
 // fetched — and 200 once it can; a store down alone is told in a 200 (issue 40: /token mints
-// without it); the reasons name settings and
+// without it, and without waiting on it); the reasons name settings and
 // issuers, never a store URL or a secret.
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
@@ -115,12 +115,29 @@ describe("/readyz on the built broker", () => {
         });
         expect(down.text).not.toContain(String(redis.port));
         for (const setting of ["SERVICE_JWKS_CACHE", "LEGACY_QUOTA_KV", "WEBHOOK_QUEUE"]) expect(await reachable(setting)).toBe(0);
-        // What readiness promises: this instance mints.
-        const oidcToken = await fx.sim.oidc.sign();
-        const token = await fetch(`${broker.url}/token`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ owner: "octo-org", repo: "app", oidcToken }) });
-        expect(token.status).toBe(200);
-        const { token: minted } = (await token.json()) as { token: string };
-        expectNoSecrets(broker.lines, [oidcToken, minted]);
+        // What readiness promises: this instance mints, and without waiting on the store: a stopped
+        // Redis refuses at once (no call waits out its 500 ms bound), and once a call has failed the
+        // store is skipped for a while (not even a refused connection per call).
+        const storeCalls = async () => {
+          const text = await (await fetch(`${admin}/metrics`)).text();
+          return Object.fromEntries(["ok", "error", "timeout", "skipped"].map((outcome) => [outcome, sample(text, "tokensmith_store_calls_total", { outcome }) ?? Number.NaN]));
+        };
+        const before = await storeCalls();
+        const secrets: string[] = [];
+        for (let i = 0; i < 5; i += 1) {
+          const oidcToken = await fx.sim.oidc.sign();
+          const token = await fetch(`${broker.url}/token`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ owner: "octo-org", repo: "app", oidcToken }) });
+          expect(token.status).toBe(200);
+          secrets.push(oidcToken, ((await token.json()) as { token: string }).token);
+        }
+        const after = await storeCalls();
+        const made = Object.fromEntries(Object.keys(after).map((outcome) => [outcome, after[outcome]! - before[outcome]!]));
+        // Nothing answered (a failed call is counted as one, not as a miss), none waited out its
+        // bound, and most were never sent: the breaker was open (one failure per few seconds tries).
+        expect(made.ok).toBe(0);
+        expect(made.timeout).toBe(0);
+        expect(made.skipped).toBeGreaterThan(made.error!);
+        expectNoSecrets(broker.lines, secrets);
 
         await redis.start();
         const back = await readyzUntil(admin, 200, 20_000, (body) => !("degraded" in body));
@@ -130,7 +147,7 @@ describe("/readyz on the built broker", () => {
     } finally {
       await redis.stop();
     }
-  });
+  }, 90_000);
 
   it("503 key_set_not_fetched while the issuer cannot be reached, 200 once a fetch succeeds", async () => {
     const fault = fx.sim.faults.add({ method: "GET", path: "/oidc/.well-known/openid-configuration", respond: { status: 500, body: { message: "down" } } });

@@ -1,10 +1,10 @@
 // The webhook queue's pure rules, as tables: the pace slot, a rate limit's pause, the push
-// token's permissions, the WEBHOOK_QUEUE address, the skipped refs.
+// token's permissions, the WEBHOOK_QUEUE address and its worker timings, the skipped refs.
 import { describe, expect, it } from "@jest/globals";
 import { RequestError } from "@octokit/request-error";
 import { nextSlot } from "../server/webhook/pacer.js";
 import { pushPermissions } from "../server/webhook/mint-for-push.js";
-import { parseQueueAddress } from "../server/webhook/queue-address.js";
+import { parseQueueAddress, workerTimings } from "../server/webhook/queue-address.js";
 import { readPush } from "../server/webhook/read-push.js";
 import { rateLimitPause } from "../server/webhook/update-pull-requests.js";
 
@@ -66,6 +66,29 @@ describe("parseQueueAddress", () => {
 
   it.each(["memory://", "http://127.0.0.1:6379", "redis://127.0.0.1:6379?prefix=a:b", "not a url"])("refuses %p", (raw) => {
     expect(() => parseQueueAddress(raw)).toThrow();
+  });
+});
+
+describe("workerTimings: a dead instance's job is taken over within 1.2 leases", () => {
+  // BullMQ renews a lock every half lockDuration, and a stalled check moves back to waiting a job it
+  // finds active and unlocked that an earlier check had marked (a renewal unmarks it): the worst
+  // case after a death is the lease, then up to two intervals (test/webhook-queue-handover.test.ts
+  // measures it on processes). The interval was the lease itself: up to 3 leases.
+  it.each<[number, number]>([
+    [1_000, 100],
+    [2_000, 200],
+    [30_000, 3_000],
+    [120_000, 12_000],
+    [500, 100], // below what WEBHOOK_QUEUE accepts (1000): the interval never goes under 100 ms
+  ])("lease %p ms: lock for the lease, stalled check every %p ms", (lease, interval) => {
+    expect(workerTimings(lease)).toEqual({ lockDuration: lease, stalledInterval: interval, maxStalledCount: 10 });
+  });
+
+  it.each([1_000, 1_999, 2_000, 5_000, 30_000, 600_000])("lease %p ms: the worst case, lease + 2 intervals, is at most 1.2 leases; a check runs within each half lease", (lease) => {
+    const { lockDuration, stalledInterval } = workerTimings(lease);
+    expect(lockDuration + 2 * stalledInterval).toBeLessThanOrEqual(1.2 * lease);
+    // At least one check between a renewal and the lock running out, so the job is already marked when it does.
+    expect(stalledInterval).toBeLessThan(lockDuration / 2);
   });
 });
 

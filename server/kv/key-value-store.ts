@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import Keyv from "keyv";
 import type { Logger } from "../log.js";
 import { redactUrl } from "../../shared/redact-url.js";
-import { boundedCall, throttledWarning } from "./bounded-call.js";
+import { boundedCall, throttledWarning, type StoreCallOutcome } from "./bounded-call.js";
 import { openLeaseLock, type LeaseLock } from "./lease-lock.js";
 import { isRedisUrl, openRedisConnection, type RedisConnection } from "./redis-connection.js";
 import { RedisKeyvStore } from "./redis-keyv-store.js";
@@ -25,6 +25,8 @@ interface StoreOptions {
   log: Logger;
   /** Upper bound on any one store call. */
   timeoutMs: number;
+  /** Told the outcome of every call to a Redis store or lease lock (the broker's metric). */
+  countCall?: (outcome: StoreCallOutcome) => void;
 }
 
 /**
@@ -41,12 +43,14 @@ export function openKeyValueStore(url: string, namespace: string, options: Store
   // memory://: Keyv's own Map, holding values as they are: no JSON round trip on every read (a
   // large value such as the /releases aggregate would cost milliseconds). Readers must not mutate
   // what they get. (An explicit `store: undefined` would leave Keyv without its Map.)
-  const keyv = store ? new Keyv({ store, namespace }) : new Keyv({ namespace, serialize: undefined, deserialize: undefined });
+  // On Redis, Keyv throws what the store throws (by default it answers a failed read as a miss, in
+  // silence): a failed call is then told to the breaker and counted as the failure it is.
+  const keyv = store ? new Keyv({ store, namespace, throwOnErrors: true }) : new Keyv({ namespace, serialize: undefined, deserialize: undefined });
   const warn = throttledWarning((op, error) => options.log.warn({ store: redactUrl(url), op, err: errorName(error) }, "key-value store unavailable; continuing without it"));
   keyv.on("error", (error: unknown) => warn("event", error));
   own?.redis.on("error", (error: unknown) => warn("event", error));
 
-  const bounded = boundedCall(options.timeoutMs, warn, (connection ?? own)?.breaker);
+  const bounded = boundedCall(options.timeoutMs, warn, (connection ?? own)?.breaker, redis ? options.countCall : undefined);
 
   return {
     url,

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Logger } from "../log.js";
 import { redactUrl } from "../../shared/redact-url.js";
-import { boundedCall, throttledWarning } from "./bounded-call.js";
+import { boundedCall, throttledWarning, type StoreCallOutcome } from "./bounded-call.js";
 import { openRedisConnection, type RedisConnection } from "./redis-connection.js";
 
 /**
@@ -31,13 +31,13 @@ const RENEW = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("
 const RELEASE = `if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`;
 
 /** A lease lock on `connection` (the store registry's for that URL), or on a connection of its own, closed with it. */
-export function openLeaseLock(url: string, options: { log: Logger; timeoutMs: number }, connection?: RedisConnection): LeaseLock {
+export function openLeaseLock(url: string, options: { log: Logger; timeoutMs: number; countCall?: (outcome: StoreCallOutcome) => void }, connection?: RedisConnection): LeaseLock {
   const own = connection ? undefined : openRedisConnection(url, options);
   const { redis } = (connection ?? own)!;
   const warn = throttledWarning((op, error) => options.log.warn({ store: redactUrl(url), op, err: error instanceof Error ? error.name : "unknown" }, "lease lock unavailable; going on without it"));
   own?.redis.on("error", (error: unknown) => warn("event", error));
 
-  const call = boundedCall(options.timeoutMs, warn, (connection ?? own)!.breaker);
+  const call = boundedCall(options.timeoutMs, warn, (connection ?? own)!.breaker, options.countCall);
   // A first call connects: the connection counts against the call's bound.
   const bounded = <R>(op: string, fallback: R, run: () => Promise<R>): Promise<R> =>
     call(op, fallback, async () => {

@@ -1,6 +1,6 @@
 import type { Logger } from "../log.js";
 import { redactUrl } from "../../shared/redact-url.js";
-import { boundedCall, throttledWarning } from "./bounded-call.js";
+import { boundedCall, throttledWarning, type StoreCallOutcome } from "./bounded-call.js";
 import type { RedisConnection } from "./redis-connection.js";
 
 /**
@@ -109,14 +109,14 @@ const REFUND = `if redis.call("exists", KEYS[1]) == 1 then return redis.call("de
 const EPOCH_TTL_MS = 24 * 60 * 60_000;
 
 /** `prefix`: the keys' (e.g. `tokensmith`, or WEBHOOK_QUEUE's `?prefix=`). */
-export function openSharedLimits(connection: RedisConnection, options: { url: string; prefix: string; log: Logger; timeoutMs: number }): SharedLimits {
+export function openSharedLimits(connection: RedisConnection, options: { url: string; prefix: string; log: Logger; timeoutMs: number; countCall?: (outcome: StoreCallOutcome) => void }): SharedLimits {
   const { redis } = connection;
   const warn = throttledWarning((op, error) =>
     options.log.warn({ store: redactUrl(options.url), op, err: error instanceof Error ? error.name : "unknown" }, "shared limits unavailable; this instance keeps to its own"),
   );
   // The connection's breaker: a black-holed Redis costs one call one bound, then is skipped for a
   // few seconds (docs/operations.md#redis-outages), the points window on every mint included.
-  const call = boundedCall(options.timeoutMs, warn, connection.breaker);
+  const call = boundedCall(options.timeoutMs, warn, connection.breaker, options.countCall);
   const bounded = <R>(op: string, fallback: R, run: () => Promise<R>): Promise<R> =>
     call(op, fallback, async () => {
       await connection.ready();

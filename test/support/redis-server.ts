@@ -17,13 +17,20 @@ export async function freePort(): Promise<number> {
 export interface OwnRedis {
   port: number;
   url: string;
+  /** Starts it (again: on the same port, and with `dir`, on the same data). */
   start(): Promise<void>;
-  stop(): Promise<void>;
+  /** SIGKILL (default: gone at once, nothing saved) or SIGTERM (Redis's own shutdown); waits for the exit. */
+  stop(signal?: "SIGKILL" | "SIGTERM"): Promise<void>;
   /** Runs one redis-cli command against it. */
   cli(...args: string[]): Promise<string>;
 }
 
-export async function ownRedis(): Promise<OwnRedis> {
+/**
+ * Without options, nothing is kept across a restart. With `dir`, Redis keeps an append-only file
+ * there (`appendonly yes`, fsync every second: the shipped compose and Kubernetes Redis) and a
+ * restart on that directory reads it back.
+ */
+export async function ownRedis(options: { dir?: string } = {}): Promise<OwnRedis> {
   const port = await freePort();
   let child: ChildProcess | undefined;
   const cli = (...args: string[]) =>
@@ -34,22 +41,24 @@ export async function ownRedis(): Promise<OwnRedis> {
       run.on("close", () => resolve(out.trim()));
       run.on("error", () => resolve(""));
     });
+  const persistence = options.dir ? ["--dir", options.dir, "--appendonly", "yes", "--appendfsync", "everysec"] : ["--appendonly", "no"];
   return {
     port,
     url: `redis://127.0.0.1:${port}`,
     cli,
     async start() {
-      child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"], { stdio: "ignore" });
+      child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", ...persistence], { stdio: "ignore" });
       for (let i = 0; i < 100; i += 1) {
         if ((await cli("ping")) === "PONG") return;
         await new Promise((r) => setTimeout(r, 50));
       }
       throw new Error(`redis-server did not start on ${port}`);
     },
-    async stop() {
-      if (!child || child.exitCode !== null) return;
+    async stop(signal = "SIGKILL") {
+      // Stopped already (an exit code, or killed by a signal): nothing to wait for.
+      if (!child || child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((r) => child!.once("exit", r));
-      child.kill("SIGKILL");
+      child.kill(signal);
       await exited;
     },
   };

@@ -2,7 +2,7 @@
 // simulator App installed on an account with repositories made per test, built broker processes
 // on a queue prefix of the test's own, signed push deliveries, and the audit lines the jobs write.
 // Shared by test/webhook-queue.test.ts and test/webhook-queue-handover.test.ts (two files, so a
-// run's two workers can share the waits).
+// run's two workers can share the waits), and test/webhook-queue-redis-restart.test.ts (a Redis of its own).
 import { afterAll, afterEach, beforeAll } from "@jest/globals";
 import { randomBytes, randomUUID } from "node:crypto";
 import { expectNoSecrets, INSTALLED_PERMISSIONS, tokenFixture, type TokenFixture } from "./fixtures.js";
@@ -80,16 +80,21 @@ export function freshRepo(pulls: number): { repository: string; numbers: number[
   return { repository, numbers };
 }
 
-export async function deliver(url: string, repository: string, deliveryId = randomUUID()) {
+/** A push's body for `repository`: every push its own head, as on the platform (a repeated body is a replay). */
+export function pushBody(repository: string): string {
   const [owner, name] = repository.split("/");
-  const raw = JSON.stringify({
+  return JSON.stringify({
     ref: "refs/heads/main",
     before: "0".repeat(40),
-    after: randomBytes(20).toString("hex"), // every push its own head, as on the platform (a repeated body is a replay)
+    after: randomBytes(20).toString("hex"),
     deleted: false,
     repository: { id: 1, name, full_name: repository, owner: { login: owner } },
     installation: { id: installationId },
   });
+}
+
+/** A signed push delivery of `repository`: a fresh body, or `raw` (a body sent before, as a replay would be). */
+export async function deliver(url: string, repository: string, deliveryId: string = randomUUID(), raw: string = pushBody(repository)) {
   const response = await fetch(`${url}/webhook`, {
     method: "POST",
     headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": deliveryId, "x-hub-signature-256": signatureFor(SECRET, raw) },
