@@ -8,12 +8,13 @@ import type { Env } from "./settings.js";
 /**
  * The secret settings: each may instead be given as NAME_FILE, a file holding the value (the
  * convention of official container images; docs/settings.md#secrets-as-files). Key URIs are among
- * them: a URI's query may carry the PIN.
+ * them: a URI's query may carry the PIN; so are the store URLs: a Redis URL may carry its password.
  */
 export const SECRET_SETTING_NAMES = [
   "HOST_APP_PRIVATE_KEY", "HOST_APP_PRIVATE_KEY_NEXT", "HOST_APP_KEY_URI", "HOST_APP_KEY_URI_NEXT", "HOST_APP_KEY_PIN",
   "ENT_APP_PRIVATE_KEY", "ENT_APP_PRIVATE_KEY_NEXT", "ENT_APP_KEY_URI", "ENT_APP_KEY_URI_NEXT", "ENT_APP_KEY_PIN",
   "PROCESS_TRIGGER_SECRET", "HOST_WEBHOOK_SECRET",
+  "SERVICE_JWKS_CACHE", "LEGACY_QUOTA_KV", "WEBHOOK_QUEUE",
 ] as const;
 
 const RECHECK_MS = 1000;

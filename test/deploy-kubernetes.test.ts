@@ -290,7 +290,7 @@ describe("deploy/kubernetes/key-store", () => {
     return out;
   };
 
-  it("the patched Deployment validates; no App key or PIN in its environment, the PIN a read-only file from the Secret", () => {
+  it("the patched Deployment validates; no App key or PIN in its environment, the PIN a read-only file from the Secret; the module's libraries on LD_LIBRARY_PATH", () => {
     const patch = parseAllDocuments(readFileSync(new URL("deployment-patch.yaml", OVERLAY), "utf8"))[0]!.toJS() as { spec: { template: { spec: { initContainers: Named[]; containers: Array<{ name: string; env: Named[]; volumeMounts: Named[] }>; volumes: Named[] } } } };
     const merged = structuredClone(deployment());
     const pod = merged.spec.template.spec as unknown as { initContainers?: Named[]; containers: Array<{ name: string; env: Named[]; volumeMounts?: Named[] }>; volumes?: Named[] };
@@ -311,6 +311,15 @@ describe("deploy/kubernetes/key-store", () => {
     expect(mount).toMatchObject({ readOnly: true });
     const volume = pod.volumes!.find((v) => v.name === mount!.name) as { secret?: { secretName: string; defaultMode: number } };
     expect(volume.secret).toMatchObject({ secretName: "tokensmith-key-store", defaultMode: 0o400 });
+    // The module and the libraries it needs that the image lacks (docs/deploying.md#keep-the-app-key-in-a-key-store):
+    // copied whole by the init container into the volume the broker mounts read-only, found through LD_LIBRARY_PATH.
+    const moduleMount = container.volumeMounts!.find((m) => m.name === "pkcs11-module") as unknown as { mountPath: string; readOnly?: boolean };
+    expect(moduleMount.readOnly).toBe(true);
+    expect(String(env.get("HOST_APP_KEY_URI")?.value)).toContain(`module-path=${moduleMount.mountPath}/`);
+    expect(String(env.get("LD_LIBRARY_PATH")?.value)).toBe(`${moduleMount.mountPath}/lib`);
+    const init = pod.initContainers!.find((c) => c.name === "pkcs11-module") as unknown as { command: string[]; volumeMounts: Array<{ name: string; mountPath: string }> };
+    expect(init.volumeMounts).toContainEqual(expect.objectContaining({ name: "pkcs11-module", mountPath: moduleMount.mountPath }));
+    expect(init.command).toEqual(["cp", "-rL", "/module/.", `${moduleMount.mountPath}/`]);
     const secret = parseAllDocuments(readFileSync(new URL("pin.secret.example.yaml", OVERLAY), "utf8"))[0]!.toJS() as Doc;
     expect(() => validate(secret)).not.toThrow();
     expect(secret.metadata?.name).toBe("tokensmith-key-store");

@@ -20,7 +20,7 @@ afterAll(async () => {
 });
 
 async function brokerWithoutBullmq(env: Record<string, string> = {}): Promise<BrokerProcess> {
-  // 30 s to start: a loaded CI machine runs the resolve hooks on a thread of their own too.
+  // 30 s to start: the resolve hook runs for every module the broker loads, on a loaded CI machine too.
   const broker = await spawnBroker({ NODE_OPTIONS: `--import=${DENY}`, TOKENSMITH_DENY_MODULES: "bullmq", HOST_WEBHOOK_SECRET: SECRET, AUTO_UPDATE_BRANCHES: "true", ...APP, ...env }, 30_000);
   brokers.push(broker);
   return broker;

@@ -4,8 +4,9 @@
 // webhook job work end to end against the simulator, which checks each JWT with the App's
 // public key. Faults: a wrong PIN, a missing object, the token removed and re-created while the
 // broker runs (it recovers without a restart), concurrent requests on a cold cache, a rotation's
-// second key. Nothing secret (the PIN, the URI's query) reaches a log line or an answer.
-import { randomBytes, randomUUID } from "node:crypto";
+// second key (the refused request itself sent again with it). Nothing secret (the PIN, the URI's
+// query) reaches a log line or an answer.
+import { createPublicKey, randomBytes, randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -86,6 +87,8 @@ async function readyzUntil(admin: string, want: (answer: Awaited<ReturnType<type
 
 const token = async (url: string) => postJson(`${url}/token`, { oidcToken: await fx.sim.oidc.sign(), owner: "octo-org", repo: "app" });
 const mints = () => fx.sim.requests.filter((r) => r.method === "POST" && r.path.endsWith("/access_tokens"));
+/** The calls made with an App JWT (or what was sent as one): the installation lookups and the mints. */
+const appCalls = () => fx.sim.requests.filter((r) => r.path.endsWith("/installation") || r.path.endsWith("/access_tokens"));
 
 describe("the App key in a SoftHSM2 token, through PKCS#11", () => {
   it("/token, /sign and /releases work with no PEM set; /readyz is ready; the log shows the URI without its query", async () => {
@@ -244,15 +247,59 @@ describe("the App key in a SoftHSM2 token, through PKCS#11", () => {
     expect(answers.map((a) => a.status)).toEqual(Array(24).fill(200));
   });
 
-  it("rotation: a revoked first key (PEM) is refused with 401; the next request signs with HOST_APP_KEY_URI_NEXT in the token", async () => {
+  it("rotation: a revoked first key (PEM) is refused with 401; that same request is sent again signed with HOST_APP_KEY_URI_NEXT in the token: the first /token answers 200", async () => {
     const revoked = fx.sim.createApp({ keyFormat: "pkcs8" }).privateKeyPem; // a key this App does not hold
     const { HOST_APP_PRIVATE_KEY: _pem, ...rest } = fx.env;
     const { broker } = await start({ ...rest, ...hsm.env, HOST_APP_PRIVATE_KEY: revoked, HOST_APP_KEY_URI_NEXT: hsm.uri({ object: "app-key" }), HOST_APP_KEY_PIN: hsm.pin });
+    fx.sim.clearRequests();
     const first = await token(broker.url);
-    expect(first.status).toBeGreaterThanOrEqual(500);
-    const second = await token(broker.url);
-    expect(second.status).toBe(200);
+    expect(first.status).toBe(200);
+    // The lookup was refused once (the first key's JWT) and sent once more (the token's); the mint went with the token's JWT.
+    expect(appCalls().map((r) => `${r.method} ${r.auth.kind}`)).toEqual(["GET invalid", "GET app", "POST app"]);
+    // From then on the token's key signs: nothing more is refused.
+    fx.sim.clearRequests();
+    expect((await token(broker.url)).status).toBe(200);
+    expect(appCalls().map((r) => r.auth.kind)).not.toContain("invalid");
     expectNoSecrets(broker.lines, [revoked]);
+  });
+
+  it("rotation while the broker runs: the first key deleted on the platform, the request whose cached JWT it refuses mints with …_NEXT; neither key accepted: 502 installation_token_failed after one try with each", async () => {
+    const app = fx.sim.apps.get(fx.app.id)!;
+    const tokenKey = app.publicKey; // the key imported into the token (HOST_APP_KEY_URI_NEXT)
+    const old = fx.sim.createApp({ keyFormat: "pkcs8" }).privateKeyPem;
+    const { HOST_APP_PRIVATE_KEY: _pem, ...rest } = fx.env;
+    try {
+      // The platform holds only the old key: the broker signs with it, caches the JWT and the installation.
+      app.publicKey = createPublicKey(old);
+      const { broker } = await start({ ...rest, ...hsm.env, HOST_APP_PRIVATE_KEY: old, HOST_APP_KEY_URI_NEXT: hsm.uri({ object: "app-key" }), HOST_APP_KEY_PIN: hsm.pin });
+      expect((await token(broker.url)).status).toBe(200);
+
+      // The old key deleted in the App's settings, the token's key added: the cached JWT is refused at the mint, and the mint sent again.
+      app.publicKey = tokenKey;
+      fx.sim.clearRequests();
+      const rotated = await token(broker.url);
+      expect(rotated.status).toBe(200);
+      expect(fx.sim.tokens.get(rotated.body.token as string)?.installationId).toBe(fx.installationId);
+      expect(mints().map((r) => r.auth.kind)).toEqual(["invalid", "app"]);
+
+      // Neither key held by the App: one try with each, then the mint's own failure, cleanly.
+      app.publicKey = createPublicKey(fx.sim.createApp({ keyFormat: "pkcs8" }).privateKeyPem);
+      fx.sim.clearRequests();
+      const refused = await token(broker.url);
+      expect([refused.status, refused.body]).toEqual([502, { error: "installation_token_failed" }]);
+      expect(refused.headers.get("retry-after")).toBeNull();
+      expect(mints().map((r) => r.auth.kind)).toEqual(["invalid", "invalid"]);
+
+      // The platform takes the token's key again: minting resumes without a restart.
+      app.publicKey = tokenKey;
+      fx.sim.clearRequests();
+      expect((await token(broker.url)).status).toBe(200);
+      // After the two refusals the token's key signs first again: nothing is refused.
+      expect(appCalls().map((r) => r.auth.kind)).not.toContain("invalid");
+      expectNoSecrets(broker.lines, [old]);
+    } finally {
+      app.publicKey = tokenKey;
+    }
   });
 });
 

@@ -1,7 +1,8 @@
 // Secrets as files (server/secret-files.ts): every secret setting NAME may be given as NAME_FILE;
 // the value is the file's content without one trailing newline, a changed file is read again,
 // NAME wins over NAME_FILE (a warning), an unreadable file is a problem naming the setting and the
-// error code only. Then over HTTP: a built broker with its App key and its /sign secret as files.
+// error code only. Then over HTTP: a built broker with its App key and its /sign secret as files,
+// and one whose three store URLs, each with its Redis password, are files.
 import { mkdtempSync, rmSync, writeFileSync, utimesSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,6 +12,7 @@ import { parseSettings } from "../server/settings.js";
 import { settingsProblems } from "../server/settings-problems.js";
 import { postJson } from "./support/broker.js";
 import { expectNoSecrets, tokenFixture } from "./support/fixtures.js";
+import { freePort, ownRedis } from "./support/redis-server.js";
 import { spawnBroker } from "./support/spawn-broker.js";
 
 const dir = mkdtempSync(join(tmpdir(), "tokensmith-secret-files-"));
@@ -35,6 +37,14 @@ describe("NAME_FILE", () => {
     const settings = parseSettings(resolveSecretFiles({ PROCESS_TRIGGER_SECRET_FILE: file(`${trigger}\n`), HOST_WEBHOOK_SECRET_FILE: file("w".repeat(40)) }));
     expect(settings.processTriggerSecret).toBe(trigger);
     expect(settings.webhookSecret).toBe("w".repeat(40));
+  });
+
+  it("the store URLs reach the parsed settings: SERVICE_JWKS_CACHE_FILE, LEGACY_QUOTA_KV_FILE and WEBHOOK_QUEUE_FILE, passwords and all", () => {
+    const url = (db: number) => `redis://:store-password-0123456789@127.0.0.1:6390/${db}`;
+    const settings = parseSettings(resolveSecretFiles({
+      SERVICE_JWKS_CACHE_FILE: file(`${url(1)}\n`), LEGACY_QUOTA_KV_FILE: file(`${url(2)}\n`), WEBHOOK_QUEUE_FILE: file(`${url(3)}?prefix=files\n`),
+    }));
+    expect([settings.jwksCacheUrl, settings.releasesKvUrl, settings.webhookQueueUrl]).toEqual([url(1), url(2), `${url(3)}?prefix=files`]);
   });
 
   it("a changed file is read again (checked at most once a second)", () => {
@@ -73,6 +83,66 @@ describe("a built broker with its secrets as files", () => {
       expectNoSecrets(broker.lines, [pem, secret, minted.body.token as string]);
     } finally {
       await broker.stop();
+      await fx.sim.close();
+    }
+  });
+});
+
+describe("a built broker with its store URLs as files", () => {
+  it("reaches a Redis that requires a password with the URLs from SERVICE_JWKS_CACHE_FILE, LEGACY_QUOTA_KV_FILE and WEBHOOK_QUEUE_FILE; a wrong password: each store unreachable", async () => {
+    const fx = await tokenFixture();
+    const redis = await ownRedis();
+    const password = "store-files-password-0123456789abcd";
+    const stopped: Array<() => Promise<unknown>> = [];
+    try {
+      await redis.start();
+      await redis.cli("config", "set", "requirepass", password);
+      const authed = (...args: string[]) => redis.cli("-a", password, "--no-auth-warning", ...args);
+      const start = async (secret: string) => {
+        const url = `redis://:${secret}@127.0.0.1:${redis.port}`;
+        const port = await freePort();
+        const broker = await spawnBroker({
+          ...fx.env, ADMIN_PORT: String(port), ADMIN_HOST: "127.0.0.1",
+          SERVICE_JWKS_CACHE_FILE: file(`${url}/0\n`), LEGACY_QUOTA_KV_FILE: file(`${url}/0\n`), WEBHOOK_QUEUE_FILE: file(`${url}/0?prefix=files-${port}\n`),
+        });
+        stopped.push(() => broker.stop());
+        // /readyz once the key set is held (a probe waits under a second for its fetch): what it says of the stores.
+        const readyz = async () => {
+          for (let i = 0; ; i += 1) {
+            const answer = (await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()) as { status: string };
+            if (answer.status === "ready" || i >= 50) return answer;
+            await new Promise((resolve) => setTimeout(resolve, 200));
+          }
+        };
+        return { broker, readyz };
+      };
+
+      const right = await start(password);
+      expect(await right.readyz()).toEqual({ status: "ready" });
+      const minted = await postJson(`${right.broker.url}/token`, { oidcToken: await fx.sim.oidc.sign(), owner: "octo-org", repo: "app" });
+      expect(minted.status).toBe(200);
+      // The key set's sealed snapshot reached that Redis (SERVICE_JWKS_CACHE), through the password.
+      let keys = "";
+      for (let i = 0; i < 100 && !keys.includes("jwks:"); i += 1) {
+        keys = await authed("--scan");
+        if (!keys.includes("jwks:")) await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(keys).toContain(`tokensmith-jwks:jwks:${fx.sim.oidc.issuer}`);
+
+      const wrong = await start("not-the-password-0123456789abcdefgh");
+      expect(await wrong.readyz()).toEqual({
+        status: "ready",
+        degraded: [
+          { reason: "store_unreachable", setting: "SERVICE_JWKS_CACHE" },
+          { reason: "store_unreachable", setting: "LEGACY_QUOTA_KV" },
+          { reason: "store_unreachable", setting: "WEBHOOK_QUEUE" },
+        ],
+      });
+      for (const stop of stopped.splice(0)) await stop();
+      expectNoSecrets([...right.broker.lines, ...wrong.broker.lines], [password, fx.env.HOST_APP_PRIVATE_KEY, minted.body.token as string]);
+    } finally {
+      for (const stop of stopped) await stop();
+      await redis.stop();
       await fx.sim.close();
     }
   });

@@ -42,19 +42,26 @@ export async function signAppJwt(key: AppKeySource, appId: string, iat: number, 
  * and its installation-token path shares in-flight mints across callers through a module-level map whose key ignores
  * `refresh`, the App and the host, so two concurrent jobs could be handed one token.
  *
- * Rotation (docs/deploying.md#7-rotating-the-apps-private-key-without-downtime): with a second key (…_NEXT), a 401 from the
- * platform to a JWT of one key makes the next JWT be signed with the other.
+ * Every platform call made with an App JWT goes through `withJwt`, the one place that handles the
+ * platform refusing the JWT itself (401): the JWT is dropped so the next call signs afresh, and
+ * with a second key (…_NEXT, docs/deploying.md#7-rotating-the-apps-private-key-without-downtime)
+ * the refused call is sent once more with a JWT of the other key, which then signs the App's JWTs.
  */
 export function createAppJwtSigner(now: () => number) {
+  interface Signed {
+    jwt: string;
+    reuseUntil: number;
+    key: AppKeySource;
+  }
   // Keyed by the credentials object: the settings reader hands out the same one for as long as
   // HOST_APP_ID / the key settings are unchanged, and a new one (so a new JWT) when they change.
-  const cache = new WeakMap<AppCredentials, { jwt: string; reuseUntil: number; key: AppKeySource }>();
+  const cache = new WeakMap<AppCredentials, Signed>();
   // Requests that miss the cache together share one signature (at start-up, 64 would sign 64).
-  const signing = new WeakMap<AppCredentials, Promise<string>>();
+  const signing = new WeakMap<AppCredentials, Promise<Signed>>();
   // Which key signs: the first until the platform refuses its JWT while a second key is set.
   const active = new WeakMap<AppCredentials, AppKeySource>();
   let signed = 0;
-  const sign = async (app: AppCredentials): Promise<string> => {
+  const sign = async (app: AppCredentials): Promise<Signed> => {
     const iat = Math.floor(now() / 1000) - APP_JWT_BACKDATE_SECONDS;
     const exp = iat + APP_JWT_LIFETIME_SECONDS;
     const key = active.get(app) ?? app.key;
@@ -68,34 +75,58 @@ export function createAppJwtSigner(now: () => number) {
       throw error;
     }
     signed += 1;
-    cache.set(app, { jwt: token, reuseUntil: exp * 1000 - 60_000, key });
-    return token;
+    const entry = { jwt: token, reuseUntil: exp * 1000 - 60_000, key };
+    cache.set(app, entry);
+    return entry;
+  };
+  const current = (app: AppCredentials): Promise<Signed> => {
+    const hit = cache.get(app);
+    if (hit && now() < hit.reuseUntil) return Promise.resolve(hit);
+    let pending = signing.get(app);
+    if (!pending) {
+      pending = sign(app).finally(() => signing.delete(app));
+      signing.set(app, pending);
+    }
+    return pending;
+  };
+  /**
+   * The platform refused `refused` (401: our clock and its clock disagree, or the key was deleted
+   * in the App's settings): it is not reused, and with a second key the other one signs from now
+   * on. Concurrent calls refused on the same JWT switch keys once, not back and forth, and a newer
+   * JWT (the other key's) stays cached.
+   */
+  const drop = (app: AppCredentials, refused: Signed): void => {
+    if (cache.get(app) === refused) cache.delete(app);
+    if (app.next && (active.get(app) ?? app.key) === refused.key) active.set(app, refused.key === app.next ? app.key : app.next);
   };
   return {
-    jwtFor(app: AppCredentials): Promise<string> {
-      const hit = cache.get(app);
-      if (hit && now() < hit.reuseUntil) return Promise.resolve(hit.jwt);
-      let pending = signing.get(app);
-      if (!pending) {
-        pending = sign(app).finally(() => signing.delete(app));
-        signing.set(app, pending);
-      }
-      return pending;
+    /** The App's JWT as it would be sent now (cached or signed); for a call that is described, not sent. */
+    async jwtFor(app: AppCredentials): Promise<string> {
+      return (await current(app)).jwt;
     },
     /**
-     * After a failed App-JWT call: if the platform refused the JWT itself (401, e.g. our clock and
-     * its clock disagree, or the key was revoked during a rotation), drop it so the next call signs
-     * afresh, with the other key when a second one is set. Looks through a BrokerError to the
-     * platform error it wraps.
+     * `call` with the App's JWT. When the platform refuses that JWT (a 401 it answered, also
+     * wrapped in a BrokerError's cause) and a second key is set, `call` runs once more with a JWT
+     * of the other key: a rotation costs no request. A second refusal (neither key accepted), or a
+     * refusal with one key only, is thrown as `call` threw it. A key store that cannot sign is
+     * 503 app_key_unavailable, before `call` runs.
      */
-    noteFailure(app: AppCredentials, error: unknown): void {
-      const platformError = error instanceof RequestError ? error : (error as { cause?: unknown } | null)?.cause;
-      if (platformError instanceof RequestError && platformError.status === 401 && platformError.response) {
-        const hit = cache.get(app);
-        cache.delete(app);
-        if (app.next) {
-          const refused = hit?.key ?? active.get(app) ?? app.key;
-          active.set(app, refused === app.next ? app.key : app.next);
+    async withJwt<T>(app: AppCredentials, call: (jwt: string) => Promise<T>): Promise<T> {
+      const first = await current(app);
+      try {
+        return await call(first.jwt);
+      } catch (error) {
+        if (!refusedJwt(error)) throw error;
+        drop(app, first);
+        if (!app.next) throw error;
+        const second = await current(app);
+        // Another call's refusal already switched back to this key: nothing new to try.
+        if (second.key === first.key) throw error;
+        try {
+          return await call(second.jwt);
+        } catch (again) {
+          if (refusedJwt(again)) drop(app, second);
+          throw again;
         }
       }
     },
@@ -107,6 +138,12 @@ export function createAppJwtSigner(now: () => number) {
       return signed;
     },
   };
+}
+
+/** The platform refused the App JWT itself: a 401 it answered, possibly wrapped in a BrokerError's cause. */
+function refusedJwt(error: unknown): boolean {
+  const platformError = error instanceof RequestError ? error : (error as { cause?: unknown } | null)?.cause;
+  return platformError instanceof RequestError && platformError.status === 401 && platformError.response !== undefined;
 }
 
 export type AppJwtSigner = ReturnType<typeof createAppJwtSigner>;

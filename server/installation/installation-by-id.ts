@@ -31,7 +31,8 @@ export async function installationById(
   const cached = deps.installations.get(key);
   if (cached) return cached;
   return deps.installations.load(key, async () => {
-    const appJwt = await deps.appJwt.jwtFor(app);
-    return lookup(() => findInstallation({ client: deps.clientFor(platform), appJwt, retry: deps.retry, installationId: target.installationId, owner: target.owner, repo: target.repo, now: deps.now }));
+    return lookup(() =>
+      deps.appJwt.withJwt(app, (appJwt) => findInstallation({ client: deps.clientFor(platform), appJwt, retry: deps.retry, installationId: target.installationId, owner: target.owner, repo: target.repo, now: deps.now })),
+    );
   });
 }

@@ -33,7 +33,7 @@ export type MintOutcome =
  * otherwise (/sign) — whose answer must name exactly that repository (and each of `others`).
  * Anything else is 404 app_not_installed with nothing handed out: a token minted anyway is revoked
  * at once. A mint that failed other than transiently drops the cached installation, which may be
- * gone or changed; a 401 drops the App JWT (e.g. the platform's clock disagrees with ours). Every
+ * gone or changed; a 401 to the App JWT is handled by `appJwt.withJwt` (app-jwt.ts). Every
  * failure but the platform's refusal (404/422) is thrown.
  */
 export async function mintForRepository(deps: InstallationDeps, target: MintTarget, order: MintOrder): Promise<MintOutcome> {
@@ -42,21 +42,22 @@ export async function mintForRepository(deps: InstallationDeps, target: MintTarg
   const others = target.ids ? (order.others ?? []) : [];
   let minted: MintedToken;
   try {
-    minted = await mintInstallationToken({
-      client,
-      appJwt: target.appJwt,
-      installationId: installation.id,
-      ...(target.ids ? { repositoryIds: [target.ids.repositoryId, ...others.map((other) => other.id)] } : { repositoryName: target.repo }),
-      permissions: order.permissions,
-      retry: deps.retry,
-      now: deps.now,
-      deadlineAt: target.deadlineAt,
-    });
+    minted = await deps.appJwt.withJwt(target.app, (appJwt) =>
+      mintInstallationToken({
+        client,
+        appJwt,
+        installationId: installation.id,
+        ...(target.ids ? { repositoryIds: [target.ids.repositoryId, ...others.map((other) => other.id)] } : { repositoryName: target.repo }),
+        permissions: order.permissions,
+        retry: deps.retry,
+        now: deps.now,
+        deadlineAt: target.deadlineAt,
+      }),
+    );
   } catch (error) {
     // A transient failure (5xx, network, rate limit: it carries a Retry-After) says nothing about
     // the installation: keeping it spares a burst of lookups while the platform is limiting us.
     if (!(error instanceof BrokerError && error.retryAfter !== undefined)) deps.installations.drop(cacheKey);
-    deps.appJwt.noteFailure(target.app, error);
     // A 422 to a mint by ids may be about one of the others (removed from the installation): they are in doubt too.
     if (error instanceof BrokerError && error.code === "app_not_installed") return { refused: error, installationStale: true, staleOthers: others };
     throw error;

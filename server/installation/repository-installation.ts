@@ -33,16 +33,16 @@ export interface MintTarget extends RepositoryScope {
   platform: PlatformSettings;
   app: AppCredentials;
   client: PlatformClient;
-  appJwt: string;
   /** Epoch ms by which the platform calls must be answered, ANSWER_RESERVE_MS already kept back; undefined = none. */
   deadlineAt?: number;
 }
 
 /**
- * The target of a request: its platform client, a signed App JWT, and a deadline that stops the
- * platform calls a little before the request's own, so the route answers its own code (with
+ * The target of a request: its platform client and a deadline that stops the platform calls a little before the request's own, so the route answers its own code (with
  * Retry-After) rather than the request being cut off at the deadline itself. A lookup shared by
- * concurrent requests runs under the deadline of the one that started it.
+ * concurrent requests runs under the deadline of the one that started it. The App JWT is signed
+ * here (or taken from its cache), so a key store that cannot sign answers 503 before any platform
+ * call; each call then sends it through `appJwt.withJwt` (a refused JWT, a rotation: app-jwt.ts).
  */
 export async function mintTarget(
   deps: Pick<InstallationDeps, "clientFor" | "appJwt">,
@@ -50,8 +50,8 @@ export async function mintTarget(
 ): Promise<MintTarget> {
   const { platform, app, owner, repo, ids } = request;
   const client = deps.clientFor(platform);
-  const appJwt = await deps.appJwt.jwtFor(app);
-  return { platform, app, owner, repo, ...(ids ? { ids } : {}), client, appJwt, deadlineAt: request.deadlineAt === undefined ? undefined : request.deadlineAt - ANSWER_RESERVE_MS };
+  await deps.appJwt.jwtFor(app);
+  return { platform, app, owner, repo, ...(ids ? { ids } : {}), client, deadlineAt: request.deadlineAt === undefined ? undefined : request.deadlineAt - ANSWER_RESERVE_MS };
 }
 
 export interface FoundInstallation {
@@ -93,9 +93,10 @@ export async function repositoryInstallation(deps: InstallationDeps, target: Min
     }
     let found: Installation | undefined;
     try {
-      found = await findInstallation({ client: target.client, appJwt: target.appJwt, retry: deps.retry, installationId: platform.installationId, owner: scope.owner, repo: scope.repo, now: deps.now, deadlineAt: target.deadlineAt });
+      found = await deps.appJwt.withJwt(app, (appJwt) =>
+        findInstallation({ client: target.client, appJwt, retry: deps.retry, installationId: platform.installationId, owner: scope.owner, repo: scope.repo, now: deps.now, deadlineAt: target.deadlineAt }),
+      );
     } catch (error) {
-      deps.appJwt.noteFailure(app, error);
       if (error instanceof BrokerError && error.code === "app_not_installed") await memo?.remember();
       throw error;
     } finally {

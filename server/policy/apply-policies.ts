@@ -269,15 +269,17 @@ function invalid(detail: string): BrokerError {
 /** The broker's own token: contents read over the whole installation (its policy files and the owner's .github). */
 async function mintReader(ctx: PolicyDeps, step: PolicyStep): Promise<ReaderToken> {
   try {
-    const minted = await mintInstallationToken({
-      client: ctx.clientFor(step.platform),
-      appJwt: await ctx.appJwt.jwtFor(step.app),
-      installationId: step.installation.id,
-      permissions: { contents: "read" },
-      retry: ctx.retry,
-      now: ctx.now,
-      deadlineAt: step.deadlineAt,
-    });
+    const minted = await ctx.appJwt.withJwt(step.app, (appJwt) =>
+      mintInstallationToken({
+        client: ctx.clientFor(step.platform),
+        appJwt,
+        installationId: step.installation.id,
+        permissions: { contents: "read" },
+        retry: ctx.retry,
+        now: ctx.now,
+        deadlineAt: step.deadlineAt,
+      }),
+    );
     return readerFromMint(minted, ctx.now());
   } catch (error) {
     throw new BrokerError("policy_unavailable", {

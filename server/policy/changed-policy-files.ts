@@ -39,7 +39,7 @@ export async function changedPolicyFiles(ctx: Pick<InstallationDeps, "appJwt" | 
   const readerKey = ctx.policies.readers.key(where.platform.apiBase, where.app.appId, pr.installationId);
   const mintReader = () =>
     where.appCall(5, async () => {
-      const minted = await mintInstallationToken({ client, appJwt: await ctx.appJwt.jwtFor(where.app), installationId: pr.installationId, permissions: { contents: "read" }, retry: ctx.retry, now: ctx.now });
+      const minted = await ctx.appJwt.withJwt(where.app, (appJwt) => mintInstallationToken({ client, appJwt, installationId: pr.installationId, permissions: { contents: "read" }, retry: ctx.retry, now: ctx.now }));
       return readerFromMint(minted, ctx.now());
     });
   const changed: ChangedPolicyFile[] = [];

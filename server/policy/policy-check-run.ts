@@ -80,11 +80,13 @@ export async function runPolicyCheck(ctx: PolicyCheckDeps, pr: PolicyPullRequest
       return "done";
     }
     const client = ctx.clientFor(platform);
-    const minted = await deps.appCall(5, async () =>
-      mintInstallationToken({
-        client, appJwt: await ctx.appJwt.jwtFor(app), installationId: installation.id, repositoryIds: [pr.repositoryId], retry: ctx.retry, now: ctx.now,
-        permissions: intersectPermissions({ checks: "write" }, installation.permissions),
-      }),
+    const minted = await deps.appCall(5, () =>
+      ctx.appJwt.withJwt(app, (appJwt) =>
+        mintInstallationToken({
+          client, appJwt, installationId: installation.id, repositoryIds: [pr.repositoryId], retry: ctx.retry, now: ctx.now,
+          permissions: intersectPermissions({ checks: "write" }, installation.permissions),
+        }),
+      ),
     );
     try {
       const { lines, failed } = validate(ctx, changed);

@@ -28,7 +28,6 @@ interface InstallationCrawlInput {
   ctx: CrawlDeps;
   platform: PlatformSettings;
   app: AppCredentials;
-  appJwt: string;
   installation: CrawlInstallation;
   /** Most repositories worth listing (see repository-budget.ts). */
   room: number;
@@ -122,11 +121,10 @@ export async function crawlInstallation(input: InstallationCrawlInput): Promise<
   try {
     // A token kept from an earlier crawl while it lasts (crawl-token-cache.ts); else a new one.
     ({ token, reused, repositories: minted } = await ctx.crawlTokens.tokenFor(tokenKey, () =>
-      mintInstallationToken({ client: ctx.clientFor(platform), appJwt: input.appJwt, installationId: installation.id, permissions, retry: ctx.retry, manyRepositories: true, early: earlyHint }),
+      ctx.appJwt.withJwt(input.app, (appJwt) => mintInstallationToken({ client: ctx.clientFor(platform), appJwt, installationId: installation.id, permissions, retry: ctx.retry, manyRepositories: true, early: earlyHint })),
     ));
   } catch (error) {
     confirm(false);
-    ctx.appJwt.noteFailure(input.app, error);
     log.warn({ step: "mint", err: describe(error) }, "releases crawl: installation skipped, no token");
     return { status: "failed" };
   }

@@ -62,14 +62,7 @@ export async function crawlReleases(input: CrawlInput): Promise<CrawlResult> {
   // Opened while the App JWT is signed and the installations are listed, so that the mints and
   // then the queries find connections ready instead of each waiting for a handshake.
   preconnect(platform.apiBase, lastConnections.get(platform.apiBase) ?? FIRST_CRAWL_CONNECTIONS);
-  const appJwt = await ctx.appJwt.jwtFor(app);
-  let listing: Awaited<ReturnType<typeof listInstallations>>;
-  try {
-    listing = await listInstallations({ client: ctx.clientFor(platform), appJwt, max: input.maxInstallations, retry: ctx.retry });
-  } catch (error) {
-    ctx.appJwt.noteFailure(app, error);
-    throw error;
-  }
+  const listing = await ctx.appJwt.withJwt(app, (appJwt) => listInstallations({ client: ctx.clientFor(platform), appJwt, max: input.maxInstallations, retry: ctx.retry }));
 
   const budget = createRepositoryBudget(input.maxRepositories);
   const installationLimit = pLimit(INSTALLATION_CONCURRENCY);
@@ -88,7 +81,6 @@ export async function crawlReleases(input: CrawlInput): Promise<CrawlResult> {
           ctx,
           platform,
           app,
-          appJwt,
           installation,
           room: budget.roomFor(index),
           onListed: (count) => budget.record(index, count),

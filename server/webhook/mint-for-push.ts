@@ -32,23 +32,24 @@ export function pushPermissions(granted: Record<string, string>): Permissions {
  * A fresh token for the pushed repository from the delivery's own installation (`installation.id`
  * of the payload): the installation is read by id (cached like the repository lookup, README
  * "Caches") to learn whether it holds `workflows: write`, then the mint. Any failure is 502
- * installation_token_failed; a 401 drops the App JWT so the next job signs afresh.
+ * installation_token_failed (after a refused App JWT was sent once more with a rotation's other key: app-jwt.ts).
  */
 export async function mintForPush(ctx: PushMintDeps, platform: PlatformSettings, app: AppCredentials, push: BranchPush): Promise<MintedToken> {
   const cacheKey = installationByIdKey(ctx, platform, app, push.installationId);
   try {
     const installation = await installationById(ctx, platform, app, { installationId: push.installationId, owner: push.owner, repo: push.name });
-    return await mintInstallationToken({
-      client: ctx.clientFor(platform),
-      appJwt: await ctx.appJwt.jwtFor(app),
-      installationId: push.installationId,
-      repositoryName: push.name,
-      permissions: pushPermissions(installation.permissions),
-      retry: ctx.retry,
-    });
+    return await ctx.appJwt.withJwt(app, (appJwt) =>
+      mintInstallationToken({
+        client: ctx.clientFor(platform),
+        appJwt,
+        installationId: push.installationId,
+        repositoryName: push.name,
+        permissions: pushPermissions(installation.permissions),
+        retry: ctx.retry,
+      }),
+    );
   } catch (error) {
     ctx.installations.drop(cacheKey);
-    ctx.appJwt.noteFailure(app, error);
     const detail = error instanceof BrokerError ? error.message : "unexpected failure";
     throw new BrokerError("installation_token_failed", { detail, cause: error });
   }

@@ -1,4 +1,4 @@
-// The resolve hook behind deny-modules.mjs.
+// The resolve hook behind deny-modules.mjs where module.registerHooks is missing (import only).
 let denied = [];
 
 export function initialize(data) {
