@@ -64,7 +64,9 @@ describe("npm run bench -- neighbours (tiny run)", () => {
       const answers = (kind: string) => row(`A ${kind}: answers`).value;
       expect(answers("not installed, replayed")).toMatch(/×404/);
       expect(answers("denied, 20 repositories")).toMatch(/×403/);
-      expect(answers("valid token, replayed")).toMatch(/^1×200 \d+×409$/);
+      // One mint at most: the first answer may be missing from the flood's counts when the load
+      // generator gave up waiting for it (its mint is the one slow request of that kind).
+      expect(answers("valid token, replayed")).toMatch(/^(1×200 )?\d+×409$/);
       expect(answers("pull_request")).toMatch(/×202/);
       expect(answers("push, replayed")).toMatch(/×202/);
       expect(answers("fuzz")).toMatch(/×4\d\d/);
