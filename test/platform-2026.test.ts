@@ -62,6 +62,17 @@ function expectMaskedFirst(step: StepResult, secret: string): void {
   expectNoSecrets(step.lines.filter((line) => !line.startsWith("::add-mask::")), [secret]);
 }
 
+/** The step masked `token` first and saved it; its post step revokes it; every REST request was versioned. */
+async function expectMaskedAndRevoked(main: StepResult, token: string, env: Record<string, string>): Promise<void> {
+  expectMaskedFirst(main, token);
+  expect(main.state.token).toBe(token);
+  const post = await runStep("post", { node, env, state: main.state });
+  expect(post.exitCode).toBe(0);
+  expect(post.lines).toEqual(["tokensmith: token revoked"]);
+  expect(t.fx.sim.tokens.get(token)!.revoked).toBe(true);
+  expectEveryRestRequestVersioned();
+}
+
 describe.each<TokenFormat>(["classic", "stateless"])("%s installation tokens", (format) => {
   beforeAll(() => {
     t.fx.sim.tokenFormat = format;
@@ -74,13 +85,7 @@ describe.each<TokenFormat>(["classic", "stateless"])("%s installation tokens", (
     const token = main.outputs.token!;
     expect(token).toMatch(SHAPES[format]);
     expect(mintedTokens()).toEqual([token]);
-    expectMaskedFirst(main, token);
-    expect(main.state.token).toBe(token);
-    const post = await runStep("post", { node, env, state: main.state });
-    expect(post.exitCode).toBe(0);
-    expect(post.lines).toEqual(["tokensmith: token revoked"]);
-    expect(t.fx.sim.tokens.get(token)!.revoked).toBe(true);
-    expectEveryRestRequestVersioned();
+    await expectMaskedAndRevoked(main, token, env);
   });
 
   it("/sign commits with it", async () => {
@@ -197,13 +202,7 @@ describe("OIDC sub, classic and immutable", () => {
     expect(main.lines.filter((line) => minted.readers.some((reader) => line.includes(reader)))).toEqual([]); // the broker's reader never reaches the job
     expect(t.fx.sim.tokens.get(token)?.permissions).toEqual({ contents: "read" });
     expect(JSON.parse(main.outputs.permissions!)).toEqual({ contents: "read" });
-    expectMaskedFirst(main, token);
-    expect(main.state.token).toBe(token);
-    const post = await runStep("post", { node, env, state: main.state });
-    expect(post.exitCode).toBe(0);
-    expect(post.lines).toEqual(["tokensmith: token revoked"]);
-    expect(t.fx.sim.tokens.get(token)!.revoked).toBe(true);
-    expectEveryRestRequestVersioned();
+    await expectMaskedAndRevoked(main, token, env);
   });
 
   it("the bundled action on Node 24, in a job whose sub is immutable: a policy naming only the classic form refuses it (policy_denied), nothing minted, masked or output", async () => {
