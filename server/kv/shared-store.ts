@@ -22,7 +22,19 @@ export interface SharedStoreAddress {
  * WEBHOOK_QUEUE is a Redis every instance reaches too; SERVICE_JWKS_CACHE last, so that a fleet
  * with only the key-set cache on Redis still shares its claims (it did before this choice was one).
  */
-export function sharedStoreAddress(settings: { releasesKvUrl: string | null; webhookQueueUrl: string | null; jwksCacheUrl: string | null }): SharedStoreAddress | null {
+export function sharedStoreAddress(settings: StoreSettings): SharedStoreAddress | null {
+  // Asked on every /token (claims, limits): worked out once per settings object (the settings
+  // reader hands out the same one while the environment is unchanged), not a URL parse per request.
+  if (chosen.has(settings)) return chosen.get(settings)!;
+  const address = chooseSharedStore(settings);
+  chosen.set(settings, address);
+  return address;
+}
+
+type StoreSettings = { releasesKvUrl: string | null; webhookQueueUrl: string | null; jwksCacheUrl: string | null };
+const chosen = new WeakMap<StoreSettings, SharedStoreAddress | null>();
+
+function chooseSharedStore(settings: StoreSettings): SharedStoreAddress | null {
   if (isRedisUrl(settings.releasesKvUrl)) return { url: settings.releasesKvUrl, limitsPrefix: "tokensmith-limits", claimsPrefix: "tokensmith-oidc-jti" };
   if (settings.webhookQueueUrl) {
     try {
