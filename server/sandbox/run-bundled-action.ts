@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-/** The package root: build/server/sandbox/ → ../../../ (and server/sandbox/ → ../../ under ts-jest). */
+/** The package root: build/server/sandbox/ → ../../../ (and server/sandbox/ → ../../ under jest, which runs the sources). */
 function packageRoot(): string {
   const here = fileURLToPath(new URL(".", import.meta.url));
   return join(here, here.includes(`${join("build", "server")}`) ? "../../../" : "../../");

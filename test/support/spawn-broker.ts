@@ -18,7 +18,7 @@ export interface BrokerProcess {
  * every line it wrote once it exits (a broker that starts listening is stopped and fails the wait).
  */
 export async function spawnBrokerToExit(env: Record<string, string | undefined>, timeoutMs = 30_000): Promise<{ code: number | null; lines: string[] }> {
-  const child = spawn(process.execPath, [MAIN], { env: { PATH: process.env.PATH, PORT: "0", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [MAIN], { env: { PATH: process.env.PATH, NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE, PORT: "0", ...env }, stdio: ["ignore", "pipe", "pipe"] });
   const lines: string[] = [];
   const take = (chunk: Buffer) => lines.push(...chunk.toString().split("\n").filter(Boolean));
   child.stdout!.on("data", take);
@@ -39,7 +39,7 @@ export async function spawnBroker(env: Record<string, string | undefined>, timeo
   const child = spawn(process.execPath, [MAIN], {
     // SENDER_REQUESTS_PER_SECOND off unless the test sets it: the suite's clients all send from
     // 127.0.0.1, faster than one real sender (test/sender-admission.test.ts tests the limit).
-    env: { PATH: process.env.PATH, PORT: "0", SENDER_REQUESTS_PER_SECOND: "0", ...env },
+    env: { PATH: process.env.PATH, NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE, PORT: "0", SENDER_REQUESTS_PER_SECOND: "0", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const lines: string[] = [];
