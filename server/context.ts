@@ -74,7 +74,7 @@ export interface Timing {
   releasesStaleGraceMs: number;
 }
 
-const DEFAULT_TIMING: Timing = {
+export const DEFAULT_TIMING: Timing = {
   upstreamTimeoutMs: 10_000,
   jwksTimeoutMs: 5_000,
   jwksCooldownMs: 5_000,

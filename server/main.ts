@@ -1,13 +1,5 @@
-import { readinessChecks } from "./admin/readiness-checks.js";
-import { startAdmin } from "./admin/start-admin.js";
-import { createApp } from "./app.js";
-import { serve } from "./http/serve.js";
 import { createLogger } from "./log.js";
-import { settingsProblems } from "./settings-problems.js";
-import { resolveSecretFiles } from "./secret-files.js";
-import { parseSettings } from "./settings.js";
 import { parseStartSettings } from "./start-settings.js";
-import { startTracing, stopTracing } from "./tracing.js";
 
 // The server entry: read the start-up settings, listen, stop gracefully. Everything else is in createApp.
 const start = parseStartSettings(process.env);
@@ -18,6 +10,18 @@ if (start.problems.length > 0) {
   for (const { setting, message } of start.problems) early.fatal({ setting }, message);
   process.exit(1);
 }
+// The rest is loaded only once the start-up settings are good: a broker that does not start stops
+// without loading what it would have served with (about 0.4 s of CPU, 0.05 s left).
+const [{ readinessChecks }, { startAdmin }, { createApp }, { serve }, { settingsProblems }, { resolveSecretFiles }, { parseSettings }, { startTracing, stopTracing }] = await Promise.all([
+  import("./admin/readiness-checks.js"),
+  import("./admin/start-admin.js"),
+  import("./app.js"),
+  import("./http/serve.js"),
+  import("./settings-problems.js"),
+  import("./secret-files.js"),
+  import("./settings.js"),
+  import("./tracing.js"),
+]);
 // OpenTelemetry traces, only when the OTEL_* environment asks (docs/operations.md#traces): the SDK
 // is loaded then, and never otherwise.
 const tracing = await startTracing(process.env).catch((error: unknown) => error as Error);

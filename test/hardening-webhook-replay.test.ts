@@ -1,13 +1,15 @@
 // Issue 24 item 4: a captured signed push replayed under a fresh X-GitHub-Delivery (which the
-// signature does not cover) is not acted on again. Built brokers as child processes, the
-// simulator as the platform: the in-process queue alone, two instances sharing LEGACY_QUOTA_KV
-// (Redis), and the durable queue (WEBHOOK_QUEUE, Redis).
+// signature does not cover) is not acted on again, the simulator as the platform: the in-process
+// queue alone, two instances sharing LEGACY_QUOTA_KV (Redis), and the durable queue (WEBHOOK_QUEUE,
+// Redis). Two instances are built brokers as child processes; one instance alone is a broker in
+// this process (its queue is the subject, not a process: each process costs about 0.5 s of CPU to start).
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/globals";
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { signatureFor } from "../server/webhook/verify-signature.js";
+import { startBroker } from "./support/broker.js";
 import { expectNoSecrets, INSTALLED_PERMISSIONS, tokenFixture, type TokenFixture } from "./support/fixtures.js";
-import { spawnBroker, type BrokerProcess } from "./support/spawn-broker.js";
+import { spawnBroker } from "./support/spawn-broker.js";
 import { REDIS_URL } from "./support/redis-url.js";
 
 const SECRET = "replay-webhook-secret-0123456789";
@@ -16,7 +18,12 @@ const DAY_MS = 24 * 3600_000;
 let fx: TokenFixture;
 let installationId: number;
 let repoCounter = 0;
-const running: BrokerProcess[] = [];
+/** A broker as the tests use it: its address, and every line it has logged. */
+interface Instance {
+  url: string;
+  lines: string[];
+}
+const running: Array<Instance & { stop(): Promise<unknown> }> = [];
 const logs: string[] = [];
 const prefixes: string[] = [];
 /** Bodies claimed through LEGACY_QUOTA_KV's lease lock (unprefixed keys): removed at the end. */
@@ -48,18 +55,29 @@ afterAll(async () => {
   expectNoSecrets(logs, [SECRET, fx.app.privateKeyPem, ...fx.sim.tokens.keys()]);
 });
 
-async function broker(env: Record<string, string> = {}): Promise<BrokerProcess> {
-  const started = await spawnBroker({
-    ...fx.env,
-    HOST_WEBHOOK_SECRET: SECRET,
-    AUTO_UPDATE_BRANCHES: "on",
-    UPDATE_BRANCH_PER_MINUTE: "1000000",
-    UPDATE_BRANCH_PER_HOUR: "1000000",
-    UPSTREAM_POINTS_PER_MINUTE: "1000000",
-    ...env,
-  });
+const settings = (env: Record<string, string>) => ({
+  ...fx.env,
+  HOST_WEBHOOK_SECRET: SECRET,
+  AUTO_UPDATE_BRANCHES: "on",
+  UPDATE_BRANCH_PER_MINUTE: "1000000",
+  UPDATE_BRANCH_PER_HOUR: "1000000",
+  UPSTREAM_POINTS_PER_MINUTE: "1000000",
+  ...env,
+});
+
+/** A built broker process: one of two instances. */
+async function broker(env: Record<string, string> = {}): Promise<Instance> {
+  const started = await spawnBroker(settings(env));
   running.push(started);
   return started;
+}
+
+/** A broker in this process: a test of one instance. */
+async function oneBroker(env: Record<string, string> = {}): Promise<Instance> {
+  const started = await startBroker(settings(env));
+  const instance = { url: started.url, lines: started.logs, stop: () => started.close() };
+  running.push(instance);
+  return instance;
 }
 
 /** A durable queue of its own on the shared Redis. */
@@ -107,14 +125,14 @@ const DUPLICATE = { status: 200, body: { ok: true, event: "push", skipped: "dupl
 const updatesOf = (repository: string) => fx.sim.requests.filter((r) => r.method === "PUT" && r.path.startsWith(`/repos/${repository}/pulls/`) && r.path.endsWith("/update-branch"));
 
 /** The audit lines of the push jobs of `repository` in these brokers' logs. */
-function audits(brokers: BrokerProcess[], repository: string): Array<Record<string, unknown>> {
+function audits(brokers: Instance[], repository: string): Array<Record<string, unknown>> {
   return brokers.flatMap((b) => b.lines).flatMap((line) => {
     const entry = JSON.parse(line) as Record<string, unknown>;
     return entry.audit === "pull_requests_updated" && entry.repository === repository ? [entry] : [];
   });
 }
 
-async function jobsEnded(brokers: BrokerProcess[], repository: string, count: number): Promise<Array<Record<string, unknown>>> {
+async function jobsEnded(brokers: Instance[], repository: string, count: number): Promise<Array<Record<string, unknown>>> {
   for (let waited = 0; waited < 60_000; waited += 20) {
     const found = audits(brokers, repository);
     if (found.length >= count) return found;
@@ -128,7 +146,7 @@ async function jobsEnded(brokers: BrokerProcess[], repository: string, count: nu
  * replay that had been queued would have run (or be running) by then — an event to wait on
  * instead of a sleep.
  */
-async function barrier(brokers: BrokerProcess[]): Promise<void> {
+async function barrier(brokers: Instance[]): Promise<void> {
   const other = freshRepo();
   expect((await deliver(brokers[0]!.url, pushBody(other.repository))).status).toBe(202);
   await jobsEnded(brokers, other.repository, 1);
@@ -136,7 +154,7 @@ async function barrier(brokers: BrokerProcess[]): Promise<void> {
 
 describe("a replayed signed push (in-process queue)", () => {
   it("is answered duplicate_delivery and not acted on again under a fresh delivery id; a new push is", async () => {
-    const b = await broker();
+    const b = await oneBroker();
     const { repository, number } = freshRepo();
     const raw = pushBody(repository);
     expect(await deliver(b.url, raw)).toMatchObject({ status: 202, body: { queued: true } });
@@ -157,7 +175,7 @@ describe("a replayed signed push (in-process queue)", () => {
   });
 
   it("acts once when two copies arrive together under different ids", async () => {
-    const b = await broker();
+    const b = await oneBroker();
     const { repository } = freshRepo();
     const raw = pushBody(repository);
     const answers = await Promise.all([deliver(b.url, raw), deliver(b.url, raw)]);
@@ -171,7 +189,7 @@ describe("a replayed signed push (in-process queue)", () => {
   });
 
   it("acts on the body again once its job failed before acting (the platform's redelivery must work)", async () => {
-    const b = await broker();
+    const b = await oneBroker();
     const { repository, number } = freshRepo();
     const raw = pushBody(repository);
     fx.sim.faults.add({ method: "POST", path: /\/access_tokens$/, times: 1, respond: { status: 403, body: { message: "Forbidden" } } });
@@ -230,7 +248,7 @@ describe("a replayed signed push across instances", () => {
 
   it("WEBHOOK_QUEUE on Redis: a body whose job failed before acting is acted on when it comes again", async () => {
     const queue = queueUrl();
-    const b = await broker({ WEBHOOK_QUEUE: queue.url });
+    const b = await oneBroker({ WEBHOOK_QUEUE: queue.url });
     const { repository, number } = freshRepo();
     const raw = pushBody(repository);
     fx.sim.faults.add({ method: "POST", path: /\/access_tokens$/, times: 1, respond: { status: 403, body: { message: "Forbidden" } } });

@@ -1,18 +1,29 @@
-// SERVICE_JWKS_CACHE: the last-known-good key set shared through Redis between broker processes.
-// Runs against the real Redis the suite starts (support/redis-url.ts).
+// SERVICE_JWKS_CACHE: the last-known-good key set shared through Redis between brokers: two built
+// broker processes in the first test; in the others brokers in this process, each with its own key
+// set in memory and nothing shared but Redis (each process costs about 0.5 s of CPU to start), with
+// the built broker's own timings and retries. Runs against the real Redis the suite starts
+// (support/redis-url.ts).
 import { generateKeyPairSync } from "node:crypto";
 import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { DEFAULT_TIMING } from "../server/context.js";
+import { DEFAULT_RETRY } from "../server/github/platform-request.js";
 import { openKeyValueStore, type KeyValueStore } from "../server/kv/key-value-store.js";
 import { createLogger } from "../server/log.js";
-import { postJson } from "./support/broker.js";
+import { postJson, startBroker } from "./support/broker.js";
 import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
-import { spawnBroker, type BrokerProcess } from "./support/spawn-broker.js";
+import { spawnBroker } from "./support/spawn-broker.js";
 import { REDIS_URL } from "./support/redis-url.js";
 
 let fx: TokenFixture;
 let redis: KeyValueStore;
-const processes: BrokerProcess[] = [];
+/** A broker as the tests use it: its address, and every line it has logged. */
+interface Broker {
+  url: string;
+  lines: string[];
+  stop(): Promise<unknown>;
+}
+const brokers: Broker[] = [];
 const secrets: string[] = [];
 const SHARED = { SERVICE_JWKS_CACHE: REDIS_URL };
 
@@ -25,14 +36,23 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await redis.close();
-  await Promise.all(processes.map((p) => p.stop()));
+  await Promise.all(brokers.map((b) => b.stop()));
   await fx.sim.close();
-  expectNoSecrets(processes.flatMap((p) => p.lines), secrets);
+  expectNoSecrets(brokers.flatMap((b) => b.lines), secrets);
 });
 
-async function start(env: Record<string, string | undefined>) {
+/** A built broker process. */
+async function spawned(env: Record<string, string | undefined>): Promise<Broker> {
   const broker = await spawnBroker({ ...fx.env, LOG_LEVEL: "debug", ...env });
-  processes.push(broker);
+  brokers.push(broker);
+  return broker;
+}
+
+/** A broker in this process, timed and retrying as a built one (not the suite's fast test timings). */
+async function start(env: Record<string, string | undefined>): Promise<Broker> {
+  const started = await startBroker({ ...fx.env, LOG_LEVEL: "debug", ...env }, { timing: DEFAULT_TIMING, retry: DEFAULT_RETRY });
+  const broker = { url: started.url, lines: started.logs, stop: () => started.close() };
+  brokers.push(broker);
   return broker;
 }
 
@@ -44,7 +64,7 @@ async function startAll(envs: Array<Record<string, string | undefined>>) {
   return Promise.all(envs.map((env) => start(env)));
 }
 
-async function exchange(broker: BrokerProcess, oidcToken?: string) {
+async function exchange(broker: Broker, oidcToken?: string) {
   oidcToken ??= await fx.sim.oidc.sign();
   secrets.push(oidcToken);
   const res = await postJson(`${broker.url}/token`, { oidcToken, owner: "octo-org", repo: "app" });
@@ -65,7 +85,7 @@ async function storedSnapshot(notTag?: unknown): Promise<Record<string, unknown>
 }
 
 /** The process's log lines that include `text`, once at least one has arrived (its stdout trails the answer). */
-async function linesWith(broker: BrokerProcess, text: string): Promise<string[]> {
+async function linesWith(broker: Broker, text: string): Promise<string[]> {
   for (let i = 0; i < 100; i += 1) {
     const found = broker.lines.filter((line) => line.includes(text));
     if (found.length > 0) return found;
@@ -85,7 +105,9 @@ describe("SERVICE_JWKS_CACHE=redis://", () => {
   it("lets a second broker process verify with the shared snapshot while the key endpoint is down", async () => {
     fx.sim.oidc.keyEndpoint = "ok";
     const shared = { SERVICE_JWKS_CACHE: REDIS_URL };
-    const [first, second, unbound] = await startAll([shared, shared, {}]);
+    // Two processes: nothing but Redis between them.
+    const [first, second] = await Promise.all([spawned(shared), spawned(shared)]);
+    const unbound = await start({});
     expect((await exchange(first!)).status).toBe(200);
 
     fx.sim.oidc.keyEndpoint = "fail";
@@ -93,7 +115,7 @@ describe("SERVICE_JWKS_CACHE=redis://", () => {
     expect(res.body).toMatchObject({ repository: "octo-org/app" });
     expect(res.status).toBe(200);
 
-    const refused = await exchange(unbound!);
+    const refused = await exchange(unbound);
     expect(refused.status).toBe(503);
     expect(refused.body).toEqual({ error: "oidc_key_fetch_failed", reason: "jwks_unavailable" });
   });

@@ -1,36 +1,50 @@
 // One crawl for the fleet: two real broker processes (the built broker, `spawnBroker`) on the real
-// Redis, each run with a random App id so its aggregate and lock keys are this test's alone.
+// Redis, each test with an App of its own (a random id) so its aggregate and lock keys are its alone;
+// one simulator for the file.
 // Concurrent cold GET /releases on both → the simulator sees one crawl's requests; a holder killed
 // mid-crawl (SIGKILL) → its lease runs out and a waiting instance crawls instead.
-import { afterAll, afterEach, beforeEach, describe, expect, it } from "@jest/globals";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
+import { randomInt } from "node:crypto";
 import { expectNoSecrets } from "./support/fixtures.js";
-import { getReleases, names, releasesFixture, TRIGGER_SECRET, type ReleasesFixture } from "./support/releases-fixture.js";
+import { getReleases, names, READ_WRITE, releasesFixture, TRIGGER_SECRET, type ReleasesFixture } from "./support/releases-fixture.js";
 import { spawnBroker, type BrokerProcess } from "./support/spawn-broker.js";
 import { REDIS_URL } from "./support/redis-url.js";
 
 const REDIS = REDIS_URL;
 
-let fx: ReleasesFixture;
+/** The simulator (with its fixture's settings), and this test's App. */
+let fx: Pick<ReleasesFixture, "sim" | "env">;
 const processes: BrokerProcess[] = [];
 const allLogs: string[] = [];
 const secrets: string[] = [];
 
-beforeEach(async () => {
+beforeAll(async () => {
+  const { sim, env } = await releasesFixture();
+  fx = { sim, env };
+  for (const name of names("repo", 150)) sim.repository("north-org", name);
+  sim.releases.add("north-org/repo-149", { tagName: "v9" });
+});
+beforeEach(() => {
   // A fresh App (random id) per test: fresh keys in the shared Redis, nothing cached.
-  fx = await releasesFixture();
-  fx.install("north-org", names("repo", 150), undefined, "all"); // its listing is walked: two pages
-  fx.install("south-org", names("repo", 30));
-  fx.sim.releases.add("north-org/repo-149", { tagName: "v9" });
+  const app = fx.sim.createApp({ id: randomInt(2_000_000, 900_000_000) });
+  secrets.push(app.privateKeyPem);
+  fx.env = { ...fx.env, HOST_APP_ID: String(app.id), HOST_APP_PRIVATE_KEY: app.privateKeyPem };
+  // On every repository of north-org: its listing is walked (two pages); on 30 selected ones of south-org.
+  fx.sim.addInstallation({ appId: app.id, account: "north-org", permissions: { ...READ_WRITE }, repositories: "all" });
+  fx.sim.addInstallation({ appId: app.id, account: "south-org", permissions: { ...READ_WRITE }, repositories: names("repo", 30) });
+  fx.sim.clearRequests();
+  fx.sim.faults.clear();
+  fx.sim.latencyMs = 0;
 });
 afterEach(async () => {
   for (const p of processes.splice(0)) {
     await p.stop("SIGKILL");
     allLogs.push(...p.lines);
   }
-  secrets.push(fx.app.privateKeyPem, ...fx.sim.tokens.keys());
-  await fx.sim.close();
 });
-afterAll(() => {
+afterAll(async () => {
+  secrets.push(...fx.sim.tokens.keys());
+  await fx.sim.close();
   expectNoSecrets(allLogs, [TRIGGER_SECRET, ...secrets]);
 });
 
