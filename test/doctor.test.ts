@@ -10,8 +10,8 @@ import { execFile } from "node:child_process";
 import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { runCli } from "../server/cli/main.js";
 import { blobSha } from "../simulator/rest-contents-routes.js";
+import { cliInProcess } from "./support/cli-in-process.js";
 import { expectNoSecrets, INSTALLED_PERMISSIONS, tokenFixture, type TokenFixture } from "./support/fixtures.js";
 import { guideCommands } from "./support/guide-commands.js";
 import { freePort } from "./support/redis-server.js";
@@ -88,25 +88,8 @@ function doctor(env: Record<string, string | undefined>) {
   });
 }
 
-/** The same command through runCli (what bin/tokensmith.js runs) in this process; a throw is what the process would exit 1 with. */
-async function doctorInProcess(env: Record<string, string | undefined>): Promise<Run> {
-  let stdout = "";
-  let stderr = "";
-  const io = {
-    env: { PATH: process.env.PATH, ...env },
-    fetch: globalThis.fetch,
-    out: (text: string) => (stdout += text),
-    err: (text: string) => (stderr += text),
-    serve: async () => {
-      throw new Error("tokensmith doctor started a broker");
-    },
-  };
-  try {
-    return { code: await runCli(DOCTOR_ARGS, io), stdout, stderr };
-  } catch (error) {
-    return { code: 1, stdout, stderr: stderr + String((error as Error).stack ?? error) };
-  }
-}
+/** The same command in this process (runCli). */
+const doctorInProcess = (env: Record<string, string | undefined>) => cliInProcess(DOCTOR_ARGS, env);
 
 const linesOf = (stdout: string) => stdout.split("\n").filter((line) => /^(ok|FAIL|warn) /.test(line));
 

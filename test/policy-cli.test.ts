@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { runCli } from "../server/cli/main.js";
+import { cliInProcess, type CliRun } from "./support/cli-in-process.js";
 import { EXAMPLE_POLICY } from "./support/example-policy.js";
 
 const BIN = fileURLToPath(new URL("../bin/tokensmith.js", import.meta.url));
@@ -35,34 +35,21 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-type Run = { code: number; stdout: string; stderr: string };
-
 /** `tokensmith policy …` as a child process in `dir`, with only PATH and `env` in its environment. */
 function cli(args: string[], env: Record<string, string> = {}) {
-  return new Promise<Run>((resolve) => {
+  return new Promise<CliRun>((resolve) => {
     execFile(process.execPath, [BIN, "policy", ...args], { cwd: dir, env: { PATH: process.env.PATH ?? "", ...env }, timeout: 20_000 }, (error, stdout, stderr) => {
       resolve({ code: error ? Number((error as { code?: unknown }).code ?? 1) : 0, stdout, stderr });
     });
   });
 }
 
-/** The same command through runCli (what bin/tokensmith.js runs) in this process, reading files from `dir`; any request fails it (the command is offline). */
-async function policy(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  let stdout = "";
-  let stderr = "";
-  const code = await runCli(["policy", ...args], {
-    env: { PATH: process.env.PATH ?? "", ...env },
-    cwd: dir,
-    fetch: async (input) => {
-      throw new Error(`tokensmith policy made a request: ${String(input)}`);
-    },
-    out: (text) => (stdout += text),
-    err: (text) => (stderr += text),
-    serve: async () => {
-      throw new Error("tokensmith policy started a broker");
-    },
-  });
-  return { code, stdout, stderr };
+/** The same command in this process (runCli), reading files from `dir`; a request fails it (the command is offline). */
+function policy(args: string[], env: Record<string, string> = {}) {
+  const offline: typeof fetch = async (input) => {
+    throw new Error(`tokensmith policy made a request: ${String(input)}`);
+  };
+  return cliInProcess(["policy", ...args], env, { cwd: dir, fetch: offline });
 }
 
 describe("tokensmith policy check", () => {
