@@ -1,5 +1,8 @@
 // `tokensmith releases` (bin/tokensmith.js → build/server/cli) run as a child process against a
-// broker over HTTP: the table, --json, and the broker's error codes as sentences.
+// broker over HTTP: the table, --json, and the broker's error codes as sentences. The cases about
+// what the command makes of an answer (--json, the footer, each error code, a refused connection)
+// call the same entry, runCli, in this process: the table, a refusal (exit 1), the usage errors
+// (exit 2) and the rest of the usage stay child processes.
 import { execFile, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
@@ -8,6 +11,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { ERROR_CODES } from "../shared/error-codes.js";
 import { startBroker, type TestBroker } from "./support/broker.js";
+import { cliInProcess } from "./support/cli-in-process.js";
 import { getReleases, releasesFixture, TRIGGER_SECRET, type ReleasesFixture } from "./support/releases-fixture.js";
 
 const BIN = fileURLToPath(new URL("../bin/tokensmith.js", import.meta.url));
@@ -37,7 +41,9 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-function cli(args: string[], env: Record<string, string | undefined> = { TOKENSMITH_SECRET: TRIGGER_SECRET }) {
+const SECRET_ENV = { TOKENSMITH_SECRET: TRIGGER_SECRET };
+
+function cli(args: string[], env: Record<string, string | undefined> = SECRET_ENV) {
   return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
     execFile(process.execPath, [BIN, ...args], { env: { PATH: process.env.PATH, ...env }, timeout: 20_000 }, (error, stdout, stderr) => {
       resolve({ code: error ? Number((error as { code?: unknown }).code ?? 1) : 0, stdout, stderr });
@@ -63,7 +69,7 @@ describe("tokensmith releases", () => {
   });
 
   it("--json prints the broker's answer as it came", async () => {
-    const { code, stdout } = await cli(["releases", "--url", `${broker.url}/`, "--json"]);
+    const { code, stdout } = await cliInProcess(["releases", "--url", `${broker.url}/`, "--json"], SECRET_ENV);
     expect(code).toBe(0);
     const printed = JSON.parse(stdout);
     const direct = await getReleases(broker.url);
@@ -75,7 +81,7 @@ describe("tokensmith releases", () => {
     broker.env.RELEASES_MAX_REPOSITORIES = "2";
     try {
       await getReleases(broker.url);
-      const { stdout } = await cli(["releases", "--url", broker.url]);
+      const { stdout } = await cliInProcess(["releases", "--url", broker.url], SECRET_ENV);
       expect(stdout).toContain("2 repositories; generated at");
       expect(stdout).toContain("(from the broker's cache)");
       expect(stdout).toContain("Incomplete: the broker reached a traversal cap");
@@ -98,7 +104,7 @@ describe("tokensmith releases", () => {
     const saved = { ...broker.env };
     Object.assign(broker.env, change);
     try {
-      const { code, stderr } = await cli(["releases", "--url", broker.url]);
+      const { code, stderr } = await cliInProcess(["releases", "--url", broker.url], SECRET_ENV);
       expect(code).toBe(1);
       expect(stderr).toBe(`tokensmith: ${ERROR_CODES[codeName].meaning} ${ERROR_CODES[codeName].hint} (HTTP 503 ${codeName})\n`);
     } finally {
@@ -107,12 +113,12 @@ describe("tokensmith releases", () => {
   });
 
   it("explains a missing secret, a missing --url and an unreachable broker", async () => {
-    // Three independent processes: run at once (each is mostly Node's start-up).
+    // Independent: run at once (each process is mostly Node's start-up).
     const closed = await closedPort();
     const [noSecret, noUrl, down] = await Promise.all([
       cli(["releases", "--url", broker.url], {}),
       cli(["releases"]),
-      cli(["releases", "--url", `http://127.0.0.1:${closed}`]),
+      cliInProcess(["releases", "--url", `http://127.0.0.1:${closed}`], SECRET_ENV),
     ]);
     expect(noSecret.code).toBe(2);
     expect(noSecret.stderr).toContain("set TOKENSMITH_SECRET");

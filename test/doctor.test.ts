@@ -1,13 +1,17 @@
-// `tokensmith doctor` (bin/tokensmith.js → build/server/cli) as a child process against the
-// platform simulator: a good configuration passes; a wrong App key, an unknown App id, an API host
-// refusing connections or not resolving, an unreachable issuer, Redis
+// `tokensmith doctor` against the platform simulator: a good configuration passes; a wrong App key,
+// an unknown App id, an API host refusing connections or not resolving, an unreachable issuer, Redis
 // down and TOKEN_PERMISSIONS beyond the installation's grant each fail with their own line; with
-// trust policies on, each installation says whether the App can read its owner's `.github`.
+// trust policies on, each installation says whether the App can read its owner's `.github`. The
+// good configuration and Redis down run the guide's command as a child process (bin/tokensmith.js →
+// build/server/cli: exit 0 and 1, nothing on stderr, a process that ends once its Redis checks are
+// done, up or down); the other cases call the same entry, runCli, in this process (a doctor process
+// is about 0.4 s of CPU, most of it loading modules).
 import { execFile } from "node:child_process";
 import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { blobSha } from "../simulator/rest-contents-routes.js";
+import { cliInProcess } from "./support/cli-in-process.js";
 import { expectNoSecrets, INSTALLED_PERMISSIONS, tokenFixture, type TokenFixture } from "./support/fixtures.js";
 import { guideCommands } from "./support/guide-commands.js";
 import { freePort } from "./support/redis-server.js";
@@ -18,8 +22,8 @@ const BUILD_IF_STALE = fileURLToPath(new URL("../scripts/build-if-stale.js", imp
 
 let fx: TokenFixture;
 let good: Record<string, string | undefined>;
-// Each case is its own doctor process; they are independent, so all start at once in beforeAll
-// and each test awaits its own (the file takes about one process's time, not six).
+// Each case is its own doctor run; they are independent, so all start at once in beforeAll and
+// each test awaits its own (the file takes about one run's time, not eleven).
 type Run = { code: number; stdout: string; stderr: string };
 const runs: Record<string, Promise<Run>> = {};
 const other = generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey.export({ type: "pkcs1", format: "pem" }).toString();
@@ -39,18 +43,18 @@ beforeAll(async () => {
   good = { ...fx.env, SERVICE_JWKS_CACHE: REDIS_URL, LEGACY_QUOTA_KV: "memory://", WEBHOOK_QUEUE: `${REDIS_URL}?prefix=doctor-test`, PROCESS_TRIGGER_SECRET: TRIGGER_32, HOST_WEBHOOK_SECRET: HOOK_32 };
   deadIssuer = `http://127.0.0.1:${await freePort()}/issuer`;
   deadRedisPort = await freePort();
-  // bin/tokensmith.js builds first when the build is stale: once here, not in six processes at once.
+  // bin/tokensmith.js builds first when the build is stale: once here, not in two processes at once.
   await new Promise((resolve, reject) => execFile(process.execPath, [BUILD_IF_STALE], { timeout: 120_000 }, (error) => (error ? reject(error) : resolve(undefined))));
   runs.good = doctor(good);
-  runs.otherKey = doctor({ ...good, HOST_APP_PRIVATE_KEY: other });
+  runs.otherKey = doctorInProcess({ ...good, HOST_APP_PRIVATE_KEY: other });
   deadApiPort = await freePort();
-  runs.apiRefused = doctor({ ...good, HOST_API_BASE: `http://127.0.0.1:${deadApiPort}` });
+  runs.apiRefused = doctorInProcess({ ...good, HOST_API_BASE: `http://127.0.0.1:${deadApiPort}` });
   // `.invalid` never resolves (RFC 2606): a DNS failure on any machine, offline included.
-  runs.apiUnresolved = doctor({ ...good, HOST_API_BASE: "http://api.tokensmith-doctor.invalid" });
-  runs.unknownApp = doctor({ ...good, HOST_APP_ID: "987654321" });
-  runs.deadIssuer = doctor({ ...good, HOST_OIDC_ISSUER: deadIssuer });
+  runs.apiUnresolved = doctorInProcess({ ...good, HOST_API_BASE: "http://api.tokensmith-doctor.invalid" });
+  runs.unknownApp = doctorInProcess({ ...good, HOST_APP_ID: "987654321" });
+  runs.deadIssuer = doctorInProcess({ ...good, HOST_OIDC_ISSUER: deadIssuer });
   runs.redisDown = doctor({ ...good, LEGACY_QUOTA_KV: `redis://:hunter2@127.0.0.1:${deadRedisPort}` });
-  runs.beyondGrant = doctor({ ...good, TOKEN_PERMISSIONS: "contents:write,issues:write", AUTO_UPDATE_BRANCHES: "true" });
+  runs.beyondGrant = doctorInProcess({ ...good, TOKEN_PERMISSIONS: "contents:write,issues:write", AUTO_UPDATE_BRANCHES: "true" });
   policyApp = fx.sim.createApp();
   const add = (account: string, repositories: string[] | "all", permissions: Record<string, "read" | "write"> = { ...INSTALLED_PERMISSIONS }) =>
     (policyInstallations[account] = fx.sim.addInstallation({ appId: policyApp.id, account, permissions, repositories }));
@@ -61,9 +65,9 @@ beforeAll(async () => {
   add("open-org", "all"); // a .github without tokensmith-org.yml
   add("bare-org", "all", { metadata: "read", issues: "read" }); // no contents: no policy at all
   const policyEnv = { ...good, HOST_APP_ID: String(policyApp.id), HOST_APP_PRIVATE_KEY: policyApp.privateKeyPem, TOKEN_PERMISSIONS: "issues:read" };
-  runs.ownerPolicy = doctor({ ...policyEnv, TOKEN_POLICY: "optional" });
-  runs.ownerPolicyRequired = doctor({ ...policyEnv, TOKEN_POLICY: "required" });
-  runs.unparsable = doctor({ ...good, TOKEN_PERMISSIONS: "contents:own", HOST_APP_ID: undefined, ADMIN_PORT: "eighty", UPSTREAM_POINTS_PER_MINUTE: "450/min", UPDATE_BRANCH_PER_HOUR: "lots",
+  runs.ownerPolicy = doctorInProcess({ ...policyEnv, TOKEN_POLICY: "optional" });
+  runs.ownerPolicyRequired = doctorInProcess({ ...policyEnv, TOKEN_POLICY: "required" });
+  runs.unparsable = doctorInProcess({ ...good, TOKEN_PERMISSIONS: "contents:own", HOST_APP_ID: undefined, ADMIN_PORT: "eighty", UPSTREAM_POINTS_PER_MINUTE: "450/min", UPDATE_BRANCH_PER_HOUR: "lots",
     PORT: "abc", HOST: "not a host!", LOG_LEVEL: "verbose", MAX_CONNECTIONS: "0", PROCESS_TRIGGER_SECRET: "replace-me", HOST_WEBHOOK_SECRET: HOOK_32.slice(0, 31), ALLOWED_REPOSITORIES: "octo-org/app, octo-org/*, octo-org/api-*" });
   // Settled before the tests read them, so no process outlives a failed test's file.
   await Promise.all(Object.values(runs));
@@ -75,6 +79,7 @@ afterAll(async () => {
 // The guide's command (docs/deploying.md): `npx tokensmith doctor`, i.e. bin/tokensmith.js doctor.
 const [npx, bin, ...DOCTOR_ARGS] = guideCommands("doctor")[0]!.split(" ");
 
+/** The guide's command as a child process, with only PATH and `env` in its environment. */
 function doctor(env: Record<string, string | undefined>) {
   return new Promise<Run>((resolve) => {
     execFile(process.execPath, [BIN, ...DOCTOR_ARGS], { env: { PATH: process.env.PATH, ...env }, timeout: 30_000 }, (error, stdout, stderr) => {
@@ -82,6 +87,9 @@ function doctor(env: Record<string, string | undefined>) {
     });
   });
 }
+
+/** The same command in this process (runCli). */
+const doctorInProcess = (env: Record<string, string | undefined>) => cliInProcess(DOCTOR_ARGS, env);
 
 const linesOf = (stdout: string) => stdout.split("\n").filter((line) => /^(ok|FAIL|warn) /.test(line));
 

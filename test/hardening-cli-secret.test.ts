@@ -1,7 +1,9 @@
 // Issue 24 item 8: the CLI (bin/tokensmith.js, a child process) keeps TOKENSMITH_SECRET on the
 // broker's origin — a redirect is reported, never followed —, `doctor` warns on plain http to a
 // host that is not loopback, and a URL's credentials are printed or logged nowhere (doctor's
-// lines, the broker's log).
+// lines, the broker's log). A redirect to another origin and a URL's credentials in doctor's
+// output are checked on the child process; the other cases call the same entry, runCli, in this
+// process (test/cli.test.ts runs both commands' other exits as processes).
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { execFile } from "node:child_process";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
@@ -10,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import { doctorCommand } from "../server/cli/doctor-command.js";
 import { redactUrl, redactUrlCredentials } from "../shared/redact-url.js";
 import { loopbackOnlyFetch } from "./support/broker.js";
+import { cliInProcess, type CliRun } from "./support/cli-in-process.js";
 import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
 import { spawnBroker } from "./support/spawn-broker.js";
 import { REDIS_URL } from "./support/redis-url.js";
@@ -33,7 +36,7 @@ afterAll(async () => {
 });
 
 function cli(args: string[], env: Record<string, string | undefined>) {
-  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+  return new Promise<CliRun>((resolve) => {
     execFile(process.execPath, [BIN, ...args], { env: { PATH: process.env.PATH, ...env }, timeout: 30_000 }, (error, stdout, stderr) => {
       resolve({ code: error ? Number((error as { code?: unknown }).code ?? 1) : 0, stdout, stderr });
     });
@@ -56,13 +59,13 @@ async function recorder(host: string, answer: (path: string) => { status: number
 
 describe("tokensmith releases and redirects", () => {
   it.each([
-    [302, "another origin", "127.0.0.2"],
-    [307, "another origin", "127.0.0.2"],
-    [308, "another port of the same host", "127.0.0.1"],
-  ])("reports a %i to %s as an error and sends the secret nowhere else", async (status, _label, elsewhereHost) => {
+    [302, "another origin", "127.0.0.2", cli],
+    [307, "another origin", "127.0.0.2", cliInProcess],
+    [308, "another port of the same host", "127.0.0.1", cliInProcess],
+  ])("reports a %i to %s as an error and sends the secret nowhere else", async (status, _label, elsewhereHost, run) => {
     const elsewhere = await recorder(elsewhereHost, () => ({ status: 200, body: JSON.stringify({ generated_at: "2026-01-01T00:00:00Z", repos: [] }) }));
     const broker = await recorder("127.0.0.1", () => ({ status, headers: { location: `${elsewhere.url}/releases` } }));
-    const { code, stdout, stderr } = await cli(["releases", "--url", broker.url], { TOKENSMITH_SECRET: SECRET });
+    const { code, stdout, stderr } = await run(["releases", "--url", broker.url], { TOKENSMITH_SECRET: SECRET });
     expect(code).toBe(1);
     expect(stdout).toBe("");
     expect(stderr).toBe(`tokensmith: the broker at ${broker.url} answered a redirect (HTTP ${status}) to ${elsewhere.url}: not followed, so TOKENSMITH_SECRET was sent nowhere else. Give --url the broker's own address.\n`);
@@ -72,7 +75,7 @@ describe("tokensmith releases and redirects", () => {
 
   it("does not follow a redirect on the same origin either", async () => {
     const broker = await recorder("127.0.0.1", (path) => (path === "/releases" ? { status: 301, headers: { location: "/v2/releases" } } : { status: 200, body: JSON.stringify({ generated_at: "x", repos: [] }) }));
-    const { code, stderr } = await cli(["releases", "--url", broker.url], { TOKENSMITH_SECRET: SECRET });
+    const { code, stderr } = await cliInProcess(["releases", "--url", broker.url], { TOKENSMITH_SECRET: SECRET });
     expect(code).toBe(1);
     expect(stderr).toContain("answered a redirect (HTTP 301) to /v2/releases on the same origin: not followed");
     expect(broker.seen.map((r) => r.path)).toEqual(["/releases"]);
@@ -81,7 +84,7 @@ describe("tokensmith releases and redirects", () => {
   it("refuses a --url with a user and password, and never prints them", async () => {
     const broker = await recorder("127.0.0.1", () => ({ status: 200 }));
     const withUser = broker.url.replace("http://", `http://ops:${URL_PASSWORD}@`);
-    const { code, stdout, stderr } = await cli(["releases", "--url", withUser], { TOKENSMITH_SECRET: SECRET });
+    const { code, stdout, stderr } = await cliInProcess(["releases", "--url", withUser], { TOKENSMITH_SECRET: SECRET });
     expect(code).toBe(2);
     expect(stderr).toBe("tokensmith: --url must not carry a user or password: the secret is read from TOKENSMITH_SECRET.\n");
     expect(stdout + stderr).not.toContain(URL_PASSWORD);
@@ -90,10 +93,10 @@ describe("tokensmith releases and redirects", () => {
 });
 
 describe("tokensmith doctor and plain http", () => {
-  const doctor = (env: Record<string, string | undefined>) => cli(["doctor"], env);
+  const doctor = (env: Record<string, string | undefined>) => cliInProcess(["doctor"], env, { fetch: loopbackOnlyFetch });
   const lines = (stdout: string) => stdout.split("\n").filter((line) => /^(ok|FAIL|warn) /.test(line));
 
-  it("warns on a plain-http API base that is not loopback (the child process; the App is not set, so nothing is sent there)", async () => {
+  it("warns on a plain-http API base that is not loopback (the App is not set, so nothing is sent there)", async () => {
     const { stdout } = await doctor({ ...fx.env, HOST_APP_ID: undefined, HOST_APP_PRIVATE_KEY: undefined, HOST_API_BASE: `http://ops:${URL_PASSWORD}@api.example.test/api/v3?token=abc` });
     expect(lines(stdout)).toContain("warn HOST_API_BASE http://api.example.test/api/v3 is plain http to a host that is not loopback: the App JWT and every token cross the network in clear; use https");
     expect(stdout).not.toContain(URL_PASSWORD);

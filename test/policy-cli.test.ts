@@ -1,12 +1,16 @@
-// `tokensmith policy check` and `tokensmith policy explain` (bin/tokensmith.js → build/server/cli)
-// as child processes on files in a temporary directory: exit codes, line numbers, the warnings (a
-// write grant without an event condition, …), plain YAML only, and explain's rule, grant and reasons.
+// `tokensmith policy check` and `tokensmith policy explain` on files in a temporary directory: exit
+// codes, line numbers, the warnings (a write grant without an event condition, …), plain YAML only,
+// and explain's rule, grant and reasons. Each subcommand runs as a child process (bin/tokensmith.js
+// → build/server/cli: argv, exit codes 0 and 1, stdout apart from stderr, TOKEN_PERMISSIONS from
+// the environment); the other cases call the same entry, runCli, in this process (each child is
+// about 0.2 s of CPU, nearly all of it loading modules).
 import { execFile } from "node:child_process";
 import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
+import { cliInProcess, type CliRun } from "./support/cli-in-process.js";
 import { EXAMPLE_POLICY } from "./support/example-policy.js";
 
 const BIN = fileURLToPath(new URL("../bin/tokensmith.js", import.meta.url));
@@ -31,12 +35,21 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
+/** `tokensmith policy …` as a child process in `dir`, with only PATH and `env` in its environment. */
 function cli(args: string[], env: Record<string, string> = {}) {
-  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+  return new Promise<CliRun>((resolve) => {
     execFile(process.execPath, [BIN, "policy", ...args], { cwd: dir, env: { PATH: process.env.PATH ?? "", ...env }, timeout: 20_000 }, (error, stdout, stderr) => {
       resolve({ code: error ? Number((error as { code?: unknown }).code ?? 1) : 0, stdout, stderr });
     });
   });
+}
+
+/** The same command in this process (runCli), reading files from `dir`; a request fails it (the command is offline). */
+function policy(args: string[], env: Record<string, string> = {}) {
+  const offline: typeof fetch = async (input) => {
+    throw new Error(`tokensmith policy made a request: ${String(input)}`);
+  };
+  return cliInProcess(["policy", ...args], env, { cwd: dir, fetch: offline });
 }
 
 describe("tokensmith policy check", () => {
@@ -49,15 +62,15 @@ describe("tokensmith policy check", () => {
   });
 
   it("a write grant without an event condition: valid, with a warning", async () => {
-    const result = await cli(["check", "warn.yml"]);
+    const result = await policy(["check", "warn.yml"]);
     expect(result.code).toBe(0);
     expect(result.stderr).toBe("warning: warn.yml line 2: rule main grants write without an event condition (a pull_request_target job on the default branch would match)\n");
   });
 
   it("tokensmith-org.yml is checked as an owner policy; a missing file or unknown word is exit 2", async () => {
-    expect((await cli(["check", "tokensmith-org.yml"])).stdout).toBe("tokensmith-org.yml: valid owner policy, 1 rule: reads\n");
-    expect(await cli(["check", "nope.yml"])).toMatchObject({ code: 2, stderr: "tokensmith policy: cannot read nope.yml: ENOENT\n" });
-    expect((await cli(["frobnicate"])).code).toBe(2);
+    expect((await policy(["check", "tokensmith-org.yml"])).stdout).toBe("tokensmith-org.yml: valid owner policy, 1 rule: reads\n");
+    expect(await policy(["check", "nope.yml"])).toMatchObject({ code: 2, stderr: "tokensmith policy: cannot read nope.yml: ENOENT\n" });
+    expect((await policy(["frobnicate"])).code).toBe(2);
   });
 });
 
@@ -65,7 +78,7 @@ describe("tokensmith policy check: warnings, plain YAML and the caps", () => {
   it("each warning on stderr with its line, the file still valid (exit 0)", async () => {
     const text = "rules:\n  - name: bot\n    if: {actor: \"dependabot[bot]\", workflow: .github/workflows/ci.yml}\n    permissions: {contents: read}\n  - name: branches\n    if: {event: pull_request_target, claims: {head_ref: release-*}}\n    permissions: {pull_requests: write}\n";
     await writeFile(join(dir, "warns.yml"), text);
-    expect(await cli(["check", "warns.yml"])).toEqual({
+    expect(await policy(["check", "warns.yml"])).toEqual({
       code: 0,
       stdout: "warns.yml: valid repository policy, 2 rules: bot, branches\n",
       stderr: [
@@ -84,7 +97,7 @@ describe("tokensmith policy check: warnings, plain YAML and the caps", () => {
     ["long.yml", `rules:\n  - name: a\n    if: {event: push, ref: [${"x, ".repeat(3000)}x]}\n    permissions: {contents: read}\n`, "long.yml line 3: more than 8000 YAML tokens (docs/policies.md#limits)\n"],
   ])("%s: exit 1 naming what is refused", async (file, text, stderr) => {
     await writeFile(join(dir, file), text);
-    expect(await cli(["check", file])).toEqual({ code: 1, stdout: "", stderr });
+    expect(await policy(["check", file])).toEqual({ code: 1, stdout: "", stderr });
   });
 });
 
@@ -113,14 +126,14 @@ describe("tokensmith policy explain", () => {
   });
 
   it("an owner policy that ignores repository policies; --repo for claims without one", async () => {
-    const result = await cli(["explain", "--claims", "denied.json", "--owner-policy", "tokensmith-org.yml", "--repo", "octo-org/app"]);
+    const result = await policy(["explain", "--claims", "denied.json", "--owner-policy", "tokensmith-org.yml", "--repo", "octo-org/app"]);
     expect(result.code).toBe(0);
     expect(result.stdout).toContain("repository policy: ignored (the owner policy says repository_policies: ignore)\n");
     expect(result.stdout).toContain("grant: contents: read (TOKEN_PERMISSIONS ∩ owner rule reads; the installation may narrow it further)\n");
   });
 
   it("--consent NAME: whether another repository's policy consents to the job (only rules with a repository condition do), and what it lends", async () => {
-    const denied = await cli(["explain", "--claims", "denied.json", "--consent", "website", "--policy", "website.yml"]);
+    const denied = await policy(["explain", "--claims", "denied.json", "--consent", "website", "--policy", "website.yml"]);
     expect(denied).toEqual({
       code: 1,
       stderr: "",
@@ -132,15 +145,15 @@ describe("tokensmith policy explain", () => {
         "",
       ].join("\n"),
     });
-    const tag = await cli(["explain", "--claims", "tag.jwt", "--consent", "octo-org/website", "--policy", "website.yml"]);
+    const tag = await policy(["explain", "--claims", "tag.jwt", "--consent", "octo-org/website", "--policy", "website.yml"]);
     expect(tag.code).toBe(0);
     expect(tag.stdout).toContain("  rule from-app (line 5): consents\n");
     expect(tag.stdout).toContain("consents: rule from-app\nlends: contents: write, issues: read (the token for octo-org/app and octo-org/website gets no more than this ∩ its own grant)\n");
-    expect((await cli(["explain", "--claims", "tag.jwt", "--consent", "other-org/website", "--policy", "website.yml"])).code).toBe(2);
+    expect((await policy(["explain", "--claims", "tag.jwt", "--consent", "other-org/website", "--policy", "website.yml"])).code).toBe(2);
   });
 
   it("an invalid policy is what the broker would answer: policy_invalid with the line", async () => {
-    expect(await cli(["explain", "--claims", "denied.json", "--policy", "bad.yml"])).toEqual({ code: 1, stderr: "", stdout: "refused: 403 policy_invalid: bad.yml line 3: rules.0.if: unknown key branch\n" });
-    expect((await cli(["explain"])).code).toBe(2);
+    expect(await policy(["explain", "--claims", "denied.json", "--policy", "bad.yml"])).toEqual({ code: 1, stderr: "", stdout: "refused: 403 policy_invalid: bad.yml line 3: rules.0.if: unknown key branch\n" });
+    expect((await policy(["explain"])).code).toBe(2);
   });
 });

@@ -1,19 +1,19 @@
 // Secrets as files (server/secret-files.ts): every secret setting NAME may be given as NAME_FILE;
 // the value is the file's content without one trailing newline, a changed file is read again,
 // NAME wins over NAME_FILE (a warning), an unreadable file is a problem naming the setting and the
-// error code only. Then over HTTP: a built broker with its App key and its /sign secret as files,
-// and one whose three store URLs, each with its Redis password, are files.
+// error code only. Then over HTTP: a built broker with its App key, its PROCESS_TRIGGER_SECRET and
+// its three store URLs (each with its Redis password) as files, and one with a wrong password.
 import { mkdtempSync, rmSync, writeFileSync, utimesSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "@jest/globals";
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import { resolveSecretFiles, secretFileProblems, SECRET_SETTING_NAMES } from "../server/secret-files.js";
 import { parseSettings } from "../server/settings.js";
 import { settingsProblems } from "../server/settings-problems.js";
 import { postJson } from "./support/broker.js";
-import { expectNoSecrets, tokenFixture } from "./support/fixtures.js";
-import { freePort, ownRedis } from "./support/redis-server.js";
-import { spawnBroker } from "./support/spawn-broker.js";
+import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
+import { freePort, ownRedis, type OwnRedis } from "./support/redis-server.js";
+import { spawnBroker, type BrokerProcess } from "./support/spawn-broker.js";
 
 const dir = mkdtempSync(join(tmpdir(), "tokensmith-secret-files-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -69,81 +69,87 @@ describe("NAME_FILE", () => {
 });
 
 describe("a built broker with its secrets as files", () => {
-  it("mints with HOST_APP_PRIVATE_KEY_FILE and accepts the /releases secret from PROCESS_TRIGGER_SECRET_FILE", async () => {
-    const fx = await tokenFixture();
-    const secret = "files-trigger-secret-0123456789-0123";
-    const { HOST_APP_PRIVATE_KEY: pem, ...rest } = fx.env;
-    const broker = await spawnBroker({ ...rest, HOST_APP_PRIVATE_KEY_FILE: file(pem!), PROCESS_TRIGGER_SECRET_FILE: file(`${secret}\n`) });
-    try {
-      const minted = await postJson(`${broker.url}/token`, { oidcToken: await fx.sim.oidc.sign(), owner: "octo-org", repo: "app" });
-      expect(minted.status).toBe(200);
-      expect((await fetch(`${broker.url}/releases`, { headers: { authorization: `Bearer ${secret}` } })).status).toBe(200);
-      expect((await fetch(`${broker.url}/releases`, { headers: { authorization: `Bearer ${secret}x` } })).status).toBe(401);
-      await broker.stop();
-      expectNoSecrets(broker.lines, [pem, secret, minted.body.token as string]);
-    } finally {
-      await broker.stop();
-      await fx.sim.close();
-    }
-  });
-});
+  // One broker takes all five from files: the App key, the /releases secret, and the three store
+  // URLs, each with the password of a Redis that requires one. A second broker, with a wrong
+  // password in the same files, shows each store unreachable.
+  let fx: TokenFixture;
+  let redis: OwnRedis;
+  const password = "store-files-password-0123456789abcd";
+  const secret = "files-trigger-secret-0123456789-0123";
+  const started: BrokerProcess[] = [];
+  const minted: string[] = [];
+  let right: StoreBroker;
 
-describe("a built broker with its store URLs as files", () => {
-  it("reaches a Redis that requires a password with the URLs from SERVICE_JWKS_CACHE_FILE, LEGACY_QUOTA_KV_FILE and WEBHOOK_QUEUE_FILE; a wrong password: each store unreachable", async () => {
-    const fx = await tokenFixture();
-    const redis = await ownRedis();
-    const password = "store-files-password-0123456789abcd";
-    const stopped: Array<() => Promise<unknown>> = [];
-    try {
-      await redis.start();
-      await redis.cli("config", "set", "requirepass", password);
-      const authed = (...args: string[]) => redis.cli("-a", password, "--no-auth-warning", ...args);
-      const start = async (secret: string) => {
-        const url = `redis://:${secret}@127.0.0.1:${redis.port}`;
-        const port = await freePort();
-        const broker = await spawnBroker({
-          ...fx.env, ADMIN_PORT: String(port), ADMIN_HOST: "127.0.0.1",
-          SERVICE_JWKS_CACHE_FILE: file(`${url}/0\n`), LEGACY_QUOTA_KV_FILE: file(`${url}/0\n`), WEBHOOK_QUEUE_FILE: file(`${url}/0?prefix=files-${port}\n`),
-        });
-        stopped.push(() => broker.stop());
-        // /readyz once the key set is held (a probe waits under a second for its fetch): what it says of the stores.
-        const readyz = async () => {
-          for (let i = 0; ; i += 1) {
-            const answer = (await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()) as { status: string };
-            if (answer.status === "ready" || i >= 50) return answer;
-            await new Promise((resolve) => setTimeout(resolve, 200));
-          }
-        };
-        return { broker, readyz };
-      };
-
-      const right = await start(password);
-      expect(await right.readyz()).toEqual({ status: "ready" });
-      const minted = await postJson(`${right.broker.url}/token`, { oidcToken: await fx.sim.oidc.sign(), owner: "octo-org", repo: "app" });
-      expect(minted.status).toBe(200);
-      // The key set's sealed snapshot reached that Redis (SERVICE_JWKS_CACHE), through the password.
-      let keys = "";
-      for (let i = 0; i < 100 && !keys.includes("jwks:"); i += 1) {
-        keys = await authed("--scan");
-        if (!keys.includes("jwks:")) await new Promise((resolve) => setTimeout(resolve, 50));
+  type StoreBroker = { broker: BrokerProcess; readyz: () => Promise<{ status: string }> };
+  const start = async (redisSecret: string, env: Record<string, string | undefined>): Promise<StoreBroker> => {
+    const url = `redis://:${redisSecret}@127.0.0.1:${redis.port}`;
+    const port = await freePort();
+    const broker = await spawnBroker({
+      ...env, ADMIN_PORT: String(port), ADMIN_HOST: "127.0.0.1",
+      SERVICE_JWKS_CACHE_FILE: file(`${url}/0\n`), LEGACY_QUOTA_KV_FILE: file(`${url}/0\n`), WEBHOOK_QUEUE_FILE: file(`${url}/0?prefix=files-${port}\n`),
+    });
+    started.push(broker);
+    // /readyz once the key set is held (a probe waits under a second for its fetch): what it says of the stores.
+    const readyz = async () => {
+      for (let i = 0; ; i += 1) {
+        const answer = (await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()) as { status: string };
+        if (answer.status === "ready" || i >= 50) return answer;
+        await new Promise((resolve) => setTimeout(resolve, 200));
       }
-      expect(keys).toContain(`tokensmith-jwks:jwks:${fx.sim.oidc.issuer}`);
+    };
+    return { broker, readyz };
+  };
 
-      const wrong = await start("not-the-password-0123456789abcdefgh");
-      expect(await wrong.readyz()).toEqual({
-        status: "ready",
-        degraded: [
-          { reason: "store_unreachable", setting: "SERVICE_JWKS_CACHE" },
-          { reason: "store_unreachable", setting: "LEGACY_QUOTA_KV" },
-          { reason: "store_unreachable", setting: "WEBHOOK_QUEUE" },
-        ],
-      });
-      for (const stop of stopped.splice(0)) await stop();
-      expectNoSecrets([...right.broker.lines, ...wrong.broker.lines], [password, fx.env.HOST_APP_PRIVATE_KEY, minted.body.token as string]);
-    } finally {
-      for (const stop of stopped) await stop();
-      await redis.stop();
-      await fx.sim.close();
+  beforeAll(async () => {
+    fx = await tokenFixture();
+    redis = await ownRedis();
+    await redis.start();
+    await redis.cli("config", "set", "requirepass", password);
+    const { HOST_APP_PRIVATE_KEY: pem, ...rest } = fx.env;
+    right = await start(password, { ...rest, HOST_APP_PRIVATE_KEY_FILE: file(pem!), PROCESS_TRIGGER_SECRET_FILE: file(`${secret}\n`) });
+  }, 60_000);
+  afterAll(async () => {
+    for (const broker of started) await broker.stop();
+    await redis?.stop();
+    await fx?.sim.close();
+  });
+
+  it("mints with HOST_APP_PRIVATE_KEY_FILE and accepts the /releases secret from PROCESS_TRIGGER_SECRET_FILE", async () => {
+    const answer = await postJson(`${right.broker.url}/token`, { oidcToken: await fx.sim.oidc.sign(), owner: "octo-org", repo: "app" });
+    expect(answer.status).toBe(200);
+    minted.push(answer.body.token as string);
+    expect((await fetch(`${right.broker.url}/releases`, { headers: { authorization: `Bearer ${secret}` } })).status).toBe(200);
+    expect((await fetch(`${right.broker.url}/releases`, { headers: { authorization: `Bearer ${secret}x` } })).status).toBe(401);
+  });
+
+  it("reaches a Redis that requires a password with the URLs from SERVICE_JWKS_CACHE_FILE, LEGACY_QUOTA_KV_FILE and WEBHOOK_QUEUE_FILE; a wrong password: each store unreachable", async () => {
+    const authed = (...args: string[]) => redis.cli("-a", password, "--no-auth-warning", ...args);
+    expect(await right.readyz()).toEqual({ status: "ready" });
+    const answer = await postJson(`${right.broker.url}/token`, { oidcToken: await fx.sim.oidc.sign(), owner: "octo-org", repo: "app" });
+    expect(answer.status).toBe(200);
+    minted.push(answer.body.token as string);
+    // The key set's sealed snapshot reached that Redis (SERVICE_JWKS_CACHE), through the password.
+    let keys = "";
+    for (let i = 0; i < 100 && !keys.includes("jwks:"); i += 1) {
+      keys = await authed("--scan");
+      if (!keys.includes("jwks:")) await new Promise((resolve) => setTimeout(resolve, 50));
     }
+    expect(keys).toContain(`tokensmith-jwks:jwks:${fx.sim.oidc.issuer}`);
+
+    const wrong = await start("not-the-password-0123456789abcdefgh", fx.env);
+    expect(await wrong.readyz()).toEqual({
+      status: "ready",
+      degraded: [
+        { reason: "store_unreachable", setting: "SERVICE_JWKS_CACHE" },
+        { reason: "store_unreachable", setting: "LEGACY_QUOTA_KV" },
+        { reason: "store_unreachable", setting: "WEBHOOK_QUEUE" },
+      ],
+    });
+  });
+
+  it("no broker's log holds the App key, the /releases secret, the Redis password or a token it minted", async () => {
+    for (const broker of started) await broker.stop();
+    expect(started.length).toBeGreaterThan(0);
+    expectNoSecrets(started.flatMap((broker) => broker.lines), [fx.env.HOST_APP_PRIVATE_KEY, secret, password, ...minted]);
   });
 });

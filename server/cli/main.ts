@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { doctorCommand } from "./doctor-command.js";
-import { releasesCommand, type CommandIo } from "./releases-command.js";
-import { dashboardCommand } from "../dashboard/dashboard-command.js";
+// Each command's modules are loaded when it runs (below), not by every start: `policy check` needs
+// neither the platform client nor the dashboard's server, and `--help` needs nothing.
+import type { CommandIo } from "./releases-command.js";
 import { stopWithParent } from "./stop-with-parent.js";
 
 const USAGE = `Usage: tokensmith serve
@@ -31,9 +31,8 @@ const USAGE = `Usage: tokensmith serve
 
 /** The CLI's entry: parses argv and runs one command. Exit code as the result. */
 export async function runCli(argv: readonly string[], io: CommandIo): Promise<number> {
-  if (argv[0] === "dashboard") return dashboardCommand(argv.slice(1), io);
+  if (argv[0] === "dashboard") return (await import("../dashboard/dashboard-command.js")).dashboardCommand(argv.slice(1), io);
   if (argv[0] === "policy") return (await import("./policy-command.js")).policyCommand(argv.slice(1), io);
-  // Loaded on demand: the simulator is only for the sandbox.
   if (argv[0] === "sandbox") return (await import("../sandbox/sandbox-command.js")).sandboxCommand(argv.slice(1), io, io.stopped ?? (() => new Promise(() => {})));
   let parsed: ReturnType<typeof parse>;
   try {
@@ -52,7 +51,7 @@ export async function runCli(argv: readonly string[], io: CommandIo): Promise<nu
     return 0;
   }
   if ((command === "serve" || command === "doctor") && rest.length === 0 && !parsed.values.url && !parsed.values.json) {
-    if (command === "doctor") return doctorCommand(io);
+    if (command === "doctor") return (await import("./doctor-command.js")).doctorCommand(io);
     await io.serve();
     return 0;
   }
@@ -64,7 +63,7 @@ export async function runCli(argv: readonly string[], io: CommandIo): Promise<nu
     io.err(`tokensmith: --url is required\n\n${USAGE}`);
     return 2;
   }
-  return releasesCommand({ url: parsed.values.url, json: parsed.values.json ?? false }, io);
+  return (await import("./releases-command.js")).releasesCommand({ url: parsed.values.url, json: parsed.values.json ?? false }, io);
 }
 
 function parse(argv: readonly string[]) {

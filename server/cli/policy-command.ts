@@ -2,7 +2,7 @@
 // engine (server/policy/), offline. check: exit 0 valid (warnings printed), 1 invalid, 2 usage or
 // unreadable file. explain: exit 0 when a rule holds, 1 when the job would be refused, 2 usage.
 import { readFile } from "node:fs/promises";
-import { basename } from "node:path";
+import { basename, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { parseTokenPermissions } from "../../shared/token-permissions.js";
 import { readRepositoryName } from "../../shared/repository-names.js";
@@ -64,9 +64,12 @@ export async function policyCommand(argv: readonly string[], io: CommandIo): Pro
 
 const kindOf = (file: string, forced?: PolicyKind): PolicyKind => forced ?? (basename(file) === basename(POLICY_FILES.owner) ? "owner" : "repository");
 
+/** A file name as given (and as printed), read from io.cwd when that is set. */
+const inCwd = (file: string, io: CommandIo): string => (io.cwd === undefined ? file : resolve(io.cwd, file));
+
 async function readText(file: string, io: CommandIo): Promise<string | null> {
   try {
-    return await readFile(file, "utf8");
+    return await readFile(inCwd(file, io), "utf8");
   } catch (error) {
     io.err(`tokensmith policy: cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? "unreadable"}\n`);
     return null;
@@ -113,7 +116,7 @@ async function explain(compiler: PolicyCompiler, options: ExplainOptions, io: Co
   const policies: Partial<Record<PolicyKind, CompiledPolicy>> = {};
   for (const [kind, file, explicit] of [["repository", options.policy ?? POLICY_FILES.repository, options.policy !== undefined], ["owner", options.ownerPolicy, true]] as const) {
     if (file === undefined) continue;
-    const text = explicit ? await readText(file, io) : await readFile(file, "utf8").catch(() => null);
+    const text = explicit ? await readText(file, io) : await readFile(inCwd(file, io), "utf8").catch(() => null);
     if (text === null) {
       if (explicit) return 2;
       continue;

@@ -10,6 +10,8 @@ export interface CommandIo {
   err(text: string): void;
   /** `tokensmith serve`: starts the broker in this process. */
   serve(): Promise<void>;
+  /** The directory relative file names are read from (`policy`); the process's own when unset. */
+  cwd?: string;
   /** Resolves when the process is asked to stop (SIGINT/SIGTERM): `tokensmith sandbox` waits on it. */
   stopped?(): Promise<unknown>;
 }
