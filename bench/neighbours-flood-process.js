@@ -1,8 +1,11 @@
 // Tenant A's senders for the `neighbours` scenario, in a process of their own (so that their CPU
 // does not skew tenant B's timings, taken in the parent): autocannon at the highest rate its
-// connections reach, for FLOOD.seconds, against each broker instance (connections split between
-// them), each request the next of six kinds in turn. Replies with the count of answers per kind
-// and status over the fork IPC channel.
+// connections reach, for FLOOD.seconds (or FLOOD.requests in all, each answered), against each
+// broker instance (connections and requests split between them), each request the next of six
+// kinds in turn. Replies with the count of answers per kind and status over the fork IPC channel.
+// One process floods each topology in turn (a `go` message with its brokers' URLs, each flood
+// starting from the same first request): the fuzz below is built once (fast-check's path
+// arbitrary alone costs about 1 s of CPU to build).
 import { createHmac, randomUUID } from "node:crypto";
 import net from "node:net";
 import autocannon from "autocannon";
@@ -10,7 +13,7 @@ import fc from "fast-check";
 import { tokenSigner } from "./token-support.js";
 
 const FLOOD = JSON.parse(process.env.NEIGHBOURS_FLOOD);
-const { urls, seconds, connections, secret, ready, address } = FLOOD;
+const { seconds, requests, connections, secret, ready, address } = FLOOD;
 
 // A is a sender of its own, as a tenant's runners are: its connections leave from `address` (any
 // 127.x address is this host's), B's from 127.0.0.1. autocannon has no option for it: every
@@ -64,7 +67,9 @@ const fuzzArb = fc.record({
     fc.integer({ min: 1000, max: 150_000 }).map((n) => JSON.stringify({ oidcToken: "x".repeat(n), owner: "o", repo: "r" })),
   ),
 });
-const fuzz = fc.sample(fuzzArb, { numRuns: 2000, seed: 37 }).map((f) => ({
+// A flood of FLOOD.requests numbers its requests up to about `requests` (split over the instances,
+// rounded up): the cases it can reach are the first of the same 2,000 (one seed), the rest never sent.
+const fuzz = fc.sample(fuzzArb, { numRuns: requests ? Math.min(2000, 2 * requests) : 2000, seed: 37 }).map((f) => ({
   method: f.method,
   path: f.path,
   headers: { "content-type": f.type, ...(f.auth === null ? {} : { authorization: f.auth }) },
@@ -99,13 +104,14 @@ const KINDS = [
 // BENCH_NEIGHBOURS_KINDS: a comma-separated list of the kinds' positions above (0 to 5) to send only those (to find which one costs B).
 const only = process.env.BENCH_NEIGHBOURS_KINDS?.split(",").map(Number);
 if (only) KINDS.splice(0, KINDS.length, ...KINDS.filter((_, i) => only.includes(i)));
-const counts = Object.fromEntries(KINDS.map(([name]) => [name, {}]));
+let counts = {};
 
-async function flood(url, share) {
+/** `share` of the connections against `url`: for `seconds`, or for `amount` requests (each answered) when given. */
+async function flood(url, share, amount) {
   const result = await autocannon({
     url,
     connections: share,
-    duration: seconds,
+    ...(amount ? { amount } : { duration: seconds }),
     requests: [{
       setupRequest: (request, context) => {
         counter += 1;
@@ -123,18 +129,24 @@ async function flood(url, share) {
   return { requests: result.requests.total, errors: result.errors, timeouts: result.timeouts };
 }
 
-// Ready (the fuzz generated), then wait for the parent's word to start.
-await new Promise((resolve) => {
-  process.once("message", resolve);
-  process.send({ type: "ready" });
+// Ready (the fuzz generated), then a flood for each `go` ({ type: "go", urls }) until `exit`.
+process.on("message", async (message) => {
+  if (message === "exit") process.exit(0);
+  if (message?.type !== "go") return;
+  const { urls } = message;
+  // Each topology's flood the same from its first request (as from a process of its own).
+  counter = 0;
+  pulls = 0;
+  counts = Object.fromEntries(KINDS.map(([name]) => [name, {}]));
+  const per = Math.max(1, Math.floor(connections / urls.length));
+  const started = performance.now();
+  const results = await Promise.all(urls.map((url) => flood(url, per, requests ? Math.max(1, Math.ceil(requests / urls.length)) : undefined)));
+  process.send({
+    type: "done",
+    seconds: (performance.now() - started) / 1000,
+    requests: results.reduce((sum, r) => sum + r.requests, 0),
+    errors: results.reduce((sum, r) => sum + r.errors + r.timeouts, 0),
+    counts,
+  });
 });
-const per = Math.max(1, Math.floor(connections / urls.length));
-const started = performance.now();
-const results = await Promise.all(urls.map((url) => flood(url, per)));
-process.send({
-  type: "done",
-  seconds: (performance.now() - started) / 1000,
-  requests: results.reduce((sum, r) => sum + r.requests, 0),
-  errors: results.reduce((sum, r) => sum + r.errors + r.timeouts, 0),
-  counts,
-});
+process.send({ type: "ready" });

@@ -10,18 +10,20 @@
 // { metric, value | loopback/link, floor?, ratio?, target, ok } (ok: true, false, or null for
 // information only, or [loopback, link] of those; `value` is a loopback-only figure).
 import { parseArgs } from "node:util";
-import { parseLink } from "../build/server/sandbox/start-sandbox.js";
-import * as burst from "./scenarios/burst.js";
-import * as dashboard from "./scenarios/dashboard.js";
-import * as fleet from "./scenarios/fleet.js";
-import * as neighbours from "./scenarios/neighbours.js";
-import * as releases from "./scenarios/releases.js";
-import * as releasesLarge from "./scenarios/releases-large.js";
-import * as token from "./scenarios/token.js";
-import * as tokenPolicy from "./scenarios/token-policy.js";
-import * as webhook from "./scenarios/webhook.js";
 
-const SCENARIOS = { burst, dashboard, fleet, neighbours, releases, "releases-large": releasesLarge, token, "token-policy": tokenPolicy, webhook };
+// Each scenario's module is loaded only when it runs, and the link parser only for a link: together
+// they import most of the built broker and simulator (about 1 s of CPU before a scenario starts).
+const SCENARIOS = {
+  burst: () => import("./scenarios/burst.js"),
+  dashboard: () => import("./scenarios/dashboard.js"),
+  fleet: () => import("./scenarios/fleet.js"),
+  neighbours: () => import("./scenarios/neighbours.js"),
+  releases: () => import("./scenarios/releases.js"),
+  "releases-large": () => import("./scenarios/releases-large.js"),
+  token: () => import("./scenarios/token.js"),
+  "token-policy": () => import("./scenarios/token-policy.js"),
+  webhook: () => import("./scenarios/webhook.js"),
+};
 const DEFAULT_LINK = "40ms/100mbit";
 
 const { values: flags, positionals: requested } = parseArgs({
@@ -29,7 +31,7 @@ const { values: flags, positionals: requested } = parseArgs({
   allowPositionals: true,
   options: { link: { type: "string", default: DEFAULT_LINK }, "no-link": { type: "boolean" }, seconds: { type: "string" } },
 });
-const link = flags["no-link"] ? undefined : parseLink(flags.link);
+const link = flags["no-link"] ? undefined : (await import("../build/server/sandbox/start-sandbox.js")).parseLink(flags.link);
 if (!flags["no-link"] && !link) {
   process.stderr.write(`--link must read RTT/BANDWIDTH, e.g. ${DEFAULT_LINK}, got ${flags.link}\n`);
   process.exit(2);
@@ -48,10 +50,10 @@ if (unknown.length > 0) {
 const rows = [];
 const started = performance.now();
 for (const name of requested.length > 0 ? requested : Object.keys(SCENARIOS)) {
-  const scenario = SCENARIOS[name];
   const t0 = performance.now();
-  process.stderr.write(`bench: ${name}: ${scenario.description}\n`);
   try {
+    const scenario = await SCENARIOS[name]();
+    process.stderr.write(`bench: ${name}: ${scenario.description}\n`);
     for (const row of await scenario.run({ link, ...(seconds === undefined ? {} : { seconds }) })) rows.push({ scenario: name, ...row });
   } catch (error) {
     // One scenario that cannot run (e.g. no Chromium for the dashboard's) does not lose the others' rows.

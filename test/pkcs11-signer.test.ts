@@ -63,12 +63,25 @@ function keyStoreEnv(overrides: Record<string, string | undefined> = {}): Record
   return { ...rest, ...hsm.env, HOST_APP_KEY_URI: hsm.uri({ object: "app-key", id: "a1" }), HOST_APP_KEY_PIN_FILE: pinFile, ...overrides };
 }
 
-async function start(env: Record<string, string | undefined>): Promise<{ broker: BrokerProcess; admin: string }> {
+/** A broker with its admin listener, stopped after the test (or, in `into`, when its owner says). */
+async function start(env: Record<string, string | undefined>, into: BrokerProcess[] = brokers): Promise<{ broker: BrokerProcess; admin: string }> {
   const port = await freePort();
   const broker = await spawnBroker({ ...env, ADMIN_PORT: String(port), ADMIN_HOST: "127.0.0.1" }, 20_000);
-  brokers.push(broker);
+  into.push(broker);
   return { broker, admin: `http://127.0.0.1:${port}` };
 }
+
+let slow: ReturnType<typeof buildSlowModule> | undefined;
+/** The slow key store (test/support/slow-pkcs11.c), compiled once for the file, its C_Sign made to wait `delayMs`. */
+function slowModule(delayMs: number): ReturnType<typeof buildSlowModule> {
+  slow ??= buildSlowModule(hsm.dir);
+  writeFileSync(slow.delayFile, `${delayMs}\n`);
+  return slow;
+}
+
+const notHeld: string[] = [];
+/** RSA keys (PEM) the App does not hold, `n` = 0 or 1: each made once (about 0.2 s of CPU a key). */
+const keyNotHeld = (n: 0 | 1): string => (notHeld[n] ??= fx.sim.createApp({ keyFormat: "pkcs8" }).privateKeyPem);
 
 async function readyz(admin: string): Promise<{ status: number; body: { status: string; reasons?: Array<Record<string, unknown>> } }> {
   const response = await fetch(`${admin}/readyz`);
@@ -91,54 +104,75 @@ const mints = () => fx.sim.requests.filter((r) => r.method === "POST" && r.path.
 const appCalls = () => fx.sim.requests.filter((r) => r.path.endsWith("/installation") || r.path.endsWith("/access_tokens"));
 
 describe("the App key in a SoftHSM2 token, through PKCS#11", () => {
-  it("/token, /sign and /releases work with no PEM set; /readyz is ready; the log shows the URI without its query", async () => {
-    const { broker, admin } = await start(keyStoreEnv({ PROCESS_TRIGGER_SECRET: TRIGGER }));
-    expect(await readyzUntil(admin, (a) => a.status === 200)).toEqual({ status: 200, body: { status: "ready" } });
-
-    fx.sim.clearRequests();
-    const minted = await token(broker.url);
-    expect(minted.status).toBe(200);
-    expect(fx.sim.tokens.get(minted.body.token as string)?.installationId).toBeDefined();
-    expect(mints()[0]!.auth).toEqual({ kind: "app", appId: String(fx.app.id) });
-
-    const branch = `hsm-${randomUUID().slice(0, 8)}`;
-    const head = fx.sim.git.createBranch("octo-org/app", branch, { files: { "README.md": "# app\n" } });
-    const signed = await postJson(`${broker.url}/sign`, {
-      repo: "octo-org/app", branch, expected_head_oid: head, message: { headline: "chore: signed through the key store" },
-      additions: [{ path: "VERSION", contents: Buffer.from("4.2.0\n").toString("base64") }],
-    }, { authorization: `Bearer ${TRIGGER}` });
-    expect(signed.status).toBe(200);
-    expect(signed.body).toMatchObject({ ok: true });
-
-    const releases = await fetch(`${broker.url}/releases`, { headers: { authorization: `Bearer ${TRIGGER}` } });
-    expect(releases.status).toBe(200);
-    // The crawl lists the App's installations and mints per installation: every call with a JWT from the token.
-    const body = (await releases.json()) as { repos: Array<{ repo: string }>; truncated: boolean };
-    expect(body.truncated).toBe(false);
-    expect(body.repos.map((r) => r.repo)).toContain("octo-org/app");
-  });
-
-  it("a webhook push job updates the open pull request with a token minted through the key store", async () => {
-    const { broker } = await start(keyStoreEnv({ HOST_WEBHOOK_SECRET: HOOK_SECRET, AUTO_UPDATE_BRANCHES: "true" }));
-    const name = `repo-${randomUUID().slice(0, 8)}`;
-    const repository = `${HOOKS}/${name}`;
-    fx.sim.repository(HOOKS, name);
-    fx.sim.git.createBranch(repository, "main");
-    const pull = fx.sim.git.addPullRequest(repository, { base: "main" });
-    fx.sim.git.push(repository, "main");
-    const payload = JSON.stringify({
-      ref: "refs/heads/main", before: "0".repeat(40), after: randomBytes(20).toString("hex"), created: false, deleted: false, forced: false,
-      repository: { id: 1, name, full_name: repository, owner: { login: HOOKS, name: HOOKS } },
-      installation: { id: hooksInstallation }, sender: { login: "mona" },
+  describe("one broker (the key in the token, /sign and /releases on, webhooks on): cold at its first test", () => {
+    // Started once for these three tests: its settings serve each (the cold one runs first).
+    const shared: BrokerProcess[] = [];
+    let one: { broker: BrokerProcess; admin: string };
+    beforeAll(async () => {
+      one = await start(keyStoreEnv({ PROCESS_TRIGGER_SECRET: TRIGGER, HOST_WEBHOOK_SECRET: HOOK_SECRET, AUTO_UPDATE_BRANCHES: "true" }), shared);
     });
-    const delivered = await fetch(`${broker.url}/webhook`, {
-      method: "POST", body: payload,
-      headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": randomUUID(), "x-hub-signature-256": signatureFor(HOOK_SECRET, payload) },
+    afterAll(async () => {
+      for (const broker of shared) {
+        await broker.stop();
+        allLines.push(...broker.lines);
+      }
     });
-    expect(delivered.status).toBe(202);
-    const until = Date.now() + 15_000;
-    while (!fx.sim.git.updateBranchCalls.some((c) => c.repository === repository && c.number === pull) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
-    expect(fx.sim.git.updateBranchCalls.filter((c) => c.repository === repository).map((c) => c.number)).toEqual([pull]);
+
+    it("24 concurrent requests on a cold broker share one signature: all mint", async () => {
+      const { broker } = one;
+      const answers = await Promise.all(Array.from({ length: 24 }, () => token(broker.url)));
+      expect(answers.map((a) => a.status)).toEqual(Array(24).fill(200));
+    });
+
+    it("/token, /sign and /releases work with no PEM set; /readyz is ready; the log shows the URI without its query", async () => {
+      const { broker, admin } = one;
+      expect(await readyzUntil(admin, (a) => a.status === 200)).toEqual({ status: 200, body: { status: "ready" } });
+
+      fx.sim.clearRequests();
+      const minted = await token(broker.url);
+      expect(minted.status).toBe(200);
+      expect(fx.sim.tokens.get(minted.body.token as string)?.installationId).toBeDefined();
+      expect(mints()[0]!.auth).toEqual({ kind: "app", appId: String(fx.app.id) });
+
+      const branch = `hsm-${randomUUID().slice(0, 8)}`;
+      const head = fx.sim.git.createBranch("octo-org/app", branch, { files: { "README.md": "# app\n" } });
+      const signed = await postJson(`${broker.url}/sign`, {
+        repo: "octo-org/app", branch, expected_head_oid: head, message: { headline: "chore: signed through the key store" },
+        additions: [{ path: "VERSION", contents: Buffer.from("4.2.0\n").toString("base64") }],
+      }, { authorization: `Bearer ${TRIGGER}` });
+      expect(signed.status).toBe(200);
+      expect(signed.body).toMatchObject({ ok: true });
+
+      const releases = await fetch(`${broker.url}/releases`, { headers: { authorization: `Bearer ${TRIGGER}` } });
+      expect(releases.status).toBe(200);
+      // The crawl lists the App's installations and mints per installation: every call with a JWT from the token.
+      const body = (await releases.json()) as { repos: Array<{ repo: string }>; truncated: boolean };
+      expect(body.truncated).toBe(false);
+      expect(body.repos.map((r) => r.repo)).toContain("octo-org/app");
+    });
+
+    it("a webhook push job updates the open pull request with a token minted through the key store", async () => {
+      const { broker } = one;
+      const name = `repo-${randomUUID().slice(0, 8)}`;
+      const repository = `${HOOKS}/${name}`;
+      fx.sim.repository(HOOKS, name);
+      fx.sim.git.createBranch(repository, "main");
+      const pull = fx.sim.git.addPullRequest(repository, { base: "main" });
+      fx.sim.git.push(repository, "main");
+      const payload = JSON.stringify({
+        ref: "refs/heads/main", before: "0".repeat(40), after: randomBytes(20).toString("hex"), created: false, deleted: false, forced: false,
+        repository: { id: 1, name, full_name: repository, owner: { login: HOOKS, name: HOOKS } },
+        installation: { id: hooksInstallation }, sender: { login: "mona" },
+      });
+      const delivered = await fetch(`${broker.url}/webhook`, {
+        method: "POST", body: payload,
+        headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": randomUUID(), "x-hub-signature-256": signatureFor(HOOK_SECRET, payload) },
+      });
+      expect(delivered.status).toBe(202);
+      const until = Date.now() + 15_000;
+      while (!fx.sim.git.updateBranchCalls.some((c) => c.repository === repository && c.number === pull) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+      expect(fx.sim.git.updateBranchCalls.filter((c) => c.repository === repository).map((c) => c.number)).toEqual([pull]);
+    });
   });
 
   it("a wrong PIN: 503 app_key_unavailable with Retry-After, /readyz names the login step; the PIN is never shown", async () => {
@@ -196,8 +230,7 @@ describe("the App key in a SoftHSM2 token, through PKCS#11", () => {
   });
 
   it("a slow key store (C_Sign waits 2 s): 16 concurrent requests share the one signature and all mint; the broker answers others meanwhile", async () => {
-    const slow = buildSlowModule(hsm.dir);
-    writeFileSync(slow.delayFile, "2000\n");
+    const slow = slowModule(2000);
     const { broker, admin } = await start(keyStoreEnv({ ...slow.env, HOST_APP_KEY_URI: hsm.uri({ object: "app-key", modulePath: slow.modulePath }) }));
     const order: string[] = [];
     const tokens = Promise.all(Array.from({ length: 16 }, () => token(broker.url))).then((answers) => {
@@ -214,8 +247,7 @@ describe("the App key in a SoftHSM2 token, through PKCS#11", () => {
   });
 
   it("a key store that does not answer within 10 s: 503 app_key_unavailable naming the sign step; answering again: minting without a restart", async () => {
-    const slow = buildSlowModule(hsm.dir);
-    writeFileSync(slow.delayFile, "12000\n");
+    const slow = slowModule(12_000);
     const { broker } = await start(keyStoreEnv({ ...slow.env, HOST_APP_KEY_URI: hsm.uri({ object: "app-key", modulePath: slow.modulePath }) }));
     const hung = await token(broker.url);
     expect(hung.status).toBe(503);
@@ -235,20 +267,14 @@ describe("the App key in a SoftHSM2 token, through PKCS#11", () => {
   }, 60_000);
 
   it("a key store that signs only raw PKCS#1 (CKM_RSA_PKCS, as Cloud KMS's kmsp11): the broker gives it the DigestInfo; /token mints", async () => {
-    const slow = buildSlowModule(hsm.dir);
+    const slow = slowModule(0);
     const { broker, admin } = await start(keyStoreEnv({ ...slow.env, SLOW_PKCS11_RAW_ONLY: "1", HOST_APP_KEY_URI: hsm.uri({ object: "app-key", modulePath: slow.modulePath }) }));
     expect((await readyzUntil(admin, (a) => a.status === 200)).status).toBe(200);
     expect((await token(broker.url)).status).toBe(200);
   });
 
-  it("24 concurrent requests on a cold broker share one signature: all mint", async () => {
-    const { broker } = await start(keyStoreEnv());
-    const answers = await Promise.all(Array.from({ length: 24 }, () => token(broker.url)));
-    expect(answers.map((a) => a.status)).toEqual(Array(24).fill(200));
-  });
-
   it("rotation: a revoked first key (PEM) is refused with 401; that same request is sent again signed with HOST_APP_KEY_URI_NEXT in the token: the first /token answers 200", async () => {
-    const revoked = fx.sim.createApp({ keyFormat: "pkcs8" }).privateKeyPem; // a key this App does not hold
+    const revoked = keyNotHeld(0); // a key this App does not hold
     const { HOST_APP_PRIVATE_KEY: _pem, ...rest } = fx.env;
     const { broker } = await start({ ...rest, ...hsm.env, HOST_APP_PRIVATE_KEY: revoked, HOST_APP_KEY_URI_NEXT: hsm.uri({ object: "app-key" }), HOST_APP_KEY_PIN: hsm.pin });
     fx.sim.clearRequests();
@@ -266,7 +292,7 @@ describe("the App key in a SoftHSM2 token, through PKCS#11", () => {
   it("rotation while the broker runs: the first key deleted on the platform, the request whose cached JWT it refuses mints with …_NEXT; neither key accepted: 502 installation_token_failed after one try with each", async () => {
     const app = fx.sim.apps.get(fx.app.id)!;
     const tokenKey = app.publicKey; // the key imported into the token (HOST_APP_KEY_URI_NEXT)
-    const old = fx.sim.createApp({ keyFormat: "pkcs8" }).privateKeyPem;
+    const old = keyNotHeld(1);
     const { HOST_APP_PRIVATE_KEY: _pem, ...rest } = fx.env;
     try {
       // The platform holds only the old key: the broker signs with it, caches the JWT and the installation.
@@ -283,7 +309,7 @@ describe("the App key in a SoftHSM2 token, through PKCS#11", () => {
       expect(mints().map((r) => r.auth.kind)).toEqual(["invalid", "app"]);
 
       // Neither key held by the App: one try with each, then the mint's own failure, cleanly.
-      app.publicKey = createPublicKey(fx.sim.createApp({ keyFormat: "pkcs8" }).privateKeyPem);
+      app.publicKey = createPublicKey(keyNotHeld(0)); // neither the old key nor the token's
       fx.sim.clearRequests();
       const refused = await token(broker.url);
       expect([refused.status, refused.body]).toEqual([502, { error: "installation_token_failed" }]);
@@ -314,7 +340,7 @@ describe("doctor with the key in the token", () => {
         resolve({ stdout, stderr, status: error ? (typeof error.code === "number" ? error.code : 1) : 0 });
       });
     });
-    const revoked = fx.sim.createApp({ keyFormat: "pkcs8" }).privateKeyPem;
+    const revoked = keyNotHeld(0);
     const { HOST_APP_PRIVATE_KEY: _pem, ...rest } = fx.env;
     const run = spawnDoctor;
     const good = await run(keyStoreEnv());

@@ -47,8 +47,13 @@ const REDIS = (() => {
   return url.toString();
 })();
 const SECRET = "bench-neighbours-secret-0123456789abcdef";
-/** After the flood: A's queued webhook jobs still running are counted for this long. */
-const SETTLE_MS = 3000;
+/**
+ * A's flood as a fixed number of requests per topology (split over the instances, each answered)
+ * instead of lasting the phase: BENCH_NEIGHBOURS_A_REQUESTS (unset: as many as fit in the phase).
+ */
+const A_REQUESTS = Number(process.env.BENCH_NEIGHBOURS_A_REQUESTS || 0);
+/** After the flood: A's queued webhook jobs still running are counted for this long (BENCH_NEIGHBOURS_SETTLE_MS). */
+const SETTLE_MS = Number(process.env.BENCH_NEIGHBOURS_SETTLE_MS || 3000);
 
 export const description = `noisy neighbours: tenant B's ${B_RATE} POST /token a second, alone then beside tenant A's flood (${A_CONNECTIONS} connections), GitHub's 900 points a minute enforced; one instance, then two on one Redis`;
 
@@ -113,7 +118,33 @@ async function cleanRedis() {
   }
 }
 
-async function topology(sim, ready, { name, instances, redis }, seconds) {
+/**
+ * Tenant A's senders (bench/neighbours-flood-process.js), one process for every topology: `flood(urls)`
+ * floods those brokers for `seconds` (or A_REQUESTS) and resolves with what A sent and got.
+ */
+function floodProcess(ready, seconds) {
+  const child = fork(here("../neighbours-flood-process.js"), [], {
+    stdio: "inherit",
+    env: { ...process.env, NEIGHBOURS_FLOOD: JSON.stringify({ seconds, requests: A_REQUESTS, connections: A_CONNECTIONS, secret: SECRET, ready, address: A_ADDRESS }) },
+  });
+  let stopping = false;
+  const exited = new Promise((_, reject) => child.once("exit", (code) => reject(new Error(`tenant A's senders exited with ${code}`))));
+  exited.catch(() => {}); // after `stop`, its exit is expected
+  const started = Promise.race([ask(child, null, "ready"), exited]);
+  return {
+    /** Resolves once A's senders are ready (their fuzz built). */
+    ready: () => started,
+    flood: (urls) => Promise.race([ask(child, { type: "go", urls }, "done"), exited]),
+    stop() {
+      if (stopping) return;
+      stopping = true;
+      if (child.connected) child.send("exit");
+      else child.kill();
+    },
+  };
+}
+
+async function topology(sim, ready, { name, instances, redis }, seconds, senders) {
   const env = {
     ...ready.env,
     HOST_WEBHOOK_SECRET: SECRET,
@@ -136,29 +167,21 @@ async function topology(sim, ready, { name, instances, redis }, seconds) {
     const tokens = tokenSigner(ready.templates.quiet, ready.oidcKeyPem);
     // Warm: each instance has fetched the issuer's keys and found B's installation.
     for (const url of urls) await quietLoad([url], tokens, 2 / B_RATE);
+    // A's senders ready (their fuzz built) before B's quiet baseline: nothing else takes the CPU then.
+    await senders.ready();
 
     await ask(sim, "reset", "reset");
     const quiet = summary(await quietLoad(urls, tokens, seconds));
     const { stats: quietStats } = await ask(sim, "stats", "stats");
 
     await ask(sim, "reset", "reset");
-    const flood = fork(here("../neighbours-flood-process.js"), [], {
-      stdio: "inherit",
-      env: { ...process.env, NEIGHBOURS_FLOOD: JSON.stringify({ urls, seconds, connections: A_CONNECTIONS, secret: SECRET, ready, address: A_ADDRESS }) },
-    });
-    const exited = new Promise((_, reject) => flood.once("exit", (code) => reject(new Error(`tenant A's senders exited with ${code}`))));
     const cpuBefore = brokers.map((b) => b.cpuMs());
-    const done = Promise.race([ask(flood, null, "done"), exited]);
-    exited.catch(() => {}); // after "done", its exit is expected
-    await Promise.race([ask(flood, null, "ready"), exited]);
-    flood.send("go");
-    const [loud, a] = await Promise.all([quietLoad(urls, tokens, seconds).then(summary), done]);
+    const [loud, a] = await Promise.all([quietLoad(urls, tokens, seconds).then(summary), senders.flood(urls)]);
     // The brokers' CPU over the flood (s of CPU a second, summed over the instances): how much of
     // the machine they got while A's senders and B shared it.
     const cpu = brokers.reduce((sum, b, i) => sum + b.cpuMs() - cpuBefore[i], 0) / 1000 / a.seconds;
     await sleep(SETTLE_MS);
     const { stats } = await ask(sim, "stats", "stats");
-    flood.kill();
     return { name, instances, quiet, loud, a, quietStats, stats, seconds, cpu };
   } finally {
     await Promise.all(brokers.map((b) => b.stop()));
@@ -210,16 +233,19 @@ export async function run(options = {}) {
   const seconds = Number(options.seconds ?? process.env.BENCH_SECONDS ?? 60);
   const sim = fork(here("../neighbours-simulator-process.js"), [], { stdio: "inherit" });
   const ready = await ask(sim, null, "ready");
+  // Started now: A's senders build their fuzz while the first topology's broker starts and warms.
+  const senders = floodProcess(ready, seconds);
   const rows = [
-    { metric: `${seconds} s quiet baseline then ${seconds} s flood per topology; B ${B_RATE} jobs/s; A ${A_CONNECTIONS} connections from ${A_ADDRESS}; brokers' SENDER_REQUESTS_PER_SECOND ${process.env.BENCH_NEIGHBOURS_SENDER_RATE ?? "default"}; A's share assumed ${A_SHARE_POINTS_PER_MINUTE} of ${APP_POINTS_PER_MINUTE} App points a minute; load average at start`, value: loadavg().map((x) => x.toFixed(1)).join(" "), target: "", ok: null },
+    { metric: `${seconds} s quiet baseline then ${A_REQUESTS ? `a flood of ${A_REQUESTS} requests` : `${seconds} s flood`} per topology; B ${B_RATE} jobs/s; A ${A_CONNECTIONS} connections from ${A_ADDRESS}; brokers' SENDER_REQUESTS_PER_SECOND ${process.env.BENCH_NEIGHBOURS_SENDER_RATE ?? "default"}; A's share assumed ${A_SHARE_POINTS_PER_MINUTE} of ${APP_POINTS_PER_MINUTE} App points a minute; load average at start`, value: loadavg().map((x) => x.toFixed(1)).join(" "), target: "", ok: null },
   ];
   try {
     for (const shape of [{ name: "one instance", instances: 1, redis: false }, { name: "two instances, one Redis", instances: 2, redis: true }]) {
-      rows.push(...rowsOf(await topology(sim, ready, shape, seconds)));
+      rows.push(...rowsOf(await topology(sim, ready, shape, seconds, senders)));
     }
     rows.push({ metric: "load average at the end", value: loadavg().map((x) => x.toFixed(1)).join(" "), target: "", ok: null });
     return rows;
   } finally {
+    senders.stop();
     sim.send("exit");
   }
 }
