@@ -67,9 +67,9 @@ export function nodeId(prefix: string, id: number | string): string {
 }
 
 export function createGraphqlEndpoint(sim: Simulator) {
-  // Built now, not on a first request, where it would stall the process past short timeouts.
-  platformSchema();
-  implementedSchema();
+  // GitHub's schema is built on the first GraphQL request, not here: most simulators (a test
+  // file's, a sandbox's) never see one, and building it costs about 150 ms of CPU alone, 300 ms
+  // inside a jest worker (docs/development.md#test-time). The first request waits for it.
   const extensions: RepositoryExtension[] = [];
   const mutations = new Map<string, MutationResolver>();
   let requestCount = 0;

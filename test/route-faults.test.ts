@@ -15,6 +15,7 @@ let installationId: number;
 let counter = 0;
 
 const t = brokerPerTest({
+  graphql: true,
   secrets: [TRIGGER, HOOK],
   env: { PROCESS_TRIGGER_SECRET: TRIGGER, HOST_WEBHOOK_SECRET: HOOK, AUTO_UPDATE_BRANCHES: "on", UPDATE_BRANCH_PER_MINUTE: "100000", UPDATE_BRANCH_PER_HOUR: "100000" },
   broker: { timing: { upstreamTimeoutMs: 1_000 }, retry: { attempts: 3, baseDelayMs: 10, maxWaitMs: 1500 } },

@@ -15,7 +15,7 @@ const secrets: string[] = [SECRET];
 
 const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
 
-const t = brokerPerTest({ secrets, env: { PROCESS_TRIGGER_SECRET: SECRET } });
+const t = brokerPerTest({ secrets, env: { PROCESS_TRIGGER_SECRET: SECRET }, graphql: true });
 
 /** A fresh branch per test, so tests never see each other's commits. */
 function freshBranch(files: Record<string, string> = { "README.md": "# app\n", "CHANGELOG.md": "old\n" }): { branch: string; head: string } {

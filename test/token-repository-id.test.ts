@@ -19,6 +19,7 @@ import { createSimulator, type FaultResponse, type Simulator } from "../simulato
 const SECRET = "sign-trigger-secret-repo-id-0123456789";
 const secrets: string[] = [SECRET];
 const t = brokerPerTest({
+  graphql: true,
   secrets,
   env: { PROCESS_TRIGGER_SECRET: SECRET },
   broker: { timing: { upstreamTimeoutMs: 1_000 }, retry: { attempts: 2, baseDelayMs: 10, maxWaitMs: 1000 } },

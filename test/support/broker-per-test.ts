@@ -2,7 +2,7 @@
 // fresh broker for every test, every log line kept, and at the end no credential in any of them.
 import { afterAll, afterEach, beforeAll, beforeEach } from "@jest/globals";
 import { startBroker, type TestBroker } from "./broker.js";
-import { expectNoSecrets, tokenFixture, type TokenFixture } from "./fixtures.js";
+import { expectNoSecrets, prepareGraphql, tokenFixture, type TokenFixture } from "./fixtures.js";
 
 export interface BrokerPerTestOptions {
   /** Settings over the fixture's own (App, API base, issuer). */
@@ -10,6 +10,8 @@ export interface BrokerPerTestOptions {
   broker?: Parameters<typeof startBroker>[1];
   /** Runs once the fixture exists (extra installations, …). */
   setup?: (fx: TokenFixture) => void | Promise<void>;
+  /** GitHub's GraphQL schema built before the first test (prepareGraphql): the file's /sign calls run under short timeouts. */
+  graphql?: boolean;
   /** Secrets to look for in the logs, besides the App key and every token the simulator issued. */
   secrets?: string[];
 }
@@ -30,6 +32,7 @@ export function brokerPerTest(options: BrokerPerTestOptions = {}): BrokerPerTest
   const secrets = options.secrets ?? [];
 
   beforeAll(async () => {
+    if (options.graphql) prepareGraphql();
     fx = await tokenFixture();
     await options.setup?.(fx);
   });

@@ -1,6 +1,7 @@
 // Shared set-up for /token tests: one simulated platform with an App installed on octo-org/app.
 import { findSecret } from "./log-scan.js";
 import { createSimulator, type Simulator } from "../../simulator/index.js";
+import { implementedSchema, platformSchema } from "../../simulator/graphql-schema.js";
 
 export interface TokenFixture {
   sim: Simulator;
@@ -10,6 +11,16 @@ export interface TokenFixture {
 }
 
 export const INSTALLED_PERMISSIONS = { contents: "write", pull_requests: "write", issues: "read", metadata: "read" } as const;
+
+/**
+ * Builds GitHub's GraphQL schema now, which the simulator otherwise does on its first GraphQL
+ * request (docs/development.md#test-time): for files whose first /sign or /releases request runs
+ * under a short timeout, in the same process as the simulator.
+ */
+export function prepareGraphql(): void {
+  platformSchema();
+  implementedSchema();
+}
 
 export async function tokenFixture(options: { keyFormat?: "pkcs1" | "pkcs8" } = {}): Promise<TokenFixture> {
   const sim = await createSimulator();

@@ -2,6 +2,7 @@
 // the shared Redis never collide between runs) and helpers to install it on a fleet.
 import { randomInt } from "node:crypto";
 import { createSimulator, type PermissionLevel, type Simulator } from "../../simulator/index.js";
+import { prepareGraphql } from "./fixtures.js";
 
 export const TRIGGER_SECRET = "releases-test-secret-0123456789-0123";
 
@@ -20,6 +21,7 @@ export interface ReleasesFixture {
 export const READ_WRITE = { contents: "write", metadata: "read", pull_requests: "write" } as const;
 
 export async function releasesFixture(options: { latencyMs?: number } = {}): Promise<ReleasesFixture> {
+  prepareGraphql(); // every /releases crawl asks GraphQL for the latest releases
   const sim = await createSimulator({ latencyMs: options.latencyMs });
   const app = sim.createApp({ id: randomInt(2_000_000, 900_000_000) });
   const env = {
