@@ -4,8 +4,7 @@
 // `data`) for an invalid document and beside `data` for typed failures (NOT_FOUND, FORBIDDEN,
 // STALE_DATA…), HTTP 401 without credentials. A valid document that selects what the simulator
 // does not implement (graphql-schema.ts's subset) is answered 501.
-import { GraphQLError, execute, parse, validate, type DocumentNode } from "graphql";
-import { implementedSchema, platformSchema } from "./graphql-schema.js";
+import type { DocumentNode, GraphQLError } from "graphql";
 import { DOCS_ROOT, SimulatorHttpError } from "./router.js";
 import type { IssuedToken, InstallationState, RepositoryState, RouteContext, RouteResult, Simulator } from "./types.js";
 
@@ -67,9 +66,12 @@ export function nodeId(prefix: string, id: number | string): string {
 }
 
 export function createGraphqlEndpoint(sim: Simulator) {
-  // GitHub's schema is built on the first GraphQL request, not here: most simulators (a test
-  // file's, a sandbox's) never see one, and building it costs about 150 ms of CPU alone, 300 ms
-  // inside a jest worker (docs/development.md#test-time). The first request waits for it.
+  // graphql-js and GitHub's schema are loaded and built on the first GraphQL request, not here:
+  // most simulators (a test file's, a sandbox's) never see one, and the two cost about 150 ms of
+  // CPU alone, 400 ms inside a jest worker (docs/development.md#test-time). The first request
+  // waits for them.
+  let loaded: Promise<[typeof import("graphql"), typeof import("./graphql-schema.js")]> | undefined;
+  const load = () => (loaded ??= Promise.all([import("graphql"), import("./graphql-schema.js")]));
   const extensions: RepositoryExtension[] = [];
   const mutations = new Map<string, MutationResolver>();
   let requestCount = 0;
@@ -104,7 +106,7 @@ export function createGraphqlEndpoint(sim: Simulator) {
   // validate each text once, so a benchmark measures the broker rather than graphql-js.
   type Checked = { document: DocumentNode } | { errors: Record<string, unknown>[] } | { unimplemented: string };
   const checkedQueries = new Map<string, Checked>();
-  const parseAndValidate = (query: string) => {
+  const parseAndValidate = (query: string, [{ parse, validate }, { implementedSchema, platformSchema }]: Awaited<ReturnType<typeof load>>) => {
     let checked = checkedQueries.get(query);
     if (!checked) {
       try {
@@ -135,11 +137,13 @@ export function createGraphqlEndpoint(sim: Simulator) {
     if (!body || typeof body !== "object" || typeof body.query !== "string") {
       return { status: 400, body: { message: "Problems parsing JSON", documentation_url: DOCS_ROOT } };
     }
-    const checked = parseAndValidate(body.query);
+    const modules = await load();
+    const checked = parseAndValidate(body.query, modules);
     if ("errors" in checked) return { status: 200, body: { errors: checked.errors } };
     if ("unimplemented" in checked) return { status: 501, body: { message: `simulator: not implemented in GraphQL: ${checked.unimplemented}` } };
     const { document } = checked;
     const ctx: GraphqlContext = { sim, token, issued, installation };
+    const [{ execute }, { platformSchema }] = modules;
     const result = await execute({
       schema: platformSchema(),
       document,

@@ -32,7 +32,7 @@ export function brokerPerTest(options: BrokerPerTestOptions = {}): BrokerPerTest
   const secrets = options.secrets ?? [];
 
   beforeAll(async () => {
-    if (options.graphql) prepareGraphql();
+    if (options.graphql) await prepareGraphql();
     fx = await tokenFixture();
     await options.setup?.(fx);
   });

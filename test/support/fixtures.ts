@@ -1,7 +1,6 @@
 // Shared set-up for /token tests: one simulated platform with an App installed on octo-org/app.
 import { findSecret } from "./log-scan.js";
 import { createSimulator, type Simulator } from "../../simulator/index.js";
-import { implementedSchema, platformSchema } from "../../simulator/graphql-schema.js";
 
 export interface TokenFixture {
   sim: Simulator;
@@ -17,7 +16,8 @@ export const INSTALLED_PERMISSIONS = { contents: "write", pull_requests: "write"
  * request (docs/development.md#test-time): for files whose first /sign or /releases request runs
  * under a short timeout, in the same process as the simulator.
  */
-export function prepareGraphql(): void {
+export async function prepareGraphql(): Promise<void> {
+  const { implementedSchema, platformSchema } = await import("../../simulator/graphql-schema.js");
   platformSchema();
   implementedSchema();
 }

@@ -21,7 +21,7 @@ export interface ReleasesFixture {
 export const READ_WRITE = { contents: "write", metadata: "read", pull_requests: "write" } as const;
 
 export async function releasesFixture(options: { latencyMs?: number } = {}): Promise<ReleasesFixture> {
-  prepareGraphql(); // every /releases crawl asks GraphQL for the latest releases
+  await prepareGraphql(); // every /releases crawl asks GraphQL for the latest releases
   const sim = await createSimulator({ latencyMs: options.latencyMs });
   const app = sim.createApp({ id: randomInt(2_000_000, 900_000_000) });
   const env = {
