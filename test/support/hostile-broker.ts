@@ -38,8 +38,8 @@ export function useHostileBroker(): void {
 /**
  * Whatever came back must be the API's kind of answer. Each check is a plain comparison that calls
  * the matcher only when it fails (for its message; the verdict is the matcher's either way):
- * expect() itself builds every matcher and an error for its stack, about 0.3 ms, paid on each of
- * the 10,000 answers.
+ * each expect() call builds every matcher and an error for its stack, five calls an answer over
+ * 10,000 answers (about a tenth of the fields file's CPU, profiled).
  */
 export function expectWellFormed(answer: RawAnswer, method: string): void {
   const type = answer.headers["content-type"] ?? "application/json";
