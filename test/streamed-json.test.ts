@@ -107,8 +107,11 @@ describe("streamed JSON: the same as JSON.parse", () => {
         sameAs(result, expected(json, "repositories", keep));
         // GitHub's shape (compact, elements all objects, few `},{` inside strings) is streamed.
         const misses = (json.match(/\},\{|\}\]/g) ?? []).length;
-        if (misses <= MAX_MISSES) expect(streamed).toBe(true);
+        if (misses <= MAX_MISSES && streamed !== true) expect(streamed).toBe(true); // expect() only to fail: it costs more than the check
       }),
+      // Not fewer: of 22 faults put in the reader by hand, the slowest this property finds (a `},`
+      // at a chunk's end passed over) first failed at run 17–817 over 20 seeds, about one run in
+      // 200: 1000 runs miss it 0.7% of the time, 1500 runs 0.06%.
       { numRuns: 1500 },
     );
   });
@@ -131,6 +134,9 @@ describe("streamed JSON: the same as JSON.parse", () => {
         const keep = keepIt ? KEEP : undefined;
         sameAs(read(chunked(bytes, at), "repositories", keep).result, expected(bytes.toString("utf8"), "repositories", keep));
       }),
+      // Not fewer: an element parse that dropped a lone backslash (lenient where JSON.parse throws)
+      // is found only here, about one run in 800: 3000 runs miss it 2–3% of the time, 1000 runs
+      // missed it for 7 seeds of 20.
       { numRuns: 3000 },
     );
   });

@@ -35,32 +35,66 @@ export function useHostileBroker(): void {
   });
 }
 
-/** Whatever came back must be the API's kind of answer. */
+/**
+ * Whatever came back must be the API's kind of answer. Each check is a plain comparison that calls
+ * the matcher only when it fails (for its message; the verdict is the matcher's either way):
+ * each expect() call builds every matcher and an error for its stack, five calls an answer over
+ * 10,000 answers (about a tenth of the fields file's CPU, profiled).
+ */
 export function expectWellFormed(answer: RawAnswer, method: string): void {
-  expect(answer.headers["content-type"] ?? "application/json").toMatch(/application\/json/);
+  const type = answer.headers["content-type"] ?? "application/json";
+  if (typeof type !== "string" || !/application\/json/.test(type)) expect(type).toMatch(/application\/json/);
   if (method === "HEAD") {
     // No body to read: an unknown path is 404, a route 405.
-    expect([404, 405]).toContain(answer.status);
+    if (answer.status !== 404 && answer.status !== 405) expect([404, 405]).toContain(answer.status);
     return;
   }
   const body: unknown = JSON.parse(answer.text);
-  expect(body).not.toBeNull();
-  expect(typeof body).toBe("object");
+  if (body === null) expect(body).not.toBeNull();
+  if (typeof body !== "object") expect(typeof body).toBe("object");
   if (answer.status >= 400) {
     const { error } = body as { error?: unknown };
     if (!isErrorCode(error)) throw new Error(`unknown error code in ${answer.status} ${answer.text.slice(0, 200)}`);
-    expect(answer.status).toBe(ERROR_CODES[error].status);
+    if (answer.status !== ERROR_CODES[error].status) expect(answer.status).toBe(ERROR_CODES[error].status);
     // The one documented 500.
-    if (answer.status === 500) expect(error).toBe("github_installation_lookup_failed");
+    if (answer.status === 500 && error !== "github_installation_lookup_failed") expect(error).toBe("github_installation_lookup_failed");
   }
 }
 
 const ROUTES = ["/token", "/sign", "/releases", "/webhook"];
+
+/**
+ * fc.webPath() as fast-check builds it (RFC 3986 path segments: letters, digits, `-._~!$&'()*+,;=:@`
+ * and, one in eleven, any code point percent-encoded; its default size), without its one cost: its
+ * percent-encoded character is an fc.string({ unit: "binary" }), whose construction maps every one
+ * of the 1.1 million code points (1.2 s of CPU in each file that loads this one).
+ */
+const SEGMENT_OTHERS = "-._~!$&'()*+,;=:@";
+const codePoint = fc.nat({ max: 0x10ffff - 0x800 }).map((n) => String.fromCodePoint(n < 0xd800 ? n : n + 0x800)); // no lone surrogate
+const percentEncoded = codePoint.map((c) => {
+  const encoded = encodeURIComponent(c);
+  return c !== encoded ? encoded : `%${c.charCodeAt(0).toString(16)}`;
+});
+const segmentChar = fc.oneof(
+  {
+    weight: 10,
+    arbitrary: fc.mapToConstant(
+      { num: 26, build: (v) => String.fromCharCode(v + 0x61) },
+      { num: 26, build: (v) => String.fromCharCode(v + 0x41) },
+      { num: 10, build: (v) => String.fromCharCode(v + 0x30) },
+      { num: SEGMENT_OTHERS.length, build: (v) => SEGMENT_OTHERS[v]! },
+    ),
+  },
+  { weight: 1, arbitrary: percentEncoded },
+);
+const segments = (segmentSize: fc.SizeForArbitrary, count: fc.SizeForArbitrary) =>
+  fc.array(fc.string({ unit: segmentChar, size: segmentSize }), { size: count }).map((parts) => parts.map((part) => `/${part}`).join(""));
+const webPath = fc.oneof(segments("small", "xsmall"), segments("xsmall", "small"));
 export const methodArb = fc.oneof(fc.constantFrom("GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"), fc.stringMatching(/^[A-Z]{1,10}$/));
 export const pathArb = fc.oneof(
   fc.constantFrom(...ROUTES),
   fc.constantFrom(...ROUTES).map((r) => `${r}?${encodeURIComponent("x")}=1`),
-  fc.webPath().map((p) => (p.startsWith("/") ? p : `/${p}`)),
+  webPath.map((p) => (p.startsWith("/") ? p : `/${p}`)),
   fc.stringMatching(/^\/[A-Za-z0-9%._~-]{0,300}$/),
 );
 export const contentTypeArb = fc.constantFrom("application/json", "text/plain", "application/x-www-form-urlencoded", "application/json; charset=utf-16", "application/json; charset=latin1", "multipart/form-data; boundary=x", "", "*/*");
