@@ -15,8 +15,7 @@ import { postJson, startBroker, type TestBroker } from "./support/broker.js";
 import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
 import { spawnBroker } from "./support/spawn-broker.js";
 
-// One simulated platform for the file's tests over HTTP (a simulator costs about 0.4 s of CPU to
-// start), made by the first that needs it.
+// One simulated platform for the file's tests over HTTP, made by the first that needs it.
 let sharedFixture: Promise<TokenFixture> | undefined;
 const fixture = () => (sharedFixture ??= tokenFixture());
 afterAll(async () => {
