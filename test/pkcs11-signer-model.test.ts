@@ -26,28 +26,34 @@ const STEPS = ["module", "slot", "login", "object", "sign"];
 let driver: ChildProcessWithoutNullStreams;
 const answers: Array<(line: string) => void> = [];
 let stderr = "";
-let exited: Promise<number | null>;
+let exited: Promise<number | string | null>;
 beforeAll(() => {
   driver = spawn(process.execPath, [DRIVER], { env: { PATH: process.env.PATH, NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE } });
   driver.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
   driver.stdin.on("error", () => undefined); // EPIPE once it has exited: the exit answers
   createInterface({ input: driver.stdout }).on("line", (line) => answers.shift()?.(line));
-  exited = new Promise((resolve) => driver.once("exit", (code) => resolve(code)));
+  exited = new Promise((resolve) => driver.once("exit", (code, signal) => resolve(code ?? signal)));
   void exited.then((code) => {
     for (const answer of answers.splice(0)) answer(JSON.stringify({ failed: `driver exited (${code}): ${stderr}` }));
   });
 });
 afterAll(async () => {
   driver.stdin.end();
+  // Ends once its input does; one that does not is killed, and fails here.
+  const timer = setTimeout(() => driver.kill("SIGKILL"), 10_000);
   expect(await exited).toBe(0);
+  clearTimeout(timer);
 });
 
 async function drive(steps: DriverStep[]): Promise<DriverResult[]> {
-  if (driver.exitCode !== null) throw new Error(`driver exited (${driver.exitCode}): ${stderr}`);
+  if (driver.exitCode !== null || driver.signalCode !== null) throw new Error(`driver exited (${driver.exitCode ?? driver.signalCode}): ${stderr}`);
+  // A sequence not answered within 60 s (a hung token): the driver is killed, which answers it.
+  const timer = setTimeout(() => driver.kill("SIGKILL"), 60_000);
   const line = await new Promise<string>((resolve) => {
     answers.push(resolve);
     driver.stdin.write(`${JSON.stringify({ steps, pem })}\n`);
   });
+  clearTimeout(timer);
   const answer = JSON.parse(line) as DriverResult[] | { failed: string };
   if (!Array.isArray(answer)) throw new Error(`driver failed: ${answer.failed}`);
   return answer;
