@@ -1,7 +1,7 @@
 // The admin listener of the built broker (`build/server/main.js` as a child process): /healthz,
 // /readyz (503 while draining on SIGTERM), /metrics checked by promtool; off unless ADMIN_PORT is set.
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { postJson } from "./support/broker.js";
+import { postJson } from "./support/post-json.js";
 import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
 import { labelValues, promtoolCheck, sample } from "./support/metrics-text.js";
 import { freePort } from "./support/redis-server.js";

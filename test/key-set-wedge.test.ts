@@ -3,7 +3,7 @@
 // it gets two /token inside the cooldown (both 503, no verdict); once the issuer is back and the
 // cooldown has passed, the next /token is answered 200 (it used to stay 503 until a restart).
 import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
-import { postJson } from "./support/broker.js";
+import { postJson } from "./support/post-json.js";
 import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
 import { spawnBroker, type BrokerProcess } from "./support/spawn-broker.js";
 

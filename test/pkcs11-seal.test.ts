@@ -12,7 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "@jest/glob
 import { openKeyValueStore, type KeyValueStore } from "../server/kv/key-value-store.js";
 import { createLogger } from "../server/log.js";
 import { SEAL_SIGNATURE_LABEL } from "../server/signing/app-key.js";
-import { postJson } from "./support/broker.js";
+import { postJson } from "./support/post-json.js";
 import { expectNoSecrets, INSTALLED_PERMISSIONS, tokenFixture, type TokenFixture } from "./support/fixtures.js";
 import { freePort } from "./support/redis-server.js";
 import { REDIS_URL } from "./support/redis-url.js";

@@ -5,10 +5,11 @@
 // token holds the key and no failure's pause (RETRY_MS on the signer's clock) is running; a success
 // is a valid RSASSA-PKCS1-v1_5 SHA-256 signature of the data under the App's public key; a failure
 // names a step.
-import { execFile } from "node:child_process";
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { generateKeyPairSync, verify } from "node:crypto";
+import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { describe, expect, it } from "@jest/globals";
+import { afterAll, beforeAll, describe, expect, it } from "@jest/globals";
 import fc from "fast-check";
 import { RETRY_MS } from "../server/signing/pkcs11-signer.js";
 import type { DriverResult, DriverStep } from "./support/pkcs11-signer-driver.js";
@@ -20,14 +21,42 @@ const pem = privateKey.export({ type: "pkcs8", format: "pem" }).toString();
 const publicPem = publicKey.export({ type: "spki", format: "pem" }).toString();
 const STEPS = ["module", "slot", "login", "object", "sign"];
 
-function drive(steps: DriverStep[]): Promise<DriverResult[]> {
-  return new Promise((resolve, reject) => {
-    const child = execFile(process.execPath, [DRIVER], { timeout: 60_000, env: { PATH: process.env.PATH } }, (error, stdout, stderr) => {
-      if (error) reject(new Error(`driver failed: ${stderr}`));
-      else resolve(JSON.parse(stdout) as DriverResult[]);
-    });
-    child.stdin!.end(JSON.stringify({ steps, pem }));
+// One driver process for the file's sequences, answering each line with one line (a process each
+// cost about 0.1 s of CPU): each sequence on a fresh signer and a token re-created for it.
+let driver: ChildProcessWithoutNullStreams;
+const answers: Array<(line: string) => void> = [];
+let stderr = "";
+let exited: Promise<number | string | null>;
+beforeAll(() => {
+  driver = spawn(process.execPath, [DRIVER], { env: { PATH: process.env.PATH, NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE } });
+  driver.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  driver.stdin.on("error", () => undefined); // EPIPE once it has exited: the exit answers
+  createInterface({ input: driver.stdout }).on("line", (line) => answers.shift()?.(line));
+  exited = new Promise((resolve) => driver.once("exit", (code, signal) => resolve(code ?? signal)));
+  void exited.then((code) => {
+    for (const answer of answers.splice(0)) answer(JSON.stringify({ failed: `driver exited (${code}): ${stderr}` }));
   });
+});
+afterAll(async () => {
+  driver.stdin.end();
+  // Ends once its input does; one that does not is killed, and fails here.
+  const timer = setTimeout(() => driver.kill("SIGKILL"), 10_000);
+  expect(await exited).toBe(0);
+  clearTimeout(timer);
+});
+
+async function drive(steps: DriverStep[]): Promise<DriverResult[]> {
+  if (driver.exitCode !== null || driver.signalCode !== null) throw new Error(`driver exited (${driver.exitCode ?? driver.signalCode}): ${stderr}`);
+  // A sequence not answered within 60 s (a hung token): the driver is killed, which answers it.
+  const timer = setTimeout(() => driver.kill("SIGKILL"), 60_000);
+  const line = await new Promise<string>((resolve) => {
+    answers.push(resolve);
+    driver.stdin.write(`${JSON.stringify({ steps, pem })}\n`);
+  });
+  clearTimeout(timer);
+  const answer = JSON.parse(line) as DriverResult[] | { failed: string };
+  if (!Array.isArray(answer)) throw new Error(`driver failed: ${answer.failed}`);
+  return answer;
 }
 
 describe("the PKCS#11 signer, modelled", () => {

@@ -13,8 +13,14 @@ import { checkAllowlist, matchRepository } from "../server/token/trust.js";
 import { signatureFor } from "../server/webhook/verify-signature.js";
 import { postJson, startBroker, type TestBroker } from "./support/broker.js";
 import { expectNoSecrets, tokenFixture, type TokenFixture } from "./support/fixtures.js";
-import { brokerPerTest } from "./support/broker-per-test.js";
 import { spawnBroker } from "./support/spawn-broker.js";
+
+// One simulated platform for the file's tests over HTTP, made by the first that needs it.
+let sharedFixture: Promise<TokenFixture> | undefined;
+const fixture = () => (sharedFixture ??= tokenFixture());
+afterAll(async () => {
+  if (sharedFixture) await (await sharedFixture).sim.close();
+});
 
 describe("parseAudiences", () => {
   it.each([
@@ -246,12 +252,11 @@ describe("secrets with a trailing newline, over HTTP", () => {
   let fx: TokenFixture;
   let broker: TestBroker;
   beforeAll(async () => {
-    fx = await tokenFixture();
+    fx = await fixture();
     broker = await startBroker({ ...fx.env, PROCESS_TRIGGER_SECRET: `${TRIGGER}\n`, HOST_WEBHOOK_SECRET: `${HOOK} \n` });
   });
   afterAll(async () => {
     await broker.close();
-    await fx.sim.close();
     expectNoSecrets(broker.logs, [TRIGGER, HOOK, fx.app.privateKeyPem, ...fx.sim.tokens.keys()]);
   });
 
@@ -297,18 +302,28 @@ describe("weak secrets, over HTTP", () => {
   // with it (docs/settings.md#optional).
   const TRIGGER = "replace-me";
   const HOOK = "changeme-webhook-secret-0123456789abcdef";
-  const t = brokerPerTest({ env: { PROCESS_TRIGGER_SECRET: TRIGGER, HOST_WEBHOOK_SECRET: HOOK }, secrets: [TRIGGER, HOOK] });
+  // One broker for both: the same settings, and neither request changes what it holds.
+  let fx: TokenFixture;
+  let broker: TestBroker;
+  beforeAll(async () => {
+    fx = await fixture();
+    broker = await startBroker({ ...fx.env, PROCESS_TRIGGER_SECRET: TRIGGER, HOST_WEBHOOK_SECRET: HOOK });
+  });
+  afterAll(async () => {
+    await broker.close();
+    expectNoSecrets(broker.logs, [TRIGGER, HOOK, fx.app.privateKeyPem, ...fx.sim.tokens.keys()]);
+  });
 
   it("/releases and /sign answer 503 as when PROCESS_TRIGGER_SECRET is unset, even to its bearer", async () => {
-    const releases = await fetch(`${t.broker.url}/releases`, { headers: { authorization: `Bearer ${TRIGGER}` } });
+    const releases = await fetch(`${broker.url}/releases`, { headers: { authorization: `Bearer ${TRIGGER}` } });
     expect(releases.status).toBe(503);
     expect(((await releases.json()) as { error: string }).error).toBe("releases_disabled");
-    const sign = await postJson(`${t.broker.url}/sign`, {}, { authorization: `Bearer ${TRIGGER}` });
+    const sign = await postJson(`${broker.url}/sign`, {}, { authorization: `Bearer ${TRIGGER}` });
     expect([sign.status, sign.body.error]).toEqual([503, "sign_disabled"]);
   });
 
   it("/webhook answers 503 webhook_disabled to a delivery signed with the placeholder", async () => {
-    expect(await ping(t.broker.url, HOOK)).toEqual({ status: 503, body: { error: "webhook_disabled" } });
+    expect(await ping(broker.url, HOOK)).toEqual({ status: 503, body: { error: "webhook_disabled" } });
   });
 });
 
@@ -321,16 +336,14 @@ describe("a secret shorter than 32 characters, over HTTP against the built broke
   const HOOK_31 = HOOK_32.slice(0, 31);
   let fx: TokenFixture;
   beforeAll(async () => {
-    fx = await tokenFixture();
-  });
-  afterAll(async () => {
-    await fx.sim.close();
+    fx = await fixture();
   });
   const weakLines = (lines: string[]) =>
     lines.map((l) => JSON.parse(l) as { level: string; setting?: string; msg: string }).filter((e) => e.setting === "PROCESS_TRIGGER_SECRET" || e.setting === "HOST_WEBHOOK_SECRET");
 
   it("31 characters: /releases, /sign and /webhook answer 503 as when unset, even to the right bearer and signature; one error line per setting naming the minimum and openssl rand -hex 32, never the value", async () => {
     expect([TRIGGER_31.length, HOOK_31.length]).toEqual([31, 31]);
+    fx.sim.clearRequests(); // the file's other brokers' requests
     const broker = await spawnBroker({ ...fx.env, PROCESS_TRIGGER_SECRET: TRIGGER_31, HOST_WEBHOOK_SECRET: HOOK_31 });
     try {
       const releases = await fetch(`${broker.url}/releases`, { headers: { authorization: `Bearer ${TRIGGER_31}` } });
