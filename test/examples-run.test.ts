@@ -58,11 +58,22 @@ async function api(token: string, path: string, init: RequestInit = {}): Promise
   return { status: answer.status, body: await answer.json() };
 }
 
-/** A token of the App's for `repository` (a setup step of the test, not of the job). */
+/**
+ * A token of the App's for `repository` (a setup step of the test, not of the job): asked of the
+ * broker's POST /token directly, with a job's OIDC token for that repository. The jobs' own
+ * tokensmith steps run the bundled action; this one is only a means to call the API.
+ */
 async function setupToken(repository: string): Promise<string> {
-  const run = await sandbox.runAction({ inputs: { "permission-contents": "write" }, job: { repository, ref: "refs/heads/main" } });
-  if (run.exitCode !== 0) throw new Error(run.log.join("\n"));
-  return run.outputs.token!;
+  const [owner, repo] = repository.split("/");
+  const oidcToken = await sandbox.mintJobToken({ repository, ref: "refs/heads/main" });
+  const answer = await fetch(`${sandbox.brokerUrl}/token`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ oidcToken, owner, repo, permissions: { contents: "write" } }),
+  });
+  const body = (await answer.json()) as { token?: string };
+  if (answer.status !== 200 || !body.token) throw new Error(`setup token for ${repository}: HTTP ${answer.status} ${JSON.stringify(body)}`);
+  return body.token;
 }
 
 /** What triggers a tag job: the tag pushed to the platform, at main's head. */

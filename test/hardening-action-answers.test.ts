@@ -2,10 +2,13 @@
 // untrusted. Each test runs dist/ in a child process on Node 24 (the runner's runtime) the way the
 // runner does (INPUT_*, GITHUB_OUTPUT / GITHUB_STATE files) against a canned broker that gives one
 // hostile answer, and asserts on the runner's view: stdout's workflow commands, the outputs, the
-// exit code, and how many POST /token the brokers received.
+// exit code, and how many POST /token the brokers received. In a group of cases that differ only in
+// what a pure check decides (a field of the answer, an input's value), the first runs dist/ that
+// way and the others run the same main step in this process, with the real @actions/core and read
+// the same way (support/action-runner.ts, runMainInProcess).
 import { afterEach, beforeAll, describe, expect, it } from "@jest/globals";
 import { MISMATCH, WORKFLOW_HINTS } from "../action/hints.js";
-import { runStep, type StepResult } from "./support/action-runner.js";
+import { runMainInProcess, runStep, type StepResult } from "./support/action-runner.js";
 import { node24 } from "./support/action-node24.js";
 import { startSilentServer } from "./support/action-stub-server.js";
 import { CANNED_JWT, goodAnswer, runnerData, startCannedBroker, type CannedBroker, type TokenHandler } from "./support/canned-broker.js";
@@ -27,9 +30,14 @@ async function canned(onToken: TokenHandler): Promise<CannedBroker> {
   return broker;
 }
 
-async function main(broker: CannedBroker, inputs: Record<string, string> = {}, env: Record<string, string> = {}): Promise<StepResult> {
-  return runStep("main", { node, inputs: { "auth-mode": "public-app", "broker-url": broker.url, ...inputs }, env: { ...broker.jobEnv(), ...env }, killAfterMs: 60_000 });
+/** The bundled main step in a child process; with `inProcess`, the same step in this process. */
+async function main(broker: CannedBroker, inputs: Record<string, string> = {}, env: Record<string, string> = {}, { inProcess = false } = {}): Promise<StepResult> {
+  const step = { inputs: { "auth-mode": "public-app", "broker-url": broker.url, ...inputs }, env: { ...broker.jobEnv(), ...env } };
+  return inProcess ? runMainInProcess(step) : runStep("main", { node, ...step, killAfterMs: 60_000 });
 }
+
+/** A group's cases, each with whether it runs in this process: every one but the first, which runs dist/ in a child process. */
+const firstInChild = <T extends unknown[]>(cases: T[]): [...T, boolean][] => cases.map((each, index) => [...each, index > 0]);
 
 /** The workflow commands the runner reads from the step's output: every line that starts with `::`. */
 const commands = (step: StepResult) => step.lines.filter((line) => line.startsWith("::")).map((line) => /^::([^:\s]*)/.exec(line)![1]);
@@ -57,15 +65,17 @@ function expectMaskedFirst(step: StepResult, secret: string): void {
 const FORGED = "\n::error::forged by the broker\n::warning::forged\n::stop-commands::tokensmith-forged\n::add-mask::x";
 
 describe("item 1: nothing the broker sends becomes a workflow command", () => {
-  it.each([
-    ["repository", { repository: `octo-org/app${FORGED}` }],
-    ["expires_at", { expires_at: `2099-01-01T00:00:00Z${FORGED}` }],
-    ["app_slug", { app_slug: `release${FORGED}` }],
-    ["installation_id", { installation_id: `1${FORGED}` }],
-  ])("a 200 whose %s carries line breaks and commands: refused, escaped, the token revoked", async (_field, overrides) => {
+  it.each(
+    firstInChild<[string, Record<string, unknown>]>([
+      ["repository", { repository: `octo-org/app${FORGED}` }],
+      ["expires_at", { expires_at: `2099-01-01T00:00:00Z${FORGED}` }],
+      ["app_slug", { app_slug: `release${FORGED}` }],
+      ["installation_id", { installation_id: `1${FORGED}` }],
+    ]),
+  )("a 200 whose %s carries line breaks and commands: refused, escaped, the token revoked", async (_field, overrides, inProcess) => {
     const answer = goodAnswer(overrides);
     const broker = await canned(() => ({ status: 200, body: answer }));
-    const step = await main(broker);
+    const step = await main(broker, {}, {}, { inProcess });
     const data = expectOneSafeError(step);
     expect(data).toContain("tokensmith: refused the answer from");
     expect(data).toContain("\\u000a::error::forged by the broker");
@@ -120,17 +130,19 @@ describe("item 2: a token for another repository", () => {
 });
 
 describe("item 3: a token that is not one printable token", () => {
-  it.each([
-    ["a line break", "ghs_firstLine\nsecondLine"],
-    ["a space", "ghs_first second"],
-    ["a tab", "ghs_first\tsecond"],
-    ["a NUL", "ghs_first\u0000second"],
-    ["non-ASCII", "ghs_fïrst"],
-    ["2000 characters", `ghs_${"a".repeat(1996)}`],
-    ["nothing", ""],
-  ])("with %s: refused, never printed, nothing to revoke", async (_name, token) => {
+  it.each(
+    firstInChild<[string, string]>([
+      ["a line break", "ghs_firstLine\nsecondLine"],
+      ["a space", "ghs_first second"],
+      ["a tab", "ghs_first\tsecond"],
+      ["a NUL", "ghs_first\u0000second"],
+      ["non-ASCII", "ghs_fïrst"],
+      ["2000 characters", `ghs_${"a".repeat(1996)}`],
+      ["nothing", ""],
+    ]),
+  )("with %s: refused, never printed, nothing to revoke", async (_name, token, inProcess) => {
     const broker = await canned(() => ({ status: 200, body: goodAnswer({ token }) }));
-    const step = await main(broker);
+    const step = await main(broker, {}, {}, { inProcess });
     const data = expectOneSafeError(step);
     expect(data).toMatch(/the answer carries (no token|a token that is not an installation token \(.*\); it was neither masked nor used|a token longer than 1024 characters)\./);
     expect(step.lines.filter((line) => line.startsWith("::add-mask::") && !line.includes(CANNED_JWT))).toEqual([]);
@@ -182,16 +194,18 @@ describe("item 4: a 200 is never followed by another POST, to either broker", ()
 
 describe("item 5: expires_at must be an ISO 8601 UTC time, in the future, at most a day ahead", () => {
   const iso = (ms: number) => new Date(Date.now() + ms).toISOString().replace(/\.\d{3}Z$/, "Z");
-  it.each([
-    ["in the past", iso(-60_000), "is in the past"],
-    ["two days ahead", iso(2 * 86_400_000), "is more than a day ahead"],
-    ["not UTC (+02:00)", iso(3_600_000).replace("Z", "+02:00"), "is not a real time written as the platform writes it"],
-    ["not a time", "tomorrow", "is not a real time written as the platform writes it"],
-    ["a number", 1893456000, "is not a real time written as the platform writes it"],
-  ])("%s: refused and the token revoked at once (post would never see it)", async (_name, expiresAt, problem) => {
+  it.each(
+    firstInChild<[string, string | number, string]>([
+      ["in the past", iso(-60_000), "is in the past"],
+      ["two days ahead", iso(2 * 86_400_000), "is more than a day ahead"],
+      ["not UTC (+02:00)", iso(3_600_000).replace("Z", "+02:00"), "is not a real time written as the platform writes it"],
+      ["not a time", "tomorrow", "is not a real time written as the platform writes it"],
+      ["a number", 1893456000, "is not a real time written as the platform writes it"],
+    ]),
+  )("%s: refused and the token revoked at once (post would never see it)", async (_name, expiresAt, problem, inProcess) => {
     const answer = goodAnswer({ expires_at: expiresAt });
     const broker = await canned(() => ({ status: 200, body: answer }));
-    const step = await main(broker);
+    const step = await main(broker, {}, {}, { inProcess });
     const data = expectOneSafeError(step);
     expect(data).toContain(problem);
     expect(data).toContain("The token it carried has been revoked.");
@@ -222,11 +236,11 @@ describe("item 5: expires_at must be an ISO 8601 UTC time, in the future, at mos
 });
 
 describe("item 6: hints for the workflow's owner; the table's retryable codes retried", () => {
-  it.each(["invalid_json", "missing_required_fields", "payload_too_large", "sign_failed", "unauthorized", "webhook_disabled"] as const)(
+  it.each(firstInChild(["invalid_json", "missing_required_fields", "payload_too_large", "sign_failed", "unauthorized", "webhook_disabled"].map((code): [string] => [code])))(
     "%s (a code a correct action never causes) says: version or URL mismatch",
-    async (code) => {
+    async (code, inProcess) => {
       const broker = await canned(() => ({ status: 400, body: { error: code } }));
-      const step = await main(broker);
+      const step = await main(broker, {}, {}, { inProcess });
       const data = expectOneSafeError(step);
       expect(data).toContain(MISMATCH);
       expect(data).toContain(`(error: ${code}, HTTP 400 from ${broker.url})`);
@@ -286,9 +300,9 @@ describe("item 7: one bound on the step's time, kept when both brokers hang", ()
     expect(broker.tokenPosts()).toBe(0);
   }, 90_000);
 
-  it.each([["0"], ["3601"], ["1.5"], ["ninety"]])("timeout-seconds %j fails at once, naming the range", async (value) => {
+  it.each(firstInChild<[string]>([["0"], ["3601"], ["1.5"], ["ninety"]]))("timeout-seconds %j fails at once, naming the range", async (value, inProcess) => {
     const broker = await canned(() => ({ status: 200, body: goodAnswer() }));
-    const step = await main(broker, { "timeout-seconds": value });
+    const step = await main(broker, { "timeout-seconds": value }, {}, { inProcess });
     expect(expectOneSafeError(step)).toBe(`tokensmith: timeout-seconds must be a whole number of seconds from 1 to 3600, not "${value}".`);
     expect(broker.tokenPosts()).toBe(0);
   });

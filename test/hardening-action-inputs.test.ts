@@ -3,20 +3,28 @@
 // GITHUB_OUTPUT / GITHUB_STATE files) against a canned broker (test/support/canned-broker.ts: the
 // runner's ID-token endpoint, POST /token and the platform's DELETE, every request recorded), so
 // "fails before any request" is checked on the server's own record: no OIDC token asked for, no
-// broker called.
+// broker called. In a group of cases that differ only in what a pure check decides (an input's
+// value, a field of the answer), the first runs dist/ that way and the others run the same main step
+// in this process, with the real @actions/core and read the same way (support/action-runner.ts,
+// runMainInProcess).
 import { describe, expect, it } from "@jest/globals";
 import { checkAnswer, strictUtcTime } from "../action/check-answer.js";
 import { isInstallationToken } from "../shared/installation-token.js";
-import { runStep, type StepResult } from "./support/action-runner.js";
+import { runMainInProcess, runStep, type StepResult } from "./support/action-runner.js";
 import { closedPortUrl, startConnectProxy, startStubServer } from "./support/action-stub-server.js";
 import { CANNED_JWT, goodAnswer, runnerData, useCannedBrokers, type CannedBroker } from "./support/canned-broker.js";
 import { selfSignedCertificate } from "./support/test-certificate.js";
 
 const { node, canned, closeAfterTest } = useCannedBrokers();
 
-function main(broker: CannedBroker, inputs: Record<string, string> = {}, env: Record<string, string> = {}): Promise<StepResult> {
-  return runStep("main", { node: node(), inputs: { "auth-mode": "public-app", "broker-url": broker.url, ...inputs }, env: { ...broker.jobEnv(), ...env }, killAfterMs: 60_000 });
+/** The bundled main step in a child process; with `inProcess`, the same step in this process. */
+function main(broker: CannedBroker, inputs: Record<string, string> = {}, env: Record<string, string> = {}, { inProcess = false } = {}): Promise<StepResult> {
+  const step = { inputs: { "auth-mode": "public-app", "broker-url": broker.url, ...inputs }, env: { ...broker.jobEnv(), ...env } };
+  return inProcess ? runMainInProcess(step) : runStep("main", { node: node(), ...step, killAfterMs: 60_000 });
 }
+
+/** A group's cases, each with whether it runs in this process: every one but the first, which runs dist/ in a child process. */
+const firstInChild = <T extends unknown[]>(cases: T[]): [...T, boolean][] => cases.map((each, index) => [...each, index > 0]);
 
 /** The step failed with exactly one ::error:: line; its data as the runner shows it. */
 function failure(step: StepResult): string {
@@ -30,15 +38,17 @@ function failure(step: StepResult): string {
 const masks = (step: StepResult) => step.lines.filter((line) => line.startsWith("::add-mask::")).map((line) => line.slice("::add-mask::".length));
 
 describe("item 1: a permission-* input that is not in the catalogue fails the step before any request", () => {
-  it.each([
-    ["permission-pull-request", "write", '"permission-pull-request" is not an input of this action; did you mean permission-pull-requests?'],
-    ["permission_contents", "read", '"permission_contents" is not an input of this action; did you mean permission-contents?'],
-    // A retired name (content attachments, gone from the platform's catalogue).
-    ["permission-content-references", "write", '"permission-content-references" is not an input of this action; did you mean permission-'],
-    ["permission-security-events-x", "", "did you mean permission-security-events?"],
-  ])("%s: %j", async (name, value, expected) => {
+  it.each(
+    firstInChild<[string, string, string]>([
+      ["permission-pull-request", "write", '"permission-pull-request" is not an input of this action; did you mean permission-pull-requests?'],
+      ["permission_contents", "read", '"permission_contents" is not an input of this action; did you mean permission-contents?'],
+      // A retired name (content attachments, gone from the platform's catalogue).
+      ["permission-content-references", "write", '"permission-content-references" is not an input of this action; did you mean permission-'],
+      ["permission-security-events-x", "", "did you mean permission-security-events?"],
+    ]),
+  )("%s: %j", async (name, value, expected, inProcess) => {
     const broker = await canned();
-    const step = await main(broker, { [name]: value });
+    const step = await main(broker, { [name]: value }, {}, { inProcess });
     const line = failure(step);
     expect(line).toContain(expected);
     expect(line).toContain("the token would get the broker's whole grant");
@@ -48,7 +58,8 @@ describe("item 1: a permission-* input that is not in the catalogue fails the st
 
   it("names every unknown one, the first with its nearest names by edit distance", async () => {
     const broker = await canned();
-    const step = await main(broker, { "permission-issue": "write", "permission-pull-request": "write" });
+    // In this process: the group above ran the same check in dist/.
+    const step = await main(broker, { "permission-issue": "write", "permission-pull-request": "write" }, {}, { inProcess: true });
     expect(failure(step)).toBe(
       'tokensmith: "permission-issue" is not an input of this action (also "permission-pull-request"); did you mean permission-issues? A permission input it does not know would be dropped and the token would get the broker\'s whole grant, so the step stops here (the permission-<name> inputs: docs/action.md#permissions).',
     );
@@ -64,13 +75,15 @@ describe("item 1: a permission-* input that is not in the catalogue fails the st
 });
 
 describe("item 2: plain http is refused off loopback", () => {
-  it.each([
-    ["broker-url", { "broker-url": "http://tokensmith.invalid" }, "broker-url http://tokensmith.invalid is plain http"],
-    ["broker-url, an address of the network", { "broker-url": "http://192.0.2.7:8080" }, "broker-url http://192.0.2.7:8080 is plain http"],
-    ["broker-fallback-url", { "broker-fallback-url": "http://fallback.invalid" }, "broker-fallback-url http://fallback.invalid is plain http"],
-  ])("%s: fails before any request, saying to use https", async (_name, inputs, expected) => {
+  it.each(
+    firstInChild<[string, Record<string, string>, string]>([
+      ["broker-url", { "broker-url": "http://tokensmith.invalid" }, "broker-url http://tokensmith.invalid is plain http"],
+      ["broker-url, an address of the network", { "broker-url": "http://192.0.2.7:8080" }, "broker-url http://192.0.2.7:8080 is plain http"],
+      ["broker-fallback-url", { "broker-fallback-url": "http://fallback.invalid" }, "broker-fallback-url http://fallback.invalid is plain http"],
+    ]),
+  )("%s: fails before any request, saying to use https", async (_name, inputs, expected, inProcess) => {
     const broker = await canned();
-    const line = failure(await main(broker, inputs));
+    const line = failure(await main(broker, inputs, {}, { inProcess }));
     expect(line).toContain(expected);
     expect(line).toContain("use https");
     expect(broker.requests).toEqual([]);
@@ -112,7 +125,8 @@ describe("item 3: a password in broker-url is never printed", () => {
 
   it("a plain-http broker-url with a password is refused without printing it", async () => {
     const broker = await canned();
-    const step = await main(broker, { "broker-url": `http://ci:${PASSWORD}@tokensmith.invalid` });
+    // In this process: item 2's first case runs the plain-http refusal in dist/.
+    const step = await main(broker, { "broker-url": `http://ci:${PASSWORD}@tokensmith.invalid` }, {}, { inProcess: true });
     expect(failure(step)).toContain("broker-url http://tokensmith.invalid is plain http");
     expect(leaks(step)).toEqual([]);
   });
@@ -128,15 +142,17 @@ function statelessToken(): string {
 }
 
 describe("item 4: only an installation token's shape is masked and accepted", () => {
-  it.each([
-    ["one letter", "e"],
-    ["a word", "hello"],
-    ["ghs_ and too little", "ghs_short0001"],
-    ["another prefix", `ghp_${"a".repeat(36)}`],
-    ["a dash (not in GitHub's pattern)", `ghs_${"a".repeat(30)}-${"b".repeat(10)}`],
-  ])("%s: refused, never masked, never sent anywhere", async (_name, token) => {
+  it.each(
+    firstInChild<[string, string]>([
+      ["one letter", "e"],
+      ["a word", "hello"],
+      ["ghs_ and too little", "ghs_short0001"],
+      ["another prefix", `ghp_${"a".repeat(36)}`],
+      ["a dash (not in GitHub's pattern)", `ghs_${"a".repeat(30)}-${"b".repeat(10)}`],
+    ]),
+  )("%s: refused, never masked, never sent anywhere", async (_name, token, inProcess) => {
     const broker = await canned(() => ({ status: 200, body: goodAnswer({ token }) }));
-    const step = await main(broker);
+    const step = await main(broker, {}, {}, { inProcess });
     expect(failure(step)).toContain("the answer carries a token that is not an installation token");
     expect(masks(step)).toEqual([CANNED_JWT]);
     expect(broker.revocations()).toEqual([]);
@@ -160,17 +176,19 @@ describe("item 4: only an installation token's shape is masked and accepted", ()
 describe("item 5: an expires_at that names no real instant is refused", () => {
   const today = new Date().toISOString().slice(0, 10);
   const year = today.slice(0, 4);
-  it.each([
-    ["hour 24 (read by Date.parse as the next midnight)", `${today}T24:00:00Z`],
-    ["fractional seconds (the platform writes none)", new Date(Date.now() + 3_600_000).toISOString()],
-    ["second 60", `${today}T23:59:60Z`],
-    // Days no month has: Date.parse rolls them over into the next month (March 1 or 2, December 1).
-    ["February 30", `${year}-02-30T12:00:00Z`],
-    ["November 31", `${year}-11-31T12:00:00Z`],
-  ])("%s", async (_name, expiresAt) => {
+  it.each(
+    firstInChild<[string, string]>([
+      ["hour 24 (read by Date.parse as the next midnight)", `${today}T24:00:00Z`],
+      ["fractional seconds (the platform writes none)", new Date(Date.now() + 3_600_000).toISOString()],
+      ["second 60", `${today}T23:59:60Z`],
+      // Days no month has: Date.parse rolls them over into the next month (March 1 or 2, December 1).
+      ["February 30", `${year}-02-30T12:00:00Z`],
+      ["November 31", `${year}-11-31T12:00:00Z`],
+    ]),
+  )("%s", async (_name, expiresAt, inProcess) => {
     const answer = goodAnswer({ expires_at: expiresAt });
     const broker = await canned(() => ({ status: 200, body: answer }));
-    const step = await main(broker);
+    const step = await main(broker, {}, {}, { inProcess });
     expect(failure(step)).toContain(`expires_at "${expiresAt}" is not a real time written as the platform writes it (YYYY-MM-DDThh:mm:ssZ)`);
     expect(broker.revocations().map((r) => r.authorization)).toEqual([`Bearer ${answer.token as string}`]);
     expect(step.outputs).toEqual({});

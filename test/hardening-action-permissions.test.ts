@@ -10,7 +10,6 @@ import { brokerPerTest } from "./support/broker-per-test.js";
 import { goodAnswer, runnerData, startCannedBroker, type CannedBroker, type TokenHandler } from "./support/canned-broker.js";
 import { runnerJobEnv } from "./support/runner-env.js";
 
-const t = brokerPerTest();
 let node = "";
 beforeAll(() => {
   node = node24();
@@ -22,13 +21,14 @@ afterEach(async () => {
 });
 
 const errorLines = (step: StepResult) => step.lines.filter((line) => line.startsWith("::error::")).map(runnerData);
-const mints = () => t.fx.sim.requests.filter((r) => r.method === "POST" && r.path.endsWith("/access_tokens"));
-
-async function mainAtBroker(inputs: Record<string, string>): Promise<StepResult> {
-  return runStep("main", { node, inputs: { "auth-mode": "public-app", "broker-url": t.broker.url, ...inputs }, env: runnerJobEnv(t.fx.sim), killAfterMs: 60_000 });
-}
 
 describe("permission inputs through dist/ on Node 24, at the real broker", () => {
+  // The simulator and a broker per test for this block only: the canned-broker block below uses neither.
+  const t = brokerPerTest();
+  const mints = () => t.fx.sim.requests.filter((r) => r.method === "POST" && r.path.endsWith("/access_tokens"));
+  const mainAtBroker = (inputs: Record<string, string>): Promise<StepResult> =>
+    runStep("main", { node, inputs: { "auth-mode": "public-app", "broker-url": t.broker.url, ...inputs }, env: runnerJobEnv(t.fx.sim), killAfterMs: 60_000 });
+
   it("permission-contents: read → the mint asks for exactly that, the token holds it, the permissions output is the answer's", async () => {
     const main = await mainAtBroker({ "permission-contents": "read" });
     expect(main.exitCode).toBe(0);

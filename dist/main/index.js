@@ -34088,11 +34088,11 @@ function safeToolkit(core) {
     };
 }
 
-;// CONCATENATED MODULE: ./build/action/main.js
-// Entry point of the main step: the real toolkit (every message made one safe line), the real HTTP
-// client, then run(); the process exits as soon as the step is done (a runner waits for the
-// process, not for the step's promise).
-
+;// CONCATENATED MODULE: ./build/action/main-step.js
+// The main step as its entry point (main.ts) runs it: the toolkit made safe (every message one safe
+// line), the real HTTP client, the retry policy and its operator/test tuning, read from `env`.
+// Apart from main.ts so that a test can run the very same step in its own process with the real
+// @actions/core (test/support/action-runner.ts); main.ts adds only the exit.
 
 
 
@@ -34101,15 +34101,25 @@ function safeToolkit(core) {
 // bound is the timeout-seconds input): TOKENSMITH_RETRY_BASE_MS, the wait before the second attempt
 // (doubled after each later one); TOKENSMITH_ATTEMPT_TIMEOUT_MS, how long one HTTP request may
 // take, connection included.
-const setting = (name, fallback, min) => {
-    const value = Number(process.env[name] || String(fallback));
+const setting = (env, name, fallback, min) => {
+    const value = Number(env[name] || String(fallback));
     return Number.isFinite(value) && value >= min ? value : fallback;
 };
-void run({
-    core: safeToolkit(core_namespaceObject),
-    env: process.env,
-    http: createHttp({ timeoutMs: setting("TOKENSMITH_ATTEMPT_TIMEOUT_MS", 30_000, 1) }),
-    retry: { attempts: 4, baseDelayMs: setting("TOKENSMITH_RETRY_BASE_MS", 1000, 0), maxRetryAfterMs: 30_000 },
-    sleep: (ms) => (0,promises_namespaceObject.setTimeout)(ms),
-}).finally(() => process.exit());
+function mainStep(core, env) {
+    return run({
+        core: safeToolkit(core),
+        env,
+        http: createHttp({ timeoutMs: setting(env, "TOKENSMITH_ATTEMPT_TIMEOUT_MS", 30_000, 1) }),
+        retry: { attempts: 4, baseDelayMs: setting(env, "TOKENSMITH_RETRY_BASE_MS", 1000, 0), maxRetryAfterMs: 30_000 },
+        sleep: (ms) => (0,promises_namespaceObject.setTimeout)(ms),
+    });
+}
+
+;// CONCATENATED MODULE: ./build/action/main.js
+// Entry point of the main step: the step (main-step.ts) with the real toolkit and the process's
+// environment; the process exits as soon as the step is done (a runner waits for the process, not
+// for the step's promise).
+
+
+void mainStep(core_namespaceObject, process.env).finally(() => process.exit());
 

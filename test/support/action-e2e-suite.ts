@@ -25,7 +25,7 @@ export function actionE2eSuite(runtimes: typeof RUNTIMES): void {
 
   const jobEnv = () => ({
     ...runnerJobEnv(t.fx.sim),
-    // Operator/test tuning of the backoff base (see action/main.ts): keeps the retry test quick.
+    // Operator/test tuning of the backoff base (see action/main-step.ts): keeps the retry test quick.
     TOKENSMITH_RETRY_BASE_MS: "10",
   });
 
@@ -183,7 +183,7 @@ export function actionE2eSuite(runtimes: typeof RUNTIMES): void {
     });
 
     // Issue 11 item 3: every attempt ends within its timeout and the process exits when the step is
-    // done. TOKENSMITH_ATTEMPT_TIMEOUT_MS (action/main.ts) makes the per-attempt timeout seconds, not
+    // done. TOKENSMITH_ATTEMPT_TIMEOUT_MS (action/main-step.ts) makes the per-attempt timeout seconds, not
     // 30 s; the bound on the child is the runner's view: a step that has not exited is killed.
     describe("the bundled main step always ends", () => {
       const ATTEMPT_MS = 500;

@@ -22,6 +22,7 @@ import { dirname, join } from "node:path";
 import { parse } from "yaml";
 import type { JobClaims, Sandbox } from "../../server/sandbox/index.js";
 import { parseFileCommands } from "../../server/sandbox/run-bundled-action.js";
+import { compileCacheEnv } from "./action-runner.js";
 import { GH_HOST, type GhProxy } from "./gh-to-simulator.js";
 
 interface Step {
@@ -116,7 +117,7 @@ async function steps(sandbox: Sandbox, gh: GhProxy, workflow: Workflow, job: Job
       result = { label, kind: "checkout", ...(await checkout(sandbox, github, workspace, withs)) };
     } else if (step.uses && TOKENSMITH_ACTION.test(step.uses)) {
       const claims: JobClaims = { repository: String(github.repository), ref: String(github.ref), ...context.claims };
-      const action = await sandbox.runAction({ inputs: { ...withs, ...(withs["broker-url"] !== undefined ? { "broker-url": sandbox.brokerUrl } : {}) }, job: claims });
+      const action = await sandbox.runAction({ inputs: { ...withs, ...(withs["broker-url"] !== undefined ? { "broker-url": sandbox.brokerUrl } : {}) }, job: claims, env: compileCacheEnv() });
       if (step.id) outputs[step.id] = Object.fromEntries(Object.entries(action.outputs).filter((entry): entry is [string, string] => entry[1] !== undefined));
       result = { label, kind: "tokensmith", exitCode: action.exitCode, log: action.log };
     } else if (step.uses) {
