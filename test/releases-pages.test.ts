@@ -69,41 +69,6 @@ const countingFetch: typeof fetch = async (input, init) => {
   }
 };
 
-beforeEach(async () => {
-  fx.sim.clearRequests();
-  // Each test's broker starts with an empty points window: so does the simulator's.
-  fx.sim.limits.forgetSpentPoints();
-  inFlight = {};
-  peak = {};
-  queriesDuringListing = 0;
-  const env: Record<string, string | undefined> = { ...fx.env, RELEASES_MAX_INSTALLATIONS: "1000", RELEASES_MAX_REPOSITORIES: "5000" };
-  const app = createApp({
-    env: () => env,
-    fetch: countingFetch,
-    logger: createLogger({
-      level: "debug",
-      destination: new Writable({
-        write(chunk, _encoding, done) {
-          allLogs.push(...String(chunk).split("\n").filter((line) => line !== ""));
-          done();
-        },
-      }),
-    }),
-    // Counts pages: a generous timeout keeps a loaded machine from turning a slow page into a retry.
-    timing: { ...TEST_TIMING, upstreamTimeoutMs: 30_000, pointsWindowMs: POINTS_WINDOW_MS },
-    retry: { attempts: 3, baseDelayMs: 10, maxWaitMs: 2000 },
-  });
-  const server: Server = await new Promise((resolve) => {
-    const listening = serve(app, 0, "127.0.0.1", () => resolve(listening));
-  });
-  broker = { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, app, env, server };
-});
-afterEach(async () => {
-  broker.server.closeAllConnections();
-  await new Promise<void>((resolve) => broker.server.close(() => resolve()));
-  await broker.app.close();
-});
-
 const listingPages = (path: string, token?: string) =>
   fx.sim.requests
     .filter((r) => r.method === "GET" && r.path === path && (token === undefined || r.headers.authorization === token))
@@ -118,6 +83,42 @@ const repositoryListingsByToken = () => {
 };
 
 describe("listing pages 2…n fetched concurrently", () => {
+  // A broker per test (its settings are the test's), for these tests only: lastPage's below need none.
+  beforeEach(async () => {
+    fx.sim.clearRequests();
+    // Each test's broker starts with an empty points window: so does the simulator's.
+    fx.sim.limits.forgetSpentPoints();
+    inFlight = {};
+    peak = {};
+    queriesDuringListing = 0;
+    const env: Record<string, string | undefined> = { ...fx.env, RELEASES_MAX_INSTALLATIONS: "1000", RELEASES_MAX_REPOSITORIES: "5000" };
+    const app = createApp({
+      env: () => env,
+      fetch: countingFetch,
+      logger: createLogger({
+        level: "debug",
+        destination: new Writable({
+          write(chunk, _encoding, done) {
+            allLogs.push(...String(chunk).split("\n").filter((line) => line !== ""));
+            done();
+          },
+        }),
+      }),
+      // Counts pages: a generous timeout keeps a loaded machine from turning a slow page into a retry.
+      timing: { ...TEST_TIMING, upstreamTimeoutMs: 30_000, pointsWindowMs: POINTS_WINDOW_MS },
+      retry: { attempts: 3, baseDelayMs: 10, maxWaitMs: 2000 },
+    });
+    const server: Server = await new Promise((resolve) => {
+      const listening = serve(app, 0, "127.0.0.1", () => resolve(listening));
+    });
+    broker = { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, app, env, server };
+  });
+  afterEach(async () => {
+    broker.server.closeAllConnections();
+    await new Promise<void>((resolve) => broker.server.close(() => resolve()));
+    await broker.app.close();
+  });
+
   it("asks for every page once, several at a time within the bound, and keeps the answer complete and in order", async () => {
     const { status, body } = await getReleases(broker.url);
     expect(status).toBe(200);
@@ -145,18 +146,14 @@ describe("listing pages 2…n fetched concurrently", () => {
     expect(fx.sim.limits.refused).toEqual({ concurrency: 0, points: 0, graphqlPoints: 0 });
   });
 
-  it("a listing's pages 2…n are in flight together even when it is the only one", async () => {
+  // One crawl of big-org's 1,050 repositories for both (the same settings).
+  it("a listing's pages 2…n are in flight together even when it is the only one; a page's repositories are looked up while later pages are still on their way, each repository once", async () => {
     broker.env.RELEASES_MAX_INSTALLATIONS = "1"; // big-org only
     const { body } = await getReleases(broker.url);
     expect(body.repos).toHaveLength(1050);
     expect(listingPages("/installation/repositories").sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
     expect(peak["/installation/repositories"]).toBe(Math.min(PAGE_CONCURRENCY, 10)); // pages 2…11
-  });
 
-  it("looks up a page's repositories while later pages are still on their way, each repository once", async () => {
-    broker.env.RELEASES_MAX_INSTALLATIONS = "1";
-    const { body } = await getReleases(broker.url);
-    expect(body.repos).toHaveLength(1050);
     expect(queriesDuringListing).toBeGreaterThan(0);
     const queried = fx.sim.requests
       .filter((r) => r.path === "/graphql")
