@@ -124,8 +124,10 @@ describe("replays for a repository without the App", () => {
     // The installed owner's jobs at most a tenth of its part of the budget in a tenth of the window
     // (12 mints, 60 points): a faster burst while this owner floods is spread by design
     // (docs/operations.md#fair-shares), which test/fair-shares.test.ts covers.
-    const every = 50;
-    const { answers, jobs } = await floodWithJobs(600, 25, (i) => exchange(tokens[i % tokens.length]!, `many-org/repo-${i % tokens.length}`), every);
+    // Each token replayed once after its first use (300 replays of 150): the share is spent by the
+    // first use of each, and a replay finds either the remembered answer or the share still spent.
+    const [replays, every] = [300, 25];
+    const { answers, jobs } = await floodWithJobs(replays, 25, (i) => exchange(tokens[i % tokens.length]!, `many-org/repo-${i % tokens.length}`), every);
     expect(lookupsOf("many-org")).toBe(share);
     const counts = tally(answers);
     // Beside the lookup share (503), the owner's burst is also held to its share of the App's points
@@ -139,7 +141,7 @@ describe("replays for a repository without the App", () => {
     const wrong = limited.filter(({ status, body, wait }) => body?.error !== (status === 503 ? "installation_lookups_limited" : "installation_tokens_limited") || Object.keys(body).length !== 1 || !(wait >= 1 && wait <= 60));
     expect(wrong).toEqual([]);
     expect(ERROR_CODES.installation_lookups_limited).toMatchObject({ status: 503, retryable: true });
-    expect(jobs).toEqual(new Array(600 / every).fill("200"));
+    expect(jobs).toEqual(new Array(replays / every).fill("200"));
     // Another owner is not limited by this one's share.
     const elsewhere = await exchange(await sign("other-owner/tool"), "other-owner/tool");
     expect(elsewhere.status).toBe(404);
