@@ -20,7 +20,7 @@ let fx: ReleasesFixture;
 const POINTS_WINDOW_MS = 2_000;
 /** `prefix-0000`, …: four digits, so name order is creation order. */
 const names4 = (prefix: string, count: number) => Array.from({ length: count }, (_, i) => `${prefix}-${String(i).padStart(4, "0")}`);
-const BIG = names4("svc", 1050); // 11 pages of 100
+const BIG = names4("svc", 550); // 6 pages of 100
 const SMALL = names4("lib", 250); // 3 pages
 
 beforeAll(async () => {
@@ -35,7 +35,7 @@ beforeAll(async () => {
   fx.install("small-org", SMALL, undefined, "all");
   // Installations on 3 pages of the App's own listing.
   for (let i = 0; i < 220; i += 1) fx.install(`tiny-${String(i).padStart(3, "0")}`, ["only"]);
-  fx.sim.releases.add("big-org/svc-1049", { tagName: "last-page" });
+  fx.sim.releases.add("big-org/svc-0549", { tagName: "last-page" });
   fx.sim.releases.add("small-org/lib-0000", { tagName: "first-page" });
 });
 const allLogs: string[] = [];
@@ -123,14 +123,14 @@ describe("listing pages 2…n fetched concurrently", () => {
     const { status, body } = await getReleases(broker.url);
     expect(status).toBe(200);
     expect(body.truncated).toBe(false);
-    expect(body.repos).toHaveLength(1050 + 250 + 220);
+    expect(body.repos).toHaveLength(550 + 250 + 220);
     const repos = body.repos.map((r: { repo: string }) => r.repo);
     expect(repos.filter((r: string) => r.startsWith("big-org/"))).toEqual(BIG.map((n) => `big-org/${n}`));
-    expect(body.repos.find((r: { repo: string }) => r.repo === "big-org/svc-1049").latest).toMatchObject({ tag: "last-page" });
+    expect(body.repos.find((r: { repo: string }) => r.repo === "big-org/svc-0549").latest).toMatchObject({ tag: "last-page" });
 
-    // Each listing's pages exactly once: 1…11, 1…3, and 1 for each tiny installation.
+    // Each listing's pages exactly once: 1…6, 1…3, and 1 for each tiny installation.
     const listings = repositoryListingsByToken().sort((a, b) => b.length - a.length);
-    expect(listings[0]).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+    expect(listings[0]).toEqual([1, 2, 3, 4, 5, 6]);
     expect(listings[1]).toEqual([1, 2, 3]);
     expect(listings.slice(2).every((pages) => pages.length === 1 && pages[0] === 1)).toBe(true);
     expect(listingPages("/app/installations").sort((a, b) => a - b)).toEqual([1, 2, 3]);
@@ -146,13 +146,13 @@ describe("listing pages 2…n fetched concurrently", () => {
     expect(fx.sim.limits.refused).toEqual({ concurrency: 0, points: 0, graphqlPoints: 0 });
   });
 
-  // One crawl of big-org's 1,050 repositories for both (the same settings).
+  // One crawl of big-org's 550 repositories for both (the same settings).
   it("a listing's pages 2…n are in flight together even when it is the only one; a page's repositories are looked up while later pages are still on their way, each repository once", async () => {
     broker.env.RELEASES_MAX_INSTALLATIONS = "1"; // big-org only
     const { body } = await getReleases(broker.url);
-    expect(body.repos).toHaveLength(1050);
-    expect(listingPages("/installation/repositories").sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
-    expect(peak["/installation/repositories"]).toBe(Math.min(PAGE_CONCURRENCY, 10)); // pages 2…11
+    expect(body.repos).toHaveLength(550);
+    expect(listingPages("/installation/repositories").sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(peak["/installation/repositories"]).toBe(Math.min(PAGE_CONCURRENCY, 5)); // pages 2…6
 
     expect(queriesDuringListing).toBeGreaterThan(0);
     const queried = fx.sim.requests
@@ -176,8 +176,8 @@ describe("listing pages 2…n fetched concurrently", () => {
   });
 
   it.each([
-    ["999", 10],
-    ["1000", 11], // page 11 only for the one repository that proves the cut
+    ["499", 5],
+    ["500", 6], // page 6 only for the one repository that proves the cut
   ])("a cap of %s on a page boundary asks for pages 1…%i", async (cap, pages) => {
     broker.env.RELEASES_MAX_INSTALLATIONS = "1";
     broker.env.RELEASES_MAX_REPOSITORIES = cap;
