@@ -99,6 +99,7 @@ describe("replays for a repository without the App", () => {
     // owner's mints, spread while the flood's owner has points in the window, wait seconds, not a minute.
     const [budget, windowMs, replays] = [100, 6_000, 150];
     const limits = t.fx.sim.limits.values;
+    const before = [limits.pointsPerMinute, limits.pointsWindowMs] as const;
     const broker = await startBroker({ ...t.fx.env, HOST_WEBHOOK_SECRET: WEBHOOK_SECRET, UPSTREAM_POINTS_PER_MINUTE: String(budget) }, { timing: { pointsWindowMs: windowMs } });
     [limits.pointsPerMinute, limits.pointsWindowMs] = [budget, windowMs];
     try {
@@ -111,7 +112,7 @@ describe("replays for a repository without the App", () => {
       // The flood spent one point of the App's budget; the rest is the installed jobs' lookup and mints.
       expect(appPoints()).toBe(1 + 1 + 5 * installedJobs);
     } finally {
-      [limits.pointsPerMinute, limits.pointsWindowMs] = [900, 60_000];
+      [limits.pointsPerMinute, limits.pointsWindowMs] = before;
       t.logs.push(...broker.logs);
       await broker.close();
     }
