@@ -28,6 +28,10 @@ export class GithubState {
   /** Account login (lowercased) → id. Ids are stable across renames and never reused. */
   private readonly accounts = new Map<string, number>();
   private readonly usedIds = new Set<number>();
+  /** Bumped whenever `repositories` gains, loses or moves an entry: what `reposOf`'s memo is checked against. */
+  private repositoriesVersion = 0;
+  /** `reposOf` of an "all" installation, per account (lowercased), while `repositories` is unchanged. */
+  private readonly accountRepositories = new Map<string, { version: number; repositories: readonly RepositoryState[] }>();
   private nextAppId = 100_001;
   private nextInstallationId = 50_000_001;
 
@@ -49,6 +53,7 @@ export class GithubState {
     if (!repo) {
       repo = { id: this.freshId(fullName), owner, ownerId: this.accountId(owner), name, fullName };
       this.repositories.set(key, repo);
+      this.repositoriesVersion += 1;
     }
     return repo;
   }
@@ -102,6 +107,7 @@ export class GithubState {
       const moved = { ...repo, owner: to, fullName: `${to}/${repo.name}` };
       this.repositories.set(moved.fullName.toLowerCase(), moved);
     }
+    this.repositoriesVersion += 1;
     for (const inst of this.installations.values()) if (inst.accountId === id) inst.account = to;
   }
 
@@ -112,6 +118,7 @@ export class GithubState {
   deleteRepository(owner: string, name: string): void {
     const key = `${owner}/${name}`.toLowerCase();
     if (!this.repositories.delete(key)) throw new Error(`simulator: no repository ${owner}/${name}`);
+    this.repositoriesVersion += 1;
     for (const inst of this.installations.values()) {
       if (inst.account.toLowerCase() !== owner.toLowerCase() || inst.repositories === "all") continue;
       inst.repositories = inst.repositories.filter((r) => r.toLowerCase() !== name.toLowerCase());
@@ -163,10 +170,20 @@ export class GithubState {
     return inst.repositories === "all" || inst.repositories.some((r) => r.toLowerCase() === name.toLowerCase());
   }
 
-  /** Repositories an installation can reach: its selection, or every known repo of the account. */
-  reposOf(inst: InstallationState): RepositoryState[] {
+  /**
+   * Repositories an installation can reach: its selection, or every known repo of the account. The
+   * latter kept until a repository is added, deleted or moved: each listing page of an "all"
+   * installation asks for it, and the scan of every repository the simulator holds was repeated on
+   * each of a crawl's pages (50 for 5,000 repositories).
+   */
+  reposOf(inst: InstallationState): readonly RepositoryState[] {
     if (inst.repositories !== "all") return inst.repositories.map((name) => this.repository(inst.account, name));
-    return [...this.repositories.values()].filter((r) => r.owner.toLowerCase() === inst.account.toLowerCase());
+    const account = inst.account.toLowerCase();
+    const kept = this.accountRepositories.get(account);
+    if (kept?.version === this.repositoriesVersion) return kept.repositories;
+    const repositories = Object.freeze([...this.repositories.values()].filter((r) => r.owner.toLowerCase() === account));
+    this.accountRepositories.set(account, { version: this.repositoriesVersion, repositories });
+    return repositories;
   }
 
   issueToken(installationId: number, permissions: Record<string, string>, repositories: string[] | "all", format: TokenFormat): { token: string; issued: IssuedToken } {

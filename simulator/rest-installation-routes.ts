@@ -12,7 +12,7 @@ import type { InstallationState, IssuedToken, RepositoryState, Simulator } from 
  * `state.covers` per name would be quadratic: 5,000 repositories cost seconds per listing page).
  * Same answer as filtering with `state.covers`: bare names only, case-insensitive.
  */
-function tokenRepositories(state: GithubState, issued: IssuedToken, inst: InstallationState): RepositoryState[] {
+function tokenRepositories(state: GithubState, issued: IssuedToken, inst: InstallationState): readonly RepositoryState[] {
   const reachable = tokenRepositoryNames(state, issued, inst);
   return Array.isArray(reachable) ? reachable.map((name) => state.repository(inst.account, name)) : reachable.repositories;
 }
@@ -21,7 +21,7 @@ function tokenRepositories(state: GithubState, issued: IssuedToken, inst: Instal
  * `tokenRepositories` before the names become repositories: a listing page turns only its own
  * hundred into GitHub's repository objects, not all 5,000 of a large installation on every page.
  */
-function tokenRepositoryNames(state: GithubState, issued: IssuedToken, inst: InstallationState): string[] | { repositories: RepositoryState[] } {
+function tokenRepositoryNames(state: GithubState, issued: IssuedToken, inst: InstallationState): string[] | { repositories: readonly RepositoryState[] } {
   if (issued.repositories === "all") return inst.repositories === "all" ? { repositories: state.reposOf(inst) } : inst.repositories;
   // Kept per token while neither list is replaced (the state replaces, never edits, these arrays):
   // each of a crawl's 50 listing pages would otherwise rebuild the same 5,000 names.

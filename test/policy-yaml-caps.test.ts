@@ -85,6 +85,8 @@ function cpuMs(): number {
 
 describe("the worst files we could build compile in well under 50 ms each", () => {
   const worst = worstPolicies();
+  /** Of CPU, per compile: a blow-up's bound, not a speed target (below). */
+  const BOUND_MS = 500;
 
   it("every one: refused naming a cap, or read in full, far from a blow-up (best of 3, under 500 ms of CPU; CPU and wall time printed)", () => {
     const rows: Array<{ cpu: number; row: string }> = [];
@@ -92,21 +94,26 @@ describe("the worst files we could build compile in well under 50 ms each", () =
       expect(Buffer.byteLength(text, "utf8")).toBeLessThanOrEqual(MAX_POLICY_BYTES);
       let cpu = Infinity;
       let wall = Infinity;
+      let runs = 0;
       let result: ReturnType<typeof compile> | undefined;
-      for (let run = 0; run < 3; run += 1) {
+      // Best of 3: a second and third run only while none was under the bound (the best of 3 is
+      // under it exactly when one of them is), so a loaded machine's slow run is tried again
+      // without every file paying three compiles.
+      while (runs < 3 && cpu >= BOUND_MS) {
         const [startedCpu, started] = [cpuMs(), performance.now()];
         result = compile(text);
         [cpu, wall] = [Math.min(cpu, cpuMs() - startedCpu), Math.min(wall, performance.now() - started)];
+        runs += 1;
       }
       const outcome = result!.ok ? "compiled" : result!.detail.replace(/^\.github\/tokensmith\.yml /, "");
-      rows.push({ cpu, row: `${cpu.toFixed(1).padStart(5)} ms CPU ${wall.toFixed(1).padStart(6)} ms wall ${String(text.length).padStart(6)} B  ${name}: ${outcome.slice(0, 70)}` });
+      rows.push({ cpu, row: `${cpu.toFixed(1).padStart(5)} ms CPU ${wall.toFixed(1).padStart(6)} ms wall ${String(text.length).padStart(6)} B  ${name}: ${outcome.slice(0, 70)}${runs > 1 ? ` (best of ${runs})` : ""}` });
     }
     const slowest = Math.max(...rows.map((r) => r.cpu));
-    process.stderr.write(`policy-yaml-caps: ${rows.length} worst files, best of 3, slowest ${slowest.toFixed(1)} ms CPU:\n${rows.map((r) => r.row).join("\n")}\n`);
+    process.stderr.write(`policy-yaml-caps: ${rows.length} worst files, one run each (best of 3 past 500 ms), slowest ${slowest.toFixed(1)} ms CPU:\n${rows.map((r) => r.row).join("\n")}\n`);
     // The guard is against a blow-up (the worst file took 6,458 ms before the caps), not a speed
     // target: 500 ms, ten times the 50 ms the caps aim for, since Node 22 has no per-thread CPU
     // time and a loaded CI machine's garbage collector threads count too (78.5 ms once).
-    expect(rows.filter((r) => r.cpu >= 500).map((r) => r.row)).toEqual([]);
+    expect(rows.filter((r) => r.cpu >= BOUND_MS).map((r) => r.row)).toEqual([]);
   });
 
   it("the 64 KiB files over the token cap are refused by a cap, not by the full parse", () => {

@@ -20,7 +20,7 @@ let fx: ReleasesFixture;
 const POINTS_WINDOW_MS = 2_000;
 /** `prefix-0000`, …: four digits, so name order is creation order. */
 const names4 = (prefix: string, count: number) => Array.from({ length: count }, (_, i) => `${prefix}-${String(i).padStart(4, "0")}`);
-const BIG = names4("svc", 1050); // 11 pages of 100
+const BIG = names4("svc", 550); // 6 pages of 100
 const SMALL = names4("lib", 250); // 3 pages
 
 beforeAll(async () => {
@@ -35,7 +35,7 @@ beforeAll(async () => {
   fx.install("small-org", SMALL, undefined, "all");
   // Installations on 3 pages of the App's own listing.
   for (let i = 0; i < 220; i += 1) fx.install(`tiny-${String(i).padStart(3, "0")}`, ["only"]);
-  fx.sim.releases.add("big-org/svc-1049", { tagName: "last-page" });
+  fx.sim.releases.add("big-org/svc-0549", { tagName: "last-page" });
   fx.sim.releases.add("small-org/lib-0000", { tagName: "first-page" });
 });
 const allLogs: string[] = [];
@@ -69,41 +69,6 @@ const countingFetch: typeof fetch = async (input, init) => {
   }
 };
 
-beforeEach(async () => {
-  fx.sim.clearRequests();
-  // Each test's broker starts with an empty points window: so does the simulator's.
-  fx.sim.limits.forgetSpentPoints();
-  inFlight = {};
-  peak = {};
-  queriesDuringListing = 0;
-  const env: Record<string, string | undefined> = { ...fx.env, RELEASES_MAX_INSTALLATIONS: "1000", RELEASES_MAX_REPOSITORIES: "5000" };
-  const app = createApp({
-    env: () => env,
-    fetch: countingFetch,
-    logger: createLogger({
-      level: "debug",
-      destination: new Writable({
-        write(chunk, _encoding, done) {
-          allLogs.push(...String(chunk).split("\n").filter((line) => line !== ""));
-          done();
-        },
-      }),
-    }),
-    // Counts pages: a generous timeout keeps a loaded machine from turning a slow page into a retry.
-    timing: { ...TEST_TIMING, upstreamTimeoutMs: 30_000, pointsWindowMs: POINTS_WINDOW_MS },
-    retry: { attempts: 3, baseDelayMs: 10, maxWaitMs: 2000 },
-  });
-  const server: Server = await new Promise((resolve) => {
-    const listening = serve(app, 0, "127.0.0.1", () => resolve(listening));
-  });
-  broker = { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, app, env, server };
-});
-afterEach(async () => {
-  broker.server.closeAllConnections();
-  await new Promise<void>((resolve) => broker.server.close(() => resolve()));
-  await broker.app.close();
-});
-
 const listingPages = (path: string, token?: string) =>
   fx.sim.requests
     .filter((r) => r.method === "GET" && r.path === path && (token === undefined || r.headers.authorization === token))
@@ -118,18 +83,54 @@ const repositoryListingsByToken = () => {
 };
 
 describe("listing pages 2…n fetched concurrently", () => {
+  // A broker per test (its settings are the test's), for these tests only: lastPage's below need none.
+  beforeEach(async () => {
+    fx.sim.clearRequests();
+    // Each test's broker starts with an empty points window: so does the simulator's.
+    fx.sim.limits.forgetSpentPoints();
+    inFlight = {};
+    peak = {};
+    queriesDuringListing = 0;
+    const env: Record<string, string | undefined> = { ...fx.env, RELEASES_MAX_INSTALLATIONS: "1000", RELEASES_MAX_REPOSITORIES: "5000" };
+    const app = createApp({
+      env: () => env,
+      fetch: countingFetch,
+      logger: createLogger({
+        level: "debug",
+        destination: new Writable({
+          write(chunk, _encoding, done) {
+            allLogs.push(...String(chunk).split("\n").filter((line) => line !== ""));
+            done();
+          },
+        }),
+      }),
+      // Counts pages: a generous timeout keeps a loaded machine from turning a slow page into a retry.
+      timing: { ...TEST_TIMING, upstreamTimeoutMs: 30_000, pointsWindowMs: POINTS_WINDOW_MS },
+      retry: { attempts: 3, baseDelayMs: 10, maxWaitMs: 2000 },
+    });
+    const server: Server = await new Promise((resolve) => {
+      const listening = serve(app, 0, "127.0.0.1", () => resolve(listening));
+    });
+    broker = { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, app, env, server };
+  });
+  afterEach(async () => {
+    broker.server.closeAllConnections();
+    await new Promise<void>((resolve) => broker.server.close(() => resolve()));
+    await broker.app.close();
+  });
+
   it("asks for every page once, several at a time within the bound, and keeps the answer complete and in order", async () => {
     const { status, body } = await getReleases(broker.url);
     expect(status).toBe(200);
     expect(body.truncated).toBe(false);
-    expect(body.repos).toHaveLength(1050 + 250 + 220);
+    expect(body.repos).toHaveLength(550 + 250 + 220);
     const repos = body.repos.map((r: { repo: string }) => r.repo);
     expect(repos.filter((r: string) => r.startsWith("big-org/"))).toEqual(BIG.map((n) => `big-org/${n}`));
-    expect(body.repos.find((r: { repo: string }) => r.repo === "big-org/svc-1049").latest).toMatchObject({ tag: "last-page" });
+    expect(body.repos.find((r: { repo: string }) => r.repo === "big-org/svc-0549").latest).toMatchObject({ tag: "last-page" });
 
-    // Each listing's pages exactly once: 1…11, 1…3, and 1 for each tiny installation.
+    // Each listing's pages exactly once: 1…6, 1…3, and 1 for each tiny installation.
     const listings = repositoryListingsByToken().sort((a, b) => b.length - a.length);
-    expect(listings[0]).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+    expect(listings[0]).toEqual([1, 2, 3, 4, 5, 6]);
     expect(listings[1]).toEqual([1, 2, 3]);
     expect(listings.slice(2).every((pages) => pages.length === 1 && pages[0] === 1)).toBe(true);
     expect(listingPages("/app/installations").sort((a, b) => a - b)).toEqual([1, 2, 3]);
@@ -145,18 +146,14 @@ describe("listing pages 2…n fetched concurrently", () => {
     expect(fx.sim.limits.refused).toEqual({ concurrency: 0, points: 0, graphqlPoints: 0 });
   });
 
-  it("a listing's pages 2…n are in flight together even when it is the only one", async () => {
+  // One crawl of big-org's 550 repositories for both (the same settings).
+  it("a listing's pages 2…n are in flight together even when it is the only one; a page's repositories are looked up while later pages are still on their way, each repository once", async () => {
     broker.env.RELEASES_MAX_INSTALLATIONS = "1"; // big-org only
     const { body } = await getReleases(broker.url);
-    expect(body.repos).toHaveLength(1050);
-    expect(listingPages("/installation/repositories").sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
-    expect(peak["/installation/repositories"]).toBe(Math.min(PAGE_CONCURRENCY, 10)); // pages 2…11
-  });
+    expect(body.repos).toHaveLength(550);
+    expect(listingPages("/installation/repositories").sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(peak["/installation/repositories"]).toBe(Math.min(PAGE_CONCURRENCY, 5)); // pages 2…6
 
-  it("looks up a page's repositories while later pages are still on their way, each repository once", async () => {
-    broker.env.RELEASES_MAX_INSTALLATIONS = "1";
-    const { body } = await getReleases(broker.url);
-    expect(body.repos).toHaveLength(1050);
     expect(queriesDuringListing).toBeGreaterThan(0);
     const queried = fx.sim.requests
       .filter((r) => r.path === "/graphql")
@@ -179,8 +176,8 @@ describe("listing pages 2…n fetched concurrently", () => {
   });
 
   it.each([
-    ["999", 10],
-    ["1000", 11], // page 11 only for the one repository that proves the cut
+    ["499", 5],
+    ["500", 6], // page 6 only for the one repository that proves the cut
   ])("a cap of %s on a page boundary asks for pages 1…%i", async (cap, pages) => {
     broker.env.RELEASES_MAX_INSTALLATIONS = "1";
     broker.env.RELEASES_MAX_REPOSITORIES = cap;

@@ -1,19 +1,21 @@
 // GET /releases over HTTP, through the broker, to the loopback platform simulator: the ladder of
 // checks (docs/api.md#get-releases), the answer's shape, the crawl (pagination, batching, drafts, prereleases), the
 // caps and partial failures. Cache behaviour is in releases-cache.test.ts.
-import { createPrivateKey } from "node:crypto";
+import { createPrivateKey, randomInt } from "node:crypto";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "@jest/globals";
 import { SignJWT } from "jose";
 import { releasesJson } from "../server/routes/releases.js";
 import { repositoryJson } from "../simulator/github-state.js";
 import { startBroker, type TestBroker } from "./support/broker.js";
 import { expectNoSecrets } from "./support/fixtures.js";
-import { getReleases, names, releasesFixture, TRIGGER_SECRET, type ReleasesFixture } from "./support/releases-fixture.js";
+import { getReleases, names, READ_WRITE, releasesFixture, TRIGGER_SECRET, type ReleasesFixture } from "./support/releases-fixture.js";
 
 let fx: ReleasesFixture;
 let broker: TestBroker;
 const installations: Record<"alpha" | "beta" | "gamma", number> = { alpha: 0, beta: 0, gamma: 0 };
 const allLogs: string[] = [];
+/** Looked for in the logs besides the App key, the trigger secret and every token the simulator issued. */
+const secrets: string[] = [];
 const ALPHA = names("svc", 130); // more than one page of 100
 
 beforeAll(async () => {
@@ -38,7 +40,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await fx.sim.close();
-  expectNoSecrets(allLogs, [fx.app.privateKeyPem, TRIGGER_SECRET, ...fx.sim.tokens.keys()]);
+  expectNoSecrets(allLogs, [fx.app.privateKeyPem, TRIGGER_SECRET, ...secrets, ...fx.sim.tokens.keys()]);
 });
 beforeEach(async () => {
   fx.sim.clearRequests();
@@ -410,28 +412,31 @@ describe("GET /releases caps", () => {
 });
 
 describe("GET /releases across installation pages", () => {
-  let big: ReleasesFixture;
+  // A second App on the file's simulator (not a simulator of its own), installed on 101 accounts:
+  // its installation listing has two pages, and holds nothing of the first App's fleet.
+  let second: { id: number; privateKeyPem: string };
   let bigBroker: TestBroker;
-  beforeAll(async () => {
-    big = await releasesFixture();
-    for (let i = 0; i < 101; i += 1) big.install(`org-${String(i).padStart(3, "0")}`, ["only"]);
-    big.sim.releases.add("org-100/only", { tagName: "v100" });
+  beforeAll(() => {
+    second = fx.sim.createApp({ id: randomInt(2_000_000, 900_000_000) });
+    secrets.push(second.privateKeyPem);
+    for (let i = 0; i < 101; i += 1) fx.sim.addInstallation({ appId: second.id, account: `org-${String(i).padStart(3, "0")}`, permissions: { ...READ_WRITE }, repositories: ["only"] });
+    fx.sim.releases.add("org-100/only", { tagName: "v100" });
   });
   afterAll(async () => {
     allLogs.push(...bigBroker.logs);
     await bigBroker.close();
-    await big.sim.close();
   });
 
   it("walks the installation listing's pages and stops at the default cap of 100", async () => {
-    bigBroker = await startBroker({ ...big.env });
+    const refusedBefore = fx.sim.limits.refused.points;
+    bigBroker = await startBroker({ ...fx.env, HOST_APP_ID: String(second.id), HOST_APP_PRIVATE_KEY: second.privateKeyPem });
     const { body } = await getReleases(bigBroker.url);
     expect(body.repos).toHaveLength(100);
     expect(body.truncated).toBe(true);
     // A full first page with a rel="next" link is proof enough that the cap cut something.
-    expect(big.sim.requests.filter((r) => r.path === "/app/installations").map((r) => r.query.page)).toEqual(["1"]);
+    expect(fx.sim.requests.filter((r) => r.path === "/app/installations").map((r) => r.query.page)).toEqual(["1"]);
 
-    big.sim.clearRequests();
+    fx.sim.clearRequests();
     // Within GitHub's points budget without waiting a minute: the second crawl reuses the first
     // one's 100 tokens and mints only for the 101st installation.
     bigBroker.env.RELEASES_MAX_INSTALLATIONS = "101";
@@ -439,9 +444,9 @@ describe("GET /releases across installation pages", () => {
     expect(all.body.repos).toHaveLength(101);
     expect(all.body.truncated).toBe(false);
     expect(all.body.repos.at(-1)).toMatchObject({ repo: "org-100/only", latest: { tag: "v100" } });
-    expect(big.sim.requests.filter((r) => r.path === "/app/installations").map((r) => r.query.page)).toEqual(["1", "2"]);
-    expect(big.sim.requests.filter((r) => r.path.endsWith("/access_tokens"))).toHaveLength(1);
-    expect(big.sim.limits.refused.points).toBe(0);
+    expect(fx.sim.requests.filter((r) => r.path === "/app/installations").map((r) => r.query.page)).toEqual(["1", "2"]);
+    expect(fx.sim.requests.filter((r) => r.path.endsWith("/access_tokens"))).toHaveLength(1);
+    expect(fx.sim.limits.refused.points - refusedBefore).toBe(0);
   });
 });
 

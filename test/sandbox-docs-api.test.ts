@@ -2,7 +2,11 @@
 // documents are the names the package exports, read from the declarations by TypeScript's own
 // checker — every export, every member of `Sandbox`, the action's outputs in `ActionOutputs` (and
 // action.yml), every claim of `GitHubOidcClaims` in the default-claims table.
-import { readFileSync } from "node:fs";
+// The declarations are the built ones (build/server/sandbox/index.d.ts, what `tokensmith/testing`
+// gives its users through package.json's `exports`; `npm test` builds first): the same names as
+// from the sources, for a fifth of the files (about 200, not 1,000: the sources reach the whole
+// broker and the platform's full type packages).
+import { readFileSync, statSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "@jest/globals";
 import ts from "typescript";
@@ -14,8 +18,17 @@ const guide = readFileSync(new URL("docs/sandbox.md", ROOT), "utf8");
 let exported: string[] = [];
 const members = new Map<string, string[]>();
 beforeAll(() => {
-  const entry = fileURLToPath(new URL("server/sandbox/index.ts", ROOT));
-  const program = ts.createProgram([entry], { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2022, strict: true, skipLibCheck: true, noEmit: true, types: ["node"] });
+  const entry = fileURLToPath(new URL("build/server/sandbox/index.d.ts", ROOT));
+  // The project's own lib (tsconfig.json: ES2023, no DOM).
+  const program = ts.createProgram([entry], { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2022, lib: ["lib.es2023.d.ts"], strict: true, skipLibCheck: true, noEmit: true, types: ["node"] });
+  // A build older than its sources would check the names of old declarations: refused, not read.
+  const build = fileURLToPath(new URL("build/", ROOT));
+  const stale = program
+    .getSourceFiles()
+    .map((file) => file.fileName)
+    .filter((file) => file.startsWith(build))
+    .filter((file) => statSync(`${fileURLToPath(ROOT)}${file.slice(build.length).replace(/\.d\.ts$/, ".ts")}`).mtimeMs > statSync(file).mtimeMs);
+  if (stale.length > 0) throw new Error(`build/ is older than its sources (${stale.join(", ")}): run npx tsc -p tsconfig.build.json`);
   const checker = program.getTypeChecker();
   const module = checker.getSymbolAtLocation(program.getSourceFile(entry)!)!;
   const exports = checker.getExportsOfModule(module);
