@@ -101,7 +101,7 @@ export function createMetrics() {
   let queueDepth: (() => number | Promise<number>) | undefined;
   const webhookQueueDepth = new Gauge({
     name: "tokensmith_webhook_queue_depth",
-    help: "Push jobs waiting in the webhook work queue (in process, or in Redis: shared by every instance).",
+    help: "Push jobs waiting in the webhook work queue (in process, or in Redis: shared by every instance); NaN while WEBHOOK_QUEUE's Redis does not answer.",
     registers,
     async collect() {
       if (queueDepth) this.set(await Promise.resolve(queueDepth()).catch(() => Number.NaN));
@@ -152,7 +152,7 @@ export function createMetrics() {
   });
   const storeCalls = new Counter({
     name: "tokensmith_store_calls_total",
-    help: "The broker's calls to Redis outside the webhook queue (SERVICE_JWKS_CACHE and LEGACY_QUOTA_KV's stores and locks, the shared lookup limits), by outcome: ok, error (failed at once: refused, closed), timeout (waited out its bound), skipped (not sent: that Redis failed within the last few seconds).",
+    help: "The broker's calls to Redis outside the webhook queue's jobs (SERVICE_JWKS_CACHE and LEGACY_QUOTA_KV's stores and locks, the shared lookup limits, the webhook queue's depth read at each scrape), by outcome: ok, error (failed at once: refused, closed, its connection down), timeout (waited out its bound), skipped (not sent: that Redis failed within the last few seconds).",
     labelNames: ["outcome"] as const,
     registers,
   });

@@ -139,10 +139,35 @@ describe("/readyz on the built broker", () => {
         expect(made.skipped).toBeGreaterThan(made.error!);
         expectNoSecrets(broker.lines, secrets);
 
+        // /metrics answers without waiting on WEBHOOK_QUEUE's Redis either (it waited on the queue's
+        // reconnect backoff, longer each scrape, past Prometheus's 10 s scrape timeout): the queue's
+        // depth is unknown (NaN) while tokensmith_store_reachable says the store is down, and each
+        // scrape's depth read (counted with the store calls, in the scrape that made it) fails at
+        // once, the connection down, or is skipped, the breaker open: none is answered, none waits
+        // out the store's bound.
+        const scrapesBefore = await storeCalls();
+        for (let i = 0; i < 3; i += 1) {
+          const text = await (await fetch(`${admin}/metrics`)).text();
+          expect(sample(text, "tokensmith_webhook_queue_depth")).toBeNaN();
+          expect(sample(text, "tokensmith_store_reachable", { setting: "WEBHOOK_QUEUE" })).toBe(0);
+        }
+        const scrapesAfter = await storeCalls();
+        const scraped = Object.fromEntries(Object.keys(scrapesAfter).map((outcome) => [outcome, scrapesAfter[outcome]! - scrapesBefore[outcome]!]));
+        expect(scraped.ok).toBe(0);
+        expect(scraped.timeout).toBe(0);
+        expect(scraped.error! + scraped.skipped!).toBeGreaterThanOrEqual(4); // 3 scrapes, and the last storeCalls()
+
         await redis.start();
         const back = await readyzUntil(admin, 200, 20_000, (body) => !("degraded" in body));
         expect(back.body).toEqual({ status: "ready" });
         expect(await reachable("WEBHOOK_QUEUE")).toBe(1);
+        // The depth is read again once the queue's connection is back (each probe an event).
+        let depth: number | undefined;
+        for (const until = Date.now() + 20_000; depth !== 0 && Date.now() < until; ) {
+          depth = sample(await (await fetch(`${admin}/metrics`)).text(), "tokensmith_webhook_queue_depth");
+          if (depth !== 0) await new Promise((resolve) => setTimeout(resolve, 200));
+        }
+        expect(depth).toBe(0);
       });
     } finally {
       await redis.stop();

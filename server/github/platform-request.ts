@@ -43,7 +43,8 @@ class RedirectRefusedError extends Error {
  * With a gate: a paused kind of call is refused at once; then the call takes its REST points, or
  * waits for them — bounded by the deadline (`options.deadlineAt`) and the caller's signal only:
  * pacing is the broker's own doing, not the platform being slow; points that cannot come before
- * the deadline are not waited for (refused at once, as a rate limit) — then takes a slot or queues for
+ * the deadline, in this instance's window or the shared one, are not waited for (refused at once,
+ * as a rate limit) — then takes a slot or queues for
  * one, which counts against the same timeout (and deadline) as the request itself. Points are spent
  * only if the call is sent. With a deadline, the timeout is min(timeoutMs, time left once the
  * points are in); with none left, nothing is sent (a deadline error).
@@ -93,8 +94,11 @@ export async function fetchText(
         const tooLate = deadlineAt === undefined ? null : gate.pointsTooLate(call, deadlineAt);
         if (tooLate) return localRefusal(tooLate);
         if (deadlineAt !== undefined) timer = setTimeout(() => controller.abort(deadlineError(`${method} ${url}`)), Math.max(0, deadlineAt - now()));
-        reservation = await gate.pace(call, controller.signal);
+        const paced = await gate.pace(call, controller.signal, deadlineAt);
         clearTimeout(timer);
+        // The shared window (docs/operations.md#shared-limits) has no room before the deadline: the same refusal.
+        if (paced !== null && "refused" in paced) return localRefusal(paced);
+        reservation = paced;
       }
     }
     let attemptMs = timeoutMs;

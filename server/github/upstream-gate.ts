@@ -87,8 +87,10 @@ export interface UpstreamGate {
    * Waits until the call's points fit its principal's budget and holds them (fairly by tenant, else FIFO per principal);
    * null when it spends none. Rejects with `signal.reason` if the signal aborts while waiting. The
    * caller settles the reservation: sent (once answered or abandoned), or refunded if never sent.
+   * With `deadlineAt` (epoch ms): refused at once, as `pointsTooLate` refuses, when the shared window
+   * (GateOptions.sharedPoints) has no room for the call until after it; never waited for.
    */
-  pace(call: GatedCall, signal?: AbortSignal): Promise<Reservation | null>;
+  pace(call: GatedCall, signal?: AbortSignal, deadlineAt?: number): Promise<Reservation | LocalRefusal | null>;
   /** `pace` without waiting: the reservation (null: spends none) when the points fit now; undefined when the call must wait for them. */
   tryPace(call: GatedCall): Reservation | null | undefined;
   /**
@@ -132,8 +134,9 @@ export interface GateOptions {
    * The store the instances share their points windows in (server/kv/shared-limits.ts), read per
    * call; null: this instance's window only. With one, a call holds its points in this instance's
    * pacer (its queue and fair shares) and then in the shared window; refused there, it gives the
-   * local points back and waits until the shared window has room (bounded by its signal, the
-   * request's deadline). The store not answering: this instance's window only.
+   * local points back and waits until the shared window has room, or, when that is after the
+   * request's deadline, is refused at once (docs/operations.md#shared-limits). The store not
+   * answering: this instance's window only.
    */
   sharedPoints?: () => SharedLimits | null;
   /** The platform's API base: its principals' shared windows are its own. */
@@ -232,13 +235,14 @@ export function createUpstreamGate(options: GateOptions): UpstreamGate {
       return answer;
     },
     paused,
-    async pace(call, signal) {
+    async pace(call, signal, deadlineAt) {
       if (call.principal === null || call.points === 0) return null;
       for (;;) {
         const local = await points.reserve(call.principal, call.points, signal, call.tenant);
         const shared = options.sharedPoints?.() ?? null;
         if (!shared) return local;
-        const taken = await shared.takePoints(sharedKey(call.principal), call.points, Math.max(MAX_CALL_POINTS, pointsBudget()), windowMs, options.now());
+        const at = options.now();
+        const taken = await shared.takePoints(sharedKey(call.principal), call.points, Math.max(MAX_CALL_POINTS, pointsBudget()), windowMs, at);
         if (taken === "unavailable") return local;
         if ("settle" in taken) {
           return {
@@ -248,8 +252,14 @@ export function createUpstreamGate(options: GateOptions): UpstreamGate {
             },
           };
         }
-        // Another instance spent the window: this one's points back, then wait for the shared window.
+        // Another instance spent the window: this one's points back, then wait for the shared window,
+        // unless it has no room before the deadline: then refused now, as pointsTooLate refuses
+        // what this instance's window cannot fit in time (the route's code, the wait as Retry-After).
         local.settle(false);
+        const fitAt = at + taken.retryAfterMs;
+        if (deadlineAt !== undefined && fitAt > deadlineAt) {
+          return refused({ refused: true, retryAfterSeconds: Math.max(1, Math.ceil((fitAt - options.now()) / 1000)), why: "points" });
+        }
         await sleepUnless(taken.retryAfterMs, signal);
       }
     },

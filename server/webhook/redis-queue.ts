@@ -1,6 +1,8 @@
 import { Queue, WaitingError, Worker, type Job } from "bullmq";
 import { Redis } from "ioredis";
 import { BrokerError } from "../../shared/broker-error.js";
+import { boundedCall, throttledWarning } from "../kv/bounded-call.js";
+import { createStoreBreaker } from "../kv/store-breaker.js";
 import { coalesceKey, JOB_CONCURRENCY, type PushQueue, type QueueDeps } from "./memory-queue.js";
 import { createPacer, redisPaceStore } from "./pacer.js";
 import { parseQueueAddress, workerTimings, type QueueAddress } from "./queue-address.js";
@@ -26,6 +28,9 @@ export interface QueueRedis {
   bounded: <T>(work: Promise<T>) => Promise<T>;
 }
 
+/** What the durable queue needs beyond QueueDeps: the bound on a store read (the broker's Timing.kvTimeoutMs). */
+export type RedisQueueDeps = QueueDeps & { timing: { kvTimeoutMs: number } };
+
 interface JobData {
   push: BranchPush;
   /** Filled when the job first starts: the deliveries that joined it. */
@@ -49,14 +54,33 @@ interface JobData {
  *   first listed, so a pull request is updated at most once per job (see docs/api.md#post-webhook).
  * - Pacing: one slot schedule per installation in Redis, shared by every instance.
  */
-export function createRedisQueue(ctx: QueueDeps, raw: string): PushQueue & { redis: QueueRedis } {
+export function createRedisQueue(ctx: RedisQueueDeps, raw: string): PushQueue & { redis: QueueRedis } {
   const address = parseQueueAddress(raw);
   const { prefix } = address;
   const commands = new Redis(address.redisUrl, { maxRetriesPerRequest: 1, lazyConnect: false });
   commands.on("error", (error: Error) => ctx.log.warn({ err: error.message }, "webhook queue: Redis connection error"));
   const queue = new Queue(QUEUE_NAME, { connection: commands, prefix });
   queue.on("error", () => undefined); // logged through the connection's handler
-  ctx.metrics.webhookQueueDepthFrom(() => queue.getJobCountByTypes("waiting", "delayed", "prioritized"));
+  // The depth gauge, read at each scrape (docs/operations.md#redis-outages) as the broker's other
+  // Redis reads are: within the store's bound (kvTimeoutMs), skipped for a few seconds after one
+  // fails (the store breaker), counted in tokensmith_store_calls_total; and not sent at all while
+  // this connection, once up, is down: it would wait in ioredis's offline queue (BullMQ's commands
+  // keep one) through the reconnect backoff, seconds and growing, past a scraper's timeout. The
+  // depth is then unknown (NaN).
+  let connected = false;
+  commands.on("ready", () => (connected = true));
+  const depthRead = boundedCall(
+    ctx.timing.kvTimeoutMs,
+    throttledWarning((op, error) => ctx.log.warn({ op, err: error instanceof Error ? error.message : String(error) }, "webhook queue: depth not read")),
+    createStoreBreaker(),
+    (outcome) => ctx.metrics.storeCalls.inc({ outcome }),
+  );
+  ctx.metrics.webhookQueueDepthFrom(() =>
+    depthRead("queue-depth", Number.NaN, async () => {
+      if (connected && commands.status !== "ready") throw new Error(`connection ${commands.status}`);
+      return queue.getJobCountByTypes("waiting", "delayed", "prioritized");
+    }),
+  );
   const pacer = createPacer({ store: redisPaceStore(commands, prefix), now: ctx.now, sleep: ctx.sleep });
   let stopping = false;
 
