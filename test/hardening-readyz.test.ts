@@ -144,7 +144,8 @@ describe("/readyz on the built broker", () => {
         // depth is unknown (NaN) while tokensmith_store_reachable says the store is down, and each
         // scrape's depth read (counted with the store calls, in the scrape that made it) fails at
         // once, the connection down, or is skipped, the breaker open: none is answered, none waits
-        // out the store's bound.
+        // out the store's bound. (The two storeCalls() scrapes read the depth too; prom-client
+        // collects a scrape's metrics at once, so theirs may count in either reading.)
         const scrapesBefore = await storeCalls();
         for (let i = 0; i < 3; i += 1) {
           const text = await (await fetch(`${admin}/metrics`)).text();
@@ -155,7 +156,7 @@ describe("/readyz on the built broker", () => {
         const scraped = Object.fromEntries(Object.keys(scrapesAfter).map((outcome) => [outcome, scrapesAfter[outcome]! - scrapesBefore[outcome]!]));
         expect(scraped.ok).toBe(0);
         expect(scraped.timeout).toBe(0);
-        expect(scraped.error! + scraped.skipped!).toBeGreaterThanOrEqual(4); // 3 scrapes, and the last storeCalls()
+        expect(scraped.error! + scraped.skipped!).toBeGreaterThanOrEqual(3);
 
         await redis.start();
         const back = await readyzUntil(admin, 200, 20_000, (body) => !("degraded" in body));
