@@ -70,8 +70,10 @@ export function createGraphqlEndpoint(sim: Simulator) {
   // most simulators (a test file's, a sandbox's) never see one, and the two cost about 150 ms of
   // CPU alone, 400 ms inside a jest worker (docs/development.md#test-time). The first request
   // waits for them.
-  let loaded: Promise<[typeof import("graphql"), typeof import("./graphql-schema.js")]> | undefined;
-  const load = () => (loaded ??= Promise.all([import("graphql"), import("./graphql-schema.js")]));
+  let loaded: Promise<readonly [typeof import("graphql"), typeof import("./graphql-schema.js")]> | undefined;
+  // One import after the other: jest's module linker fails two concurrent dynamic imports that
+  // share a dependency (graphql-schema.js imports graphql-js).
+  const load = () => (loaded ??= import("graphql").then(async (graphql) => [graphql, await import("./graphql-schema.js")] as const));
   const extensions: RepositoryExtension[] = [];
   const mutations = new Map<string, MutationResolver>();
   let requestCount = 0;

@@ -9,7 +9,11 @@ import type { RedisQueueDeps } from "./redis-queue.js";
  * here, on first use, so a broker without WEBHOOK_QUEUE never loads it (docs/design.md#layers).
  */
 export async function createDurableQueues(ctx: RedisQueueDeps & PolicyCheckDeps, url: string, share: CheckRunShare): Promise<{ push: PushQueue; checks: CheckRunQueue }> {
-  const [{ createRedisQueue }, { createRedisCheckRunQueue }] = await Promise.all([import("./redis-queue.js"), import("./redis-check-run-queue.js")]);
+  // One import after the other: jest's module linker fails two concurrent dynamic imports that
+  // share a dependency ("… is not linked"), which made the first WEBHOOK_QUEUE delivery of a test
+  // file answer 500 instead of 503 webhook_queue_unavailable. Node itself does not care.
+  const { createRedisQueue } = await import("./redis-queue.js");
+  const { createRedisCheckRunQueue } = await import("./redis-check-run-queue.js");
   const push = createRedisQueue(ctx, url);
   return { push, checks: createRedisCheckRunQueue(ctx, push.redis, share) };
 }
