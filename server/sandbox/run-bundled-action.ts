@@ -44,15 +44,24 @@ export interface StepOptions {
   prefix?: string[];
 }
 
-export async function runBundledStep(step: "main" | "post", options: StepOptions = {}): Promise<StepRun> {
+/**
+ * A step's runner environment: a fresh directory with empty GITHUB_OUTPUT and GITHUB_STATE files,
+ * RUNNER_TEMP, and each input as INPUT_* over action.yml's defaults. Only PATH from this process:
+ * no proxy variable can send the step anywhere but loopback.
+ */
+export function stepEnvironment(inputs: Record<string, string>, defaults: Readonly<Record<string, string>> = ACTION_INPUT_DEFAULTS) {
   const dir = mkdtempSync(join(tmpdir(), "tokensmith-step-"));
   const outputFile = join(dir, "output");
   const stateFile = join(dir, "state");
   writeFileSync(outputFile, "");
   writeFileSync(stateFile, "");
-  // Only PATH from this process: no proxy variable can send the step anywhere but loopback.
   const env: Record<string, string> = { PATH: process.env.PATH ?? "", GITHUB_OUTPUT: outputFile, GITHUB_STATE: stateFile, RUNNER_TEMP: dir };
-  for (const [name, value] of Object.entries({ ...ACTION_INPUT_DEFAULTS, ...options.inputs })) env[`INPUT_${name.replace(/ /g, "_").toUpperCase()}`] = value;
+  for (const [name, value] of Object.entries({ ...defaults, ...inputs })) env[`INPUT_${name.replace(/ /g, "_").toUpperCase()}`] = value;
+  return { dir, outputFile, stateFile, env };
+}
+
+export async function runBundledStep(step: "main" | "post", options: StepOptions = {}): Promise<StepRun> {
+  const { dir, outputFile, stateFile, env } = stepEnvironment(options.inputs ?? {});
   for (const [name, value] of Object.entries(options.state ?? {})) env[`STATE_${name}`] = value;
   for (const [name, value] of Object.entries(options.env ?? {})) if (value !== undefined) env[name] = value;
   try {

@@ -3,11 +3,10 @@
 // variables, GITHUB_OUTPUT / GITHUB_STATE file commands, STATE_* for post), with action.yml's
 // defaults read from this checkout's action.yml; or, for the cases of a group whose process path
 // another case covers, the same main step in this process (runMainInProcess).
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseFileCommands, runBundledStep, type StepOptions } from "../../server/sandbox/run-bundled-action.js";
+import { parseFileCommands, runBundledStep, stepEnvironment, type StepOptions } from "../../server/sandbox/run-bundled-action.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 export const ACTION_YML = join(ROOT, "action.yml");
@@ -52,14 +51,11 @@ export async function runStep(step: "main" | "post", options: StepOptions = {}):
  */
 export async function runMainInProcess(options: Pick<StepOptions, "inputs" | "env"> = {}): Promise<StepResult> {
   // Loaded on first use: most files that import this module never run a step in process.
-  const [core, { mainStep }] = await Promise.all([import("@actions/core"), import("../../action/main-step.js")]);
-  const dir = mkdtempSync(join(tmpdir(), "tokensmith-step-"));
-  const outputFile = join(dir, "output");
-  const stateFile = join(dir, "state");
-  writeFileSync(outputFile, "");
-  writeFileSync(stateFile, "");
-  const env: Record<string, string> = { PATH: process.env.PATH ?? "", GITHUB_OUTPUT: outputFile, GITHUB_STATE: stateFile, RUNNER_TEMP: dir };
-  for (const [name, value] of Object.entries({ ...actionInputDefaults(), ...options.inputs })) env[`INPUT_${name.replace(/ /g, "_").toUpperCase()}`] = value;
+  // One after the other: jest's linker fails concurrent dynamic imports that share a dependency
+  // (docs/development.md#test-time).
+  const core = await import("@actions/core");
+  const { mainStep } = await import("../../action/main-step.js");
+  const { dir, outputFile, stateFile, env } = stepEnvironment(options.inputs ?? {}, actionInputDefaults());
   for (const [name, value] of Object.entries(options.env ?? {})) if (value !== undefined) env[name] = value;
 
   const saved = { ...process.env };

@@ -88,19 +88,5 @@ export async function startBroker(
   };
 }
 
-/** POST a JSON body and return status, headers and parsed body. */
-export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}) {
-  const response = await fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...headers },
-    body: typeof body === "string" ? body : JSON.stringify(body),
-  });
-  const text = await response.text();
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: response.status, headers: response.headers, body: json as Record<string, unknown>, text };
-}
+/** POST a JSON body and return status, headers and parsed body (post-json.ts, which loads no broker). */
+export { postJson } from "./post-json.js";

@@ -1,5 +1,5 @@
-// POST a JSON body: what test/support/broker.ts's postJson does, without importing the broker. A
-// file whose brokers are processes of their own imports this one: broker.ts loads the whole broker
+// POST a JSON body and return status, headers and parsed body. broker.ts re-exports it; a file whose
+// brokers are processes of their own imports it from here, since broker.ts loads the whole broker
 // into the test's process (about 0.6 s of CPU).
 export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}) {
   const response = await fetch(url, {
