@@ -47,13 +47,28 @@ export async function startStubServer(answer: (request: StubRequest) => StubAnsw
   };
 }
 
-/** An address on which nothing listens: a port that was free a moment ago. */
+/**
+ * An address on which nothing listens, and nothing will while the suite runs: a low port (every
+ * server the tests start listens on port 0, which the kernel picks from 32768 up), checked closed
+ * now. A port freed a moment ago was not enough: another worker's stub broker, answering a good
+ * token to anything, could be given it before the action tried it.
+ */
 export async function closedPortUrl(): Promise<string> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return `http://127.0.0.1:${port}`;
+  for (const port of [1, 9, 13, 17, 19, 37]) {
+    if (await refuses(port)) return `http://127.0.0.1:${port}`;
+  }
+  throw new Error("closedPortUrl: every candidate low port on 127.0.0.1 accepts connections");
+}
+
+function refuses(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once("error", (error: NodeJS.ErrnoException) => resolve(error.code === "ECONNREFUSED"));
+  });
 }
 
 /**
