@@ -44,7 +44,9 @@ describe("caps, checked token by token before anything is composed", () => {
     expect(compile(deepest)).toMatchObject({ ok: true });
     const hundred = documented(100);
     expect(lexerTokens(hundred)).toBeLessThan(MAX_POLICY_YAML_TOKENS);
-    expect(compile(hundred)).toMatchObject({ ok: true, policy: { rules: expect.objectContaining({ length: 100 }) as unknown } });
+    const compiled = compile(hundred);
+    expect(compiled).toMatchObject({ ok: true });
+    expect(compiled.ok && compiled.policy.rules).toHaveLength(100);
   });
 });
 

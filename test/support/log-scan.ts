@@ -22,7 +22,7 @@ export function findSecret(line: string, known: readonly string[] = []): string 
 
 // The log-capture check over the whole suite: no token, JWT or private key in any line any broker
 // wrote during the run. A hit fails the run.
-export default function globalTeardown(globalConfig?: { testPathPattern?: string }): void {
+export default function globalTeardown(globalConfig?: { testPathPatterns?: { patterns?: readonly string[] } }): void {
   const compileCache = process.env.NODE_COMPILE_CACHE;
   if (compileCache?.includes("tokensmith-compile-cache-")) rmSync(compileCache, { recursive: true, force: true });
   const dir = process.env.TOKENSMITH_TEST_LOG_DIR;
@@ -40,7 +40,7 @@ export default function globalTeardown(globalConfig?: { testPathPattern?: string
   rmSync(dir, { recursive: true, force: true });
   // A run of chosen files (`npx jest test/x.test.ts`) may start no broker at all; the whole suite
   // always does, and there an empty scan would prove nothing.
-  if (lines === 0 && globalConfig?.testPathPattern) return void process.stdout.write("log scan: no broker log lines in the files run\n");
+  if (lines === 0 && (globalConfig?.testPathPatterns?.patterns?.length ?? 0) > 0) return void process.stdout.write("log scan: no broker log lines in the files run\n");
   if (lines === 0) throw new Error("log scan: no broker log lines were collected; the scan would prove nothing");
   if (hits.length > 0) throw new Error(`log scan: ${hits.length} of ${lines} log lines hold a credential:\n${hits.slice(0, 5).join("\n")}`);
   process.stdout.write(`log scan: ${lines} broker log lines, no token, JWT or private key\n`);
