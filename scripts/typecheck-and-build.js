@@ -4,8 +4,10 @@
 // (docs/development.md#test-time). Exits 1, after both finish, if either failed.
 import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
 
-const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
+// TypeScript 7 exports no bin/ path: found beside its package.json.
+const tsc = join(dirname(createRequire(import.meta.url).resolve("typescript/package.json")), "bin/tsc");
 const run = (args) =>
   new Promise((resolve) => {
     const child = spawn(process.execPath, [tsc, ...args], { stdio: "inherit" });

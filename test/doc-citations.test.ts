@@ -3,7 +3,7 @@
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { describe, expect, it } from "@jest/globals";
-import ts from "typescript";
+import ts from "typescript-api";
 import { headingAnchors } from "./support/markdown-links.js";
 
 const ROOT = new URL("../", import.meta.url).pathname;

@@ -9,7 +9,7 @@
 import { readFileSync, statSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "@jest/globals";
-import ts from "typescript";
+import ts from "typescript-api";
 import { parse } from "yaml";
 
 const ROOT = new URL("../", import.meta.url);
