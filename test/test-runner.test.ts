@@ -11,7 +11,10 @@ describe("test time limits", () => {
   it("fails a test or hook that outlives its limit with jest's message, and only that one", async () => {
     const run = await promisify(execFile)(process.execPath, ["node_modules/jest/bin/jest.js", "-i", "--json", "--roots", "<rootDir>/test/fixtures/runner", "--testMatch", "**/*.fixture.ts", "--reporters", "default", "--globalSetup", "", "--globalTeardown", ""], { encoding: "utf8", timeout: 20_000 }).catch((error: { stdout: string }) => error);
     const results = (JSON.parse(run.stdout) as Result).testResults.flatMap((file) => file.assertionResults);
-    const outcome = Object.fromEntries(results.map((result) => [result.title, `${result.status}${result.failureMessages.join("").match(/Exceeded timeout of \d+ ms for (a test|a hook)/)?.[0].replace(/^/, ": ") ?? ""}`]));
+    const outcome = Object.fromEntries(results.map(({ title, status, failureMessages }) => {
+      const limit = failureMessages.join("").match(/Exceeded timeout of \d+ ms for (a test|a hook)/)?.[0];
+      return [title, limit ? `${status}: ${limit}` : status];
+    }));
     expect(outcome).toEqual({
       "a test that never settles": "failed: Exceeded timeout of 300 ms for a test",
       "a row that takes 1 × 40 ms against 100 ms": "passed",
